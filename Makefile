@@ -1,0 +1,57 @@
+# The two commands a new machine needs: `make run` and `make test`.
+PY := .venv/bin/python
+DEVENV := $(PY) -m contextsvc.devenv
+
+.PHONY: install run test check lint format typecheck migrations-check pytest \
+        services services-down cluster cluster-down bench lock clean
+
+install:
+	@scripts/bootstrap
+
+## The service in the foreground: PostgreSQL, Redis, the local cluster, web, worker, beat, watcher.
+run: install
+	@$(DEVENV) stack
+
+## Everything CI runs: lint, types, migrations in step, and the whole test suite.
+test: install
+	@$(DEVENV) run -- $(MAKE) --no-print-directory check
+
+check: lint typecheck migrations-check pytest
+
+lint:
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format:
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+typecheck:
+	$(PY) -m mypy .
+
+migrations-check:
+	$(PY) manage.py makemigrations --check --dry-run
+
+pytest:
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+services: install
+	@$(DEVENV) up
+
+services-down:
+	@$(DEVENV) down
+
+cluster: install
+	@$(PY) -m contextsvc.testenv up
+
+cluster-down:
+	@$(PY) -m contextsvc.testenv down
+
+## Re-resolve requirements.lock from pyproject.toml (needs network to PyPI).
+lock: install
+	$(PY) -m piptools compile --quiet --extra dev --generate-hashes --strip-extras \
+	  --allow-unsafe -o requirements.lock pyproject.toml
+
+clean:
+	@$(DEVENV) down
+	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache staticfiles

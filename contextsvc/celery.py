@@ -1,0 +1,38 @@
+"""The Celery application: ``celery -A contextsvc worker`` / ``celery -A contextsvc beat``."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.local")
+
+app = Celery("contextsvc")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def _fail_fast_on_bad_configuration() -> None:
+    """Turn a configuration error into one line naming the variable, not a traceback."""
+    from django.conf import settings
+
+    from contextsvc.env import ConfigError
+
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 - forces the settings module to load
+    except ConfigError as exc:
+        sys.exit(f"error: {exc}")
+
+
+def _started_by_celery_command() -> bool:
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    from_module = main_spec is not None and main_spec.name.split(".")[0] == "celery"
+    return from_module or os.path.basename(sys.argv[0]) == "celery"
+
+
+# Only the celery command line needs this: Django processes validate settings themselves,
+# and doing it on every import would recurse while the settings package is loading.
+if _started_by_celery_command():
+    _fail_fast_on_bad_configuration()

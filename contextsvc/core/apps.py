@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    """Cross-cutting pieces every app uses: audit log, API clients, process heartbeats."""
+
+    name = "contextsvc.core"
+    label = "core"
+    verbose_name = "Context Service"

@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from celery import shared_task
+
+from contextsvc.core.models import ProcessHeartbeat
+from contextsvc.core.services import heartbeat_record
+
+
+@shared_task(name="contextsvc.core.tasks.record_heartbeat", ignore_result=True)
+def record_heartbeat() -> int:
+    """Scheduled by beat: whichever worker picks it up records that it is alive."""
+    return heartbeat_record(kind=ProcessHeartbeat.Kind.WORKER).pk

@@ -1,0 +1,126 @@
+"""Small helpers shared by the local service managers: packages, ports, processes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_DIR = Path(__file__).resolve().parent.parent.parent
+LOCAL_DIR = Path(os.environ.get("CS_LOCAL_DIR", str(REPO_DIR / ".local")))
+
+
+class DevEnvError(RuntimeError):
+    """A local service could not be installed or started; the message says why."""
+
+
+def say(message: str) -> None:
+    print(f"[devenv] {message}", file=sys.stderr, flush=True)
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+_apt_updated = False
+
+
+def apt_install(*packages: str) -> None:
+    """Install Debian packages without starting their system services."""
+    global _apt_updated
+    if not is_root():
+        raise DevEnvError(
+            f"missing system packages {', '.join(packages)}; install them with "
+            f"'sudo apt-get install {' '.join(packages)}' or run as root"
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    # Debian starts a packaged service on install; we run our own private instances, so
+    # a policy-rc.d that refuses service starts keeps the machine's ports free.
+    policy = Path("/usr/sbin/policy-rc.d")
+    created_policy = False
+    if not policy.exists():
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
+        created_policy = True
+    try:
+        if not _apt_updated:
+            say("apt-get update")
+            subprocess.run(
+                ["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL
+            )
+            _apt_updated = True
+        say(f"apt-get install {' '.join(packages)}")
+        subprocess.run(
+            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+    finally:
+        if created_policy:
+            policy.unlink()
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def wait_for_port(port: int, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open(port):
+            return
+        time.sleep(0.1)
+    raise DevEnvError(f"{what} did not open 127.0.0.1:{port} within {timeout:.0f}s")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers signal 0; it is gone for our purposes.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def pid_cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
+def terminate_pid(pid: int, *, timeout: float = 15.0) -> None:
+    """SIGTERM one process we started, then SIGKILL if it will not go."""
+    if not pid_alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+
+
+def which_or_install(binary: str, package: str) -> str:
+    path = shutil.which(binary)
+    if path is None:
+        apt_install(package)
+        path = shutil.which(binary)
+    if path is None:
+        raise DevEnvError(f"{binary} not found even after installing {package}")
+    return path

@@ -1,0 +1,219 @@
+"""Settings shared by every environment, read from environment variables.
+
+Every variable is listed with its default and meaning in the README's configuration table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from contextsvc.env import (
+    check_redis_url,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_optional,
+    env_str,
+    parse_database_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+LOCAL_DIR = BASE_DIR / ".local"
+
+DEBUG = False
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_celery_beat",
+    "channels",
+    "contextsvc.core",
+    "allocations",
+    "profiles",
+    "approvals",
+    "frontend",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "contextsvc.urls"
+ASGI_APPLICATION = "contextsvc.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Data stores -------------------------------------------------------------------------
+
+_db = parse_database_url("DATABASE_URL", env_str("DATABASE_URL"))
+DATABASES: dict[str, dict[str, Any]] = {
+    "default": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": _db.name,
+        "USER": _db.user,
+        "PASSWORD": _db.password,
+        "HOST": _db.host,
+        "PORT": _db.port,
+        "CONN_MAX_AGE": env_int("CS_DB_CONN_MAX_AGE", 0, minimum=0),
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {"connect_timeout": env_int("CS_DB_CONNECT_TIMEOUT", 5, minimum=1)},
+        "TEST": {"NAME": f"test_{_db.name}"},
+    }
+}
+if env_bool("CS_DB_POOL", False):
+    # Under ASGI every request may run on a different thread, so persistent connections
+    # are not reused; a psycopg pool is what keeps connection set-up off the request path.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": env_int("CS_DB_POOL_MAX_SIZE", 10, minimum=1),
+        "timeout": 10,
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = check_redis_url("REDIS_URL", env_str("REDIS_URL"))
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [REDIS_URL],
+            "prefix": env_str("CS_CHANNEL_PREFIX", "cs-channels"),
+            "capacity": 1000,
+            "expiry": 60,
+        },
+    }
+}
+
+# --- Celery ------------------------------------------------------------------------------
+
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_IGNORE_RESULT = True  # task outcomes are recorded in PostgreSQL, not a backend
+CELERY_TASK_ACKS_LATE = True  # a worker that dies mid-task leaves the task for another
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = env_str("CS_CELERY_QUEUE", "context-service")
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "process-heartbeat": {
+        "task": "contextsvc.core.tasks.record_heartbeat",
+        "schedule": 30.0,
+    },
+}
+
+# --- Kubernetes --------------------------------------------------------------------------
+
+CS_NAMESPACE = env_str("CS_NAMESPACE", "serverless-harness")
+CS_SANDBOX_IMAGE = env_optional("CS_SANDBOX_IMAGE")
+CS_SANDBOX_SERVICE_ACCOUNT = env_optional("CS_SANDBOX_SERVICE_ACCOUNT")
+CS_KUBE_TIMEOUT_SECONDS = env_float("CS_KUBE_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+
+# --- Web ---------------------------------------------------------------------------------
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024  # the v1 contract rejects bodies over 1 MiB
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT: Path | None = Path(env_str("CS_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Context Service API",
+    "DESCRIPTION": (
+        "Allocates agent sandboxes and workspaces on Kubernetes (the v1 contract) and holds "
+        "agent operations for human approval."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Logging -----------------------------------------------------------------------------
+
+LOG_LEVEL = env_str("CS_LOG_LEVEL", "INFO").upper()
+LOG_FORMAT = env_str("CS_LOG_FORMAT", "text")
+if LOG_FORMAT not in {"text", "json"}:
+    from contextsvc.env import ConfigError
+
+    raise ConfigError(f"CS_LOG_FORMAT must be 'text' or 'json', got {LOG_FORMAT!r}")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "contextsvc.logging.JSONFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # The Kubernetes client logs every request body at DEBUG; keep it quieter.
+        "kubernetes": {"level": "WARNING"},
+        "urllib3": {"level": "WARNING"},
+    },
+}

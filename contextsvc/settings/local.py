@@ -1,0 +1,22 @@
+"""Development settings: DEBUG on, the project-local services as defaults."""
+
+from contextsvc.settings._localenv import load_local_defaults
+
+load_local_defaults()
+
+from contextsvc.env import env_str  # noqa: E402
+from contextsvc.settings.base import *  # noqa: E402, F403
+from contextsvc.settings.base import REST_FRAMEWORK  # noqa: E402
+
+DEBUG = True
+# A fixed key is fine on a laptop: production settings refuse to start without a real one.
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "django-insecure-local-development-only-key")
+CS_SANDBOX_IMAGE = env_str("CS_SANDBOX_IMAGE", "busybox:1.36")
+REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = [
+    "rest_framework.renderers.JSONRenderer",
+    "rest_framework.renderers.BrowsableAPIRenderer",
+]
+# Static files are served from the apps' folders (WhiteNoise finders); collectstatic is for
+# production images only.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True

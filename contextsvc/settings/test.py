@@ -1,0 +1,30 @@
+"""Test settings: the same real PostgreSQL, Redis and Kubernetes as local, nothing faked.
+
+There is deliberately no in-memory channel layer, no SQLite and no eager Celery here.
+"""
+
+from contextsvc.settings._localenv import load_local_defaults
+
+load_local_defaults()
+
+import uuid  # noqa: E402
+
+from contextsvc.env import env_str  # noqa: E402
+from contextsvc.settings.base import *  # noqa: E402, F403
+
+DEBUG = False
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "django-insecure-test-only-key")
+CS_SANDBOX_IMAGE = env_str("CS_SANDBOX_IMAGE", "busybox:1.36")
+# Hashing cost is irrelevant to what the tests check and dominates user creation time.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Each test run gets its own queue, so a worker left over from `make run` on the same Redis
+# can never take a test's task; the worker fixture passes this name to its worker.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CS_CELERY_QUEUE", f"cs-test-{uuid.uuid4().hex[:12]}")
+# Static files are served from the apps' folders (WhiteNoise finders); collectstatic is for
+# production images only.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True

@@ -1,0 +1,23 @@
+#!/usr/bin/env python
+"""Django's command-line utility for administrative tasks."""
+
+import os
+import sys
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.local")
+    from django.conf import settings
+    from django.core.management import execute_from_command_line
+
+    from contextsvc.env import ConfigError
+
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 - load settings now to report errors in one line
+    except ConfigError as exc:
+        sys.exit(f"error: {exc}")
+    execute_from_command_line(sys.argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Real service processes for tests: started as subprocesses, stopped by their PID."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import connection
+
+from contextsvc.devenv.system import REPO_DIR, terminate_pid
+
+LOG_DIR = REPO_DIR / ".local" / "test-logs"
+
+
+def wait_until(
+    predicate: Callable[[], object],
+    *,
+    timeout: float,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> object:
+    """Poll until ``predicate()`` is truthy; fail the test with ``message`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.1f}s waiting for {message}")
+        time.sleep(interval)
+
+
+def children_database_url() -> str:
+    """The URL of the database the test run is using (``test_…``), for child processes."""
+    settings = connection.settings_dict
+    return (
+        f"postgres://{settings['USER']}:{settings['PASSWORD']}@{settings['HOST']}:"
+        f"{settings['PORT']}/{settings['NAME']}"
+    )
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    from django.conf import settings
+
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "contextsvc.settings.test",
+            "DATABASE_URL": children_database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "CS_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class ManagedProcess:
+    name: str
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    log_path: Path = field(init=False)
+    proc: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log_path = LOG_DIR / f"{self.name}.log"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> ManagedProcess:
+        log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            list(self.argv), env=dict(self.env), cwd=REPO_DIR, stdout=log, stderr=subprocess.STDOUT
+        )
+        log.close()
+        return self
+
+    def assert_running(self) -> None:
+        assert self.proc is not None
+        code = self.proc.poll()
+        if code is not None:
+            raise AssertionError(f"{self.name} exited with {code}:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            terminate_pid(self.proc.pid, timeout=20)
+            self.proc.wait()
+
+
+def celery_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "contextsvc", *args]
+
+
+def manage_argv(*args: str) -> list[str]:
+    return [sys.executable, str(REPO_DIR / "manage.py"), *args]
+
+
+def parent_pid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])

@@ -1,0 +1,93 @@
+"""Bad configuration stops each process with one line naming the variable; production
+settings pass Django's deployment checks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from contextsvc.devenv.system import REPO_DIR
+
+GOOD_SECRET = "k3y-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOP"
+
+
+def run(argv: list[str], env_overrides: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in env_overrides}
+    env.update({k: v for k, v in env_overrides.items() if v is not None})
+    return subprocess.run(
+        argv, env=env, cwd=REPO_DIR, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def production_env(**overrides: str | None) -> dict[str, str | None]:
+    from django.conf import settings
+
+    env: dict[str, str | None] = {
+        "DJANGO_SETTINGS_MODULE": "contextsvc.settings.production",
+        "DJANGO_SECRET_KEY": GOOD_SECRET,
+        "DJANGO_ALLOWED_HOSTS": "cs.example.com",
+        "CS_SANDBOX_IMAGE": "registry.example.com/sandbox:1",
+        "DATABASE_URL": "postgres://u:p@127.0.0.1:1/db",
+        "REDIS_URL": settings.REDIS_URL,
+    }
+    env.update(overrides)
+    return env
+
+
+MANAGE = [sys.executable, "manage.py", "check"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"DJANGO_SECRET_KEY": None}, "error: DJANGO_SECRET_KEY is required but not set"),
+        (
+            {"DJANGO_SECRET_KEY": "short"},
+            "error: DJANGO_SECRET_KEY must be at least 50 characters of random text",
+        ),
+        ({"DJANGO_ALLOWED_HOSTS": None}, "error: DJANGO_ALLOWED_HOSTS is required but not set"),
+        (
+            {"DJANGO_ALLOWED_HOSTS": " , "},
+            "error: DJANGO_ALLOWED_HOSTS must list at least one value (comma-separated)",
+        ),
+        ({"CS_SANDBOX_IMAGE": None}, "error: CS_SANDBOX_IMAGE is required but not set"),
+        (
+            {"DATABASE_URL": "mysql://x@y/z"},
+            "error: DATABASE_URL must be a postgres:// URL (only PostgreSQL is supported), got "
+            "scheme 'mysql'",
+        ),
+        ({"REDIS_URL": None}, "error: REDIS_URL is required but not set"),
+        ({"CS_LOG_FORMAT": "xml"}, "error: CS_LOG_FORMAT must be 'text' or 'json', got 'xml'"),
+    ],
+)
+def test_manage_py_reports_bad_configuration_in_one_line(
+    overrides: dict[str, str | None], expected: str
+) -> None:
+    result = run(MANAGE, production_env(**overrides))
+
+    assert result.returncode == 1
+    assert result.stderr == expected + "\n"
+    assert result.stdout == ""
+
+
+def test_celery_reports_bad_configuration_in_one_line() -> None:
+    celery = [sys.executable, "-m", "celery", "-A", "contextsvc", "worker"]
+    result = run(celery, production_env(REDIS_URL="http://nope"))
+
+    assert result.returncode == 1
+    assert (
+        result.stderr == "error: REDIS_URL must be a redis:// or rediss:// URL, got 'http://nope'\n"
+    )
+
+
+def test_production_settings_pass_the_deployment_checks() -> None:
+    result = run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        production_env(),
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "System check identified no issues (0 silenced).\n"

@@ -1,0 +1,73 @@
+"""The web process as ``make run`` starts it: uvicorn serving pages, static files, login."""
+
+from __future__ import annotations
+
+import re
+import socket
+import urllib.request
+from collections.abc import Iterator
+from http.cookiejar import CookieJar
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.support.processes import ManagedProcess, child_env, manage_argv, wait_until
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def web_server(transactional_db: None) -> Iterator[str]:
+    port = free_port()
+    server = ManagedProcess(
+        "web", manage_argv("serve", "--bind", f"127.0.0.1:{port}"), child_env()
+    ).start()
+
+    def listening() -> bool:
+        server.assert_running()
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_until(listening, timeout=30, message="uvicorn to listen")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def test_login_page_static_files_and_login(web_server: str) -> None:
+    get_user_model().objects.create_user("alice", password="correct horse battery")
+    jar = CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+
+    with opener.open(f"{web_server}/login/") as response:
+        page = response.read().decode()
+    assert response.status == 200
+    assert "<h1>Log in</h1>" in page
+    with opener.open(f"{web_server}/static/frontend/app.css") as css:
+        assert css.status == 200
+        assert css.headers["Content-Type"].startswith("text/css")
+
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    assert token is not None
+    form = urlencode(
+        {
+            "username": "alice",
+            "password": "correct horse battery",
+            "csrfmiddlewaretoken": token.group(1),
+            "next": "/",
+        }
+    ).encode()
+    request = urllib.request.Request(
+        f"{web_server}/login/", data=form, headers={"Referer": f"{web_server}/login/"}
+    )
+    with opener.open(request) as response:
+        landed = response.read().decode()
+    assert response.url == f"{web_server}/"
+    assert "<h1>Overview</h1>" in landed
+    assert "alice" in landed
