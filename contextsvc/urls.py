@@ -9,6 +9,11 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("v1/", include("allocations.urls")),
     path("admin/", admin.site.urls),
     path("", include("frontend.urls")),
 ]
+
+handler400 = "contextsvc.errorviews.bad_request"
+handler404 = "contextsvc.errorviews.not_found"
+handler500 = "contextsvc.errorviews.internal_error"

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
 class ProcessHeartbeat(models.Model):
-    """The last time a background process (worker, beat, watcher) proved it was alive.
+    """The last time a background process (worker, watcher) proved it was alive.
 
     Rows are written by the processes themselves; the dashboard and ``/readyz`` read them
     to say which background processes are running, which is otherwise invisible.
@@ -28,3 +29,74 @@ class ProcessHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.hostname}:{self.pid}"
+
+
+class Scope(models.TextChoices):
+    """What an API client may do. Human users get scopes from their role instead."""
+
+    READ = "read", "Read allocations, contexts, profiles and approvals"
+    ALLOCATIONS = "allocations", "Create and release sandbox pools and contexts"
+    AGENT = "agent", "Submit operations for approval and register workspace contexts"
+    APPROVER = "approver", "Decide approval requests"
+    ADMIN = "admin", "Manage profiles, API clients and everything else"
+
+
+class ApiClient(models.Model):
+    """A named caller of the REST API (Serverless Harness, Rossoctl, an agent type…)."""
+
+    name = models.SlugField(max_length=64, unique=True)
+    description = models.CharField(max_length=255, blank=True)
+    scopes = models.JSONField(default=list)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiToken(models.Model):
+    """A bearer token for an API client. Only a SHA-256 of the token is stored: tokens are
+    256-bit random strings, so a fast unsalted hash is as strong as a password hash here and
+    lets authentication be one indexed lookup."""
+
+    client = models.ForeignKey(ApiClient, on_delete=models.CASCADE, related_name="tokens")
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16, help_text="The first characters, to recognise it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.client.name} {self.prefix}…"
+
+
+class AuditEntry(models.Model):
+    """Append-only record of a state change, written in the transaction that made it."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.CharField(max_length=200, help_text="user:NAME, api:CLIENT or system:PART")
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=32)
+    target = models.CharField(max_length=255)
+    payload = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["target_type", "target"], name="audit_target")]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.target}"

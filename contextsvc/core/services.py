@@ -2,13 +2,28 @@ from __future__ import annotations
 
 import os
 import socket
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.utils import timezone
 
-from contextsvc.core.models import ProcessHeartbeat
+from contextsvc.core.auth import PREFIX_SHOWN, generate_token, hash_token
+from contextsvc.core.models import ApiClient, ApiToken, AuditEntry, ProcessHeartbeat, Scope
 
 HEARTBEAT_RETENTION = timedelta(days=1)
+
+
+def audit_record(
+    *, actor: str, action: str, target_type: str, target: str, payload: dict[str, Any] | None = None
+) -> AuditEntry:
+    """Append one audit entry. Call it inside the transaction that makes the change."""
+    return AuditEntry.objects.create(
+        actor=actor, action=action, target_type=target_type, target=target, payload=payload or {}
+    )
 
 
 def heartbeat_record(
@@ -25,3 +40,102 @@ def heartbeat_record(
     )
     ProcessHeartbeat.objects.filter(last_seen__lt=now - HEARTBEAT_RETENTION).delete()
     return heartbeat
+
+
+def _check_scopes(scopes: Iterable[str]) -> list[str]:
+    chosen = sorted(set(scopes))
+    unknown = [scope for scope in chosen if scope not in Scope.values]
+    if unknown:
+        raise ValidationError(
+            {"scopes": f"unknown scope {unknown[0]!r}; choose from {', '.join(Scope.values)}"}
+        )
+    if not chosen:
+        raise ValidationError({"scopes": "an API client needs at least one scope"})
+    return chosen
+
+
+@transaction.atomic
+def api_client_create(
+    *,
+    name: str,
+    scopes: Iterable[str],
+    description: str = "",
+    actor: str,
+    created_by: AbstractBaseUser | None = None,
+) -> ApiClient:
+    client = ApiClient(
+        name=name, description=description, scopes=_check_scopes(scopes), created_by=created_by
+    )
+    client.full_clean()
+    client.save()
+    audit_record(
+        actor=actor,
+        action="api_client.create",
+        target_type="api_client",
+        target=name,
+        payload={"scopes": client.scopes, "description": description},
+    )
+    return client
+
+
+@transaction.atomic
+def api_client_update(
+    *, client: ApiClient, scopes: Iterable[str], description: str, is_active: bool, actor: str
+) -> ApiClient:
+    client.scopes = _check_scopes(scopes)
+    client.description = description
+    client.is_active = is_active
+    client.full_clean()
+    client.save()
+    audit_record(
+        actor=actor,
+        action="api_client.update",
+        target_type="api_client",
+        target=client.name,
+        payload={"scopes": client.scopes, "is_active": is_active},
+    )
+    return client
+
+
+@transaction.atomic
+def api_token_issue(
+    *,
+    client: ApiClient,
+    actor: str,
+    created_by: AbstractBaseUser | None = None,
+    expires_at: datetime | None = None,
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its plain text, which is never stored or shown again."""
+    raw = generate_token()
+    token = ApiToken.objects.create(
+        client=client,
+        token_hash=hash_token(raw),
+        prefix=raw[:PREFIX_SHOWN],
+        created_by=created_by,
+        expires_at=expires_at,
+    )
+    audit_record(
+        actor=actor,
+        action="api_token.issue",
+        target_type="api_client",
+        target=client.name,
+        payload={"token_id": token.pk, "prefix": token.prefix},
+    )
+    return token, raw
+
+
+@transaction.atomic
+def api_token_revoke(*, token: ApiToken, actor: str) -> ApiToken:
+    locked = ApiToken.objects.select_for_update().get(pk=token.pk)
+    if locked.revoked_at is not None:
+        return locked
+    locked.revoked_at = timezone.now()
+    locked.save(update_fields=["revoked_at"])
+    audit_record(
+        actor=actor,
+        action="api_token.revoke",
+        target_type="api_client",
+        target=locked.client.name,
+        payload={"token_id": locked.pk, "prefix": locked.prefix},
+    )
+    return locked

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "channels",
     "contextsvc.core",
@@ -114,6 +115,9 @@ CHANNEL_LAYERS = {
     }
 }
 
+# How often beat recomputes every allocation from list calls (the watcher's safety net).
+CS_RESYNC_INTERVAL_SECONDS = env_int("CS_RESYNC_INTERVAL_SECONDS", 30, minimum=1)
+
 # --- Celery ------------------------------------------------------------------------------
 
 CELERY_BROKER_URL = REDIS_URL
@@ -132,6 +136,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "contextsvc.core.tasks.record_heartbeat",
         "schedule": 30.0,
     },
+    "allocations-resync": {
+        "task": "allocations.tasks.resync",
+        "schedule": float(CS_RESYNC_INTERVAL_SECONDS),
+    },
 }
 
 # --- Kubernetes --------------------------------------------------------------------------
@@ -140,6 +148,13 @@ CS_NAMESPACE = env_str("CS_NAMESPACE", "serverless-harness")
 CS_SANDBOX_IMAGE = env_optional("CS_SANDBOX_IMAGE")
 CS_SANDBOX_SERVICE_ACCOUNT = env_optional("CS_SANDBOX_SERVICE_ACCOUNT")
 CS_KUBE_TIMEOUT_SECONDS = env_float("CS_KUBE_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+# Namespaces callers may put allocations in (the v1 ``namespace`` extension field); ``*``
+# allows any. The watcher watches just these, or the whole cluster for ``*``.
+CS_ALLOWED_NAMESPACES = env_list("CS_ALLOWED_NAMESPACES", [CS_NAMESPACE])
+# How long transient Kubernetes errors are retried before an allocation is failed.
+CS_RECONCILE_DEADLINE_SECONDS = env_int("CS_RECONCILE_DEADLINE_SECONDS", 300, minimum=1)
+# Provisioning longer than this is flagged as stuck on the dashboard.
+CS_STUCK_AFTER_SECONDS = env_int("CS_STUCK_AFTER_SECONDS", 300, minimum=1)
 
 # --- Web ---------------------------------------------------------------------------------
 
@@ -172,9 +187,11 @@ AUTH_PASSWORD_VALIDATORS = [
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "contextsvc.core.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["contextsvc.core.auth.ScopeRequired"],
+    "EXCEPTION_HANDLER": "contextsvc.core.api.exception_handler",
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -189,6 +206,10 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Logging -----------------------------------------------------------------------------

@@ -1,0 +1,127 @@
+"""Adoption: objects carrying our labels with no allocation row (made by the earlier Go
+Context Service, or left by a crash) become allocations again; what cannot be understood
+is reported as an orphan. Nothing is ever deleted here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from allocations import services
+from allocations.models import Allocation, AllocationEvent, Phase, Strategy
+from allocations.observe import PoolKey, PoolObjects, ready_replicas
+from contextsvc.core.services import audit_record
+from contextsvc.core.validators import is_pool_name
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+
+ADOPTION_ACTOR = "system:adoption"
+
+
+@dataclass(frozen=True)
+class Orphan:
+    namespace: str
+    pool: str
+    objects: tuple[str, ...]
+    why: str
+
+
+def _replicas(pool: PoolObjects, name: str) -> int:
+    if pool.claims:
+        return len(pool.claims)
+    for sandbox in pool.sandboxes:
+        annotation = (sandbox["metadata"].get("annotations") or {}).get(objects.REPLICAS_KEY)
+        if annotation and annotation.isdigit():
+            return int(annotation)
+    indexes = [
+        int(match.group(1))
+        for sandbox in pool.sandboxes
+        if (match := re.fullmatch(rf"sandbox-{re.escape(name)}-(\d+)", sandbox["metadata"]["name"]))
+    ]
+    return max(indexes) + 1 if indexes else len(pool.sandboxes)
+
+
+def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
+    """The allocation these objects describe, following the v1 names and annotations."""
+    namespace, name = key
+    names = tuple(
+        f"{obj.get('kind') or 'PersistentVolumeClaim'}/{obj['metadata']['name']}"
+        for obj in pool.sandboxes + pool.claims + pool.pvcs
+    )
+    if not is_pool_name(name):
+        return Orphan(namespace, name, names, "the pool label is not a valid allocation name")
+    if not pool.compute():
+        return Orphan(namespace, name, names, "no Sandbox or SandboxClaim carries this pool label")
+    replicas = _replicas(pool, name)
+    if not 1 <= replicas <= 100:
+        return Orphan(namespace, name, names, f"cannot infer a replica count ({replicas})")
+    allocation = Allocation(
+        name=name, namespace=namespace, replicas=replicas, requester=ADOPTION_ACTOR, adopted=True
+    )
+    if pool.claims:
+        allocation.strategy = Strategy.WARMPOOL
+        allocation.warm_pool = str(
+            ((pool.claims[0].get("spec") or {}).get("warmPoolRef") or {}).get("name") or ""
+        )
+        return allocation
+    annotations = pool.sandboxes[0]["metadata"].get("annotations") or {}
+    pvcs = {pvc["metadata"]["name"]: pvc for pvc in pool.pvcs}
+    claim = annotations.get(objects.CLAIM_ANNOTATION)
+    workspace: dict[str, Any] | None
+    if claim:
+        allocation.strategy = Strategy.EXISTING
+        allocation.claim_name = claim
+        allocation.read_only = annotations.get(objects.READ_ONLY_ANNOTATION) == "true"
+        # The caller's PVC carries no labels of ours; read its shape by name.
+        workspace = kube.get_pvc(namespace, claim)
+    elif objects.shared_pvc_name(name) in pvcs:
+        allocation.strategy = Strategy.SHARED
+        workspace = pvcs[objects.shared_pvc_name(name)]
+    elif objects.dedicated_pvc_name(name, 0) in pvcs:
+        allocation.strategy = Strategy.DEDICATED
+        workspace = pvcs[objects.dedicated_pvc_name(name, 0)]
+    else:
+        return Orphan(namespace, name, names, "its Sandboxes mount no workspace PVC we know of")
+    if workspace is None:
+        return allocation
+    spec = workspace.get("spec") or {}
+    allocation.workspace_size = str(
+        ((spec.get("resources") or {}).get("requests") or {}).get("storage") or ""
+    )
+    modes = list(spec.get("accessModes") or [""])
+    allocation.workspace_access_mode = "ReadWriteMany" if "ReadWriteMany" in modes else modes[0]
+    allocation.workspace_storage_class = str(spec.get("storageClassName") or "")
+    return allocation
+
+
+def adopt(key: PoolKey, pool: PoolObjects, *, dry_run: bool = False) -> Allocation | Orphan:
+    found = infer(key, pool)
+    if isinstance(found, Orphan) or dry_run:
+        return found
+    ready = ready_replicas(found.strategy, pool)
+    found.ready_replicas = ready
+    found.phase = Phase.READY if ready >= found.replicas else Phase.PROVISIONING
+    try:
+        with transaction.atomic():
+            found.save()
+            AllocationEvent.objects.create(
+                allocation=found,
+                kind=AllocationEvent.Kind.ADOPTED,
+                message=f"adopted {len(pool.compute())} existing object(s)",
+            )
+            audit_record(
+                actor=ADOPTION_ACTOR,
+                action="allocation.adopt",
+                target_type="allocation",
+                target=found.name,
+                payload={"namespace": found.namespace, "strategy": found.strategy},
+            )
+            services.announce(found, "allocation.created")
+    except IntegrityError:
+        # A live allocation holds the name (created since the caller looked, or in another
+        # namespace): these objects are not one we can adopt.
+        return Orphan(key[0], key[1], (), "an active allocation with this name exists")
+    return found

@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class Strategy(models.TextChoices):
+    DEDICATED = "dedicated", "Dedicated RWO PVC per sandbox"
+    SHARED = "shared", "One shared RWX PVC"
+    EXISTING = "existing", "Existing PVC"
+    WARMPOOL = "warmpool", "Warm-pool claims"
+
+
+class Phase(models.TextChoices):
+    REQUESTED = "requested", "Requested"
+    PROVISIONING = "provisioning", "Provisioning"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+    RELEASING = "releasing", "Releasing"
+    RELEASED = "released", "Released"
+
+
+# Phases in which an allocation still holds its name and (maybe) cluster objects.
+ACTIVE_PHASES = (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY, Phase.FAILED, Phase.RELEASING)
+# Phases the v1 API shows; a releasing allocation is already gone for its caller.
+VISIBLE_PHASES = (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY, Phase.FAILED)
+# Phases in which readiness observations still change the phase.
+OBSERVED_PHASES = (Phase.PROVISIONING, Phase.READY)
+
+
+class Allocation(models.Model):
+    """A sandbox pool: desired state from the caller, observed state from the cluster."""
+
+    # Desired state
+    name = models.CharField(max_length=50)
+    namespace = models.CharField(max_length=63)
+    replicas = models.PositiveSmallIntegerField()
+    strategy = models.CharField(max_length=16, choices=Strategy.choices)
+    workspace_size = models.CharField(max_length=64, blank=True)
+    workspace_access_mode = models.CharField(max_length=16, blank=True)
+    workspace_storage_class = models.CharField(max_length=253, blank=True)
+    claim_name = models.CharField(max_length=253, blank=True)
+    read_only = models.BooleanField(null=True, blank=True)
+    warm_pool = models.CharField(max_length=253, blank=True)
+    requester = models.CharField(max_length=200, help_text="api:CLIENT or user:NAME")
+
+    # Observed state
+    phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.REQUESTED)
+    ready_replicas = models.PositiveSmallIntegerField(default=0)
+    reason = models.CharField(max_length=64, blank=True)
+    message = models.TextField(blank=True)
+    requested_at = models.DateTimeField(auto_now_add=True)
+    provisioned_at = models.DateTimeField(null=True, blank=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+    release_requested_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    reconcile_attempts = models.PositiveIntegerField(default=0)
+    adopted = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        constraints = [
+            # A name identifies one allocation until its objects are gone.
+            models.UniqueConstraint(
+                fields=["name"], condition=~Q(phase="released"), name="allocation_active_name"
+            ),
+            models.CheckConstraint(
+                condition=Q(replicas__gte=1) & Q(replicas__lte=100), name="allocation_replicas"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["phase", "-requested_at"], name="allocation_phase"),
+            models.Index(fields=["namespace", "name"], name="allocation_ns_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def selector(self) -> str:
+        from contextsvc.kube.objects import pool_selector
+
+        return pool_selector(self.name)
+
+
+class AllocationEvent(models.Model):
+    """One line of an allocation's timeline (created, applied, replica ready, failed…)."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created", "Created"
+        ADOPTED = "adopted", "Adopted"
+        APPLIED = "applied", "Objects applied"
+        RETRY = "retry", "Retrying"
+        REPLICAS = "replicas", "Ready replicas changed"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+        ROLLED_BACK = "rolled_back", "Rolled back"
+        RELEASING = "releasing", "Release requested"
+        RELEASED = "released", "Released"
+
+    allocation = models.ForeignKey(Allocation, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(auto_now_add=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    message = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.allocation_id} {self.kind}"
+
+
+class ContextType(models.TextChoices):
+    WORKSPACE = "workspace", "Workspace"
+    MEMORY = "memory", "Memory"
+    KNOWLEDGE = "knowledge", "Knowledge"
+    ARTIFACTS = "artifacts", "Artifacts"
+
+
+class ContextResource(models.Model):
+    """A named PVC-backed context (``/v1/contexts``)."""
+
+    class Status(models.TextChoices):
+        PROVISIONING = "provisioning", "Provisioning"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+        DELETING = "deleting", "Deleting"
+        DELETED = "deleted", "Deleted"
+
+    name = models.CharField(max_length=50)
+    namespace = models.CharField(max_length=63)
+    type = models.CharField(max_length=16, choices=ContextType.choices)
+    size = models.CharField(max_length=64)
+    access_mode = models.CharField(max_length=16)
+    storage_class = models.CharField(max_length=253, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROVISIONING)
+    message = models.TextField(blank=True)
+    requester = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "name"],
+                condition=~Q(status="deleted"),
+                name="context_active_name",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"

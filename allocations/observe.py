@@ -1,0 +1,83 @@
+"""Observed state from Kubernetes objects, computed the same way by the watcher (from its
+watch caches) and by the periodic resync (from list calls)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from allocations.models import Strategy
+from contextsvc.kube import objects
+
+Obj = dict[str, Any]
+PoolKey = tuple[str, str]  # (namespace, pool name)
+
+
+@dataclass
+class PoolObjects:
+    sandboxes: list[Obj] = field(default_factory=list)
+    claims: list[Obj] = field(default_factory=list)
+    pods: list[Obj] = field(default_factory=list)
+    pvcs: list[Obj] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.sandboxes or self.claims or self.pods or self.pvcs)
+
+    def compute(self) -> list[Obj]:
+        """The objects that provide sandboxes (what adoption starts from)."""
+        return self.sandboxes + self.claims
+
+
+def pool_key(obj: Obj) -> PoolKey | None:
+    metadata = obj.get("metadata") or {}
+    pool = (metadata.get("labels") or {}).get(objects.POOL_LABEL)
+    if not pool:
+        return None
+    return str(metadata.get("namespace") or ""), str(pool)
+
+
+def group_by_pool(
+    *,
+    sandboxes: Iterable[Obj] = (),
+    claims: Iterable[Obj] = (),
+    pods: Iterable[Obj] = (),
+    pvcs: Iterable[Obj] = (),
+) -> dict[PoolKey, PoolObjects]:
+    groups: dict[PoolKey, PoolObjects] = defaultdict(PoolObjects)
+    for attribute, items in (
+        ("sandboxes", sandboxes),
+        ("claims", claims),
+        ("pods", pods),
+        ("pvcs", pvcs),
+    ):
+        for obj in items:
+            key = pool_key(obj)
+            if key is not None:
+                getattr(groups[key], attribute).append(obj)
+    return dict(groups)
+
+
+def ready_replicas(strategy: str, pool: PoolObjects) -> int:
+    """v1 readiness: Ready claims for warm-pool allocations, Ready Pods otherwise."""
+    if strategy == Strategy.WARMPOOL:
+        return sum(1 for claim in pool.claims if objects.claim_is_ready(claim))
+    return sum(1 for pod in pool.pods if objects.pod_is_ready(pod))
+
+
+def terminal_failure(pool: PoolObjects) -> tuple[str, str] | None:
+    """The first Sandbox or Claim that failed for a reason no retry will fix."""
+    for obj in pool.claims + pool.sandboxes:
+        failure = objects.terminal_failure(obj)
+        if failure is not None:
+            reason, message = failure
+            kind = obj.get("kind") or "object"
+            return reason, f"{kind} {obj['metadata']['name']}: {message}"
+    return None
+
+
+def compute_count(strategy: str, pool: PoolObjects) -> int:
+    """How many of the desired Sandboxes / Claims exist (not being deleted)."""
+    items = pool.claims if strategy == Strategy.WARMPOOL else pool.sandboxes
+    return sum(1 for obj in items if not (obj.get("metadata") or {}).get("deletionTimestamp"))

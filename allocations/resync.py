@@ -1,0 +1,178 @@
+"""The periodic resync: everything the watcher concludes from events, recomputed from
+list calls, so a missed event costs latency and never correctness. It also finishes
+releases and rollbacks that stalled, re-queues reconciles that were lost, and adopts
+objects that have no allocation."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from allocations import adoption, services
+from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
+from allocations.observe import (
+    PoolKey,
+    PoolObjects,
+    compute_count,
+    group_by_pool,
+    ready_replicas,
+    terminal_failure,
+)
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+
+logger = logging.getLogger(__name__)
+
+
+def watched_namespaces() -> list[str] | None:
+    """The namespaces the service manages; ``None`` means the whole cluster."""
+    allowed = list(settings.CS_ALLOWED_NAMESPACES)
+    return None if "*" in allowed else sorted(set(allowed))
+
+
+@dataclass
+class ClusterSnapshot:
+    pools: dict[PoolKey, PoolObjects]
+    context_pvcs: dict[tuple[str, str], dict[str, object]]
+
+
+def _in_namespaces(
+    lister: object, namespaces: list[str] | None, *args: object
+) -> list[dict[str, object]]:
+    if namespaces is None:
+        return lister(None, *args)  # type: ignore[operator, no-any-return]
+    items: list[dict[str, object]] = []
+    for namespace in namespaces:
+        items += lister(namespace, *args)  # type: ignore[operator]
+    return items
+
+
+def _claims(namespace: str | None, selector: str) -> list[dict[str, object]]:
+    try:
+        return kube.list_custom(objects.SANDBOX_CLAIM, namespace, selector)
+    except kube.KubeError as exc:
+        if exc.status == 404:  # the extension CRDs are not installed: no claims anywhere
+            return []
+        raise
+
+
+def snapshot() -> ClusterSnapshot:
+    namespaces = watched_namespaces()
+    sandboxes = _in_namespaces(
+        lambda ns, sel: kube.list_custom(objects.SANDBOX, ns, sel),
+        namespaces,
+        objects.MANAGED_SELECTOR,
+    )
+    claims = _in_namespaces(_claims, namespaces, objects.MANAGED_SELECTOR)
+    pods = _in_namespaces(kube.list_pods, namespaces, objects.POOLED_POD_SELECTOR)
+    pvcs = _in_namespaces(kube.list_pvcs, namespaces, objects.MANAGED_SELECTOR)
+    # Named contexts may live in any namespace (the v1 request names it).
+    context_pvcs = {
+        (
+            str(pvc["metadata"]["namespace"]),
+            str(pvc["metadata"]["labels"][objects.CONTEXT_NAME_LABEL]),
+        ): pvc
+        for pvc in kube.list_pvcs(None, f"{objects.MANAGED_SELECTOR},{objects.CONTEXT_NAME_LABEL}")
+    }
+    return ClusterSnapshot(
+        pools=group_by_pool(sandboxes=sandboxes, claims=claims, pods=pods, pvcs=pvcs),
+        context_pvcs=context_pvcs,
+    )
+
+
+@dataclass
+class ResyncReport:
+    checked: int = 0
+    changed: int = 0
+    requeued: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    adopted: list[str] = field(default_factory=list)
+    orphans: list[adoption.Orphan] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"checked {self.checked}, changed {self.changed}, requeued {len(self.requeued)}, "
+            f"released {len(self.released)}, failed {len(self.failed)}, "
+            f"adopted {len(self.adopted)}, orphans {len(self.orphans)}"
+        )
+
+
+def _requeue_grace() -> timedelta:
+    return timedelta(seconds=2 * settings.CS_RESYNC_INTERVAL_SECONDS)
+
+
+def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncReport) -> None:
+    from allocations.tasks import reconcile_allocation, release_allocation, rollback_allocation
+
+    now = timezone.now()
+    phase = allocation.phase
+    if phase in (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY):
+        failure = terminal_failure(pool)
+        if failure is not None:
+            reason, message = failure
+            if services.allocation_fail(
+                allocation_id=allocation.pk, reason=reason, message=message
+            ):
+                report.failed.append(allocation.name)
+            return
+        if phase != Phase.REQUESTED and services.allocation_observe_ready(
+            allocation_id=allocation.pk, ready=ready_replicas(allocation.strategy, pool)
+        ):
+            report.changed += 1
+        stale = now - allocation.updated_at > _requeue_grace()
+        missing = compute_count(allocation.strategy, pool) < allocation.replicas
+        if (phase == Phase.REQUESTED and stale) or (phase != Phase.REQUESTED and missing):
+            reconcile_allocation.delay(allocation.pk)
+            report.requeued.append(allocation.name)
+    elif phase == Phase.RELEASING:
+        if pool.empty():
+            if services.allocation_mark_released(allocation_id=allocation.pk):
+                report.released.append(allocation.name)
+        elif now - (allocation.release_requested_at or now) > _requeue_grace():
+            release_allocation.delay(allocation.pk)
+            report.requeued.append(allocation.name)
+    elif phase == Phase.FAILED and not pool.empty():
+        rollback_allocation.delay(allocation.pk)
+        report.requeued.append(allocation.name)
+
+
+def resync_contexts(pvcs: dict[tuple[str, str], dict[str, object]]) -> int:
+    changed = 0
+    active = ContextResource.objects.exclude(status=ContextResource.Status.DELETED)
+    for context in active:
+        pvc = pvcs.get((context.namespace, context.name))
+        if context.status == ContextResource.Status.DELETING:
+            changed += services.context_observe(context_id=context.pk, bound=None, gone=pvc is None)
+        elif pvc is not None:
+            changed += services.context_observe(
+                context_id=context.pk, bound=objects.pvc_is_bound(pvc)
+            )
+    return changed
+
+
+def resync_all(*, adopt: bool = True) -> ResyncReport:
+    # Rows first, objects second: an allocation that finishes releasing in between then
+    # still claims its (stale) objects instead of having them adopted as a phantom.
+    allocations = list(Allocation.objects.filter(phase__in=ACTIVE_PHASES))
+    cluster = snapshot()
+    report = ResyncReport()
+    pools = dict(cluster.pools)
+    for allocation in allocations:
+        report.checked += 1
+        pool = pools.pop((allocation.namespace, allocation.name), PoolObjects())
+        resync_allocation(allocation, pool, report)
+    report.changed += resync_contexts(cluster.context_pvcs)
+    if adopt:
+        for key, pool in sorted(pools.items()):
+            result = adoption.adopt(key, pool)
+            if isinstance(result, adoption.Orphan):
+                report.orphans.append(result)
+                logger.warning("orphaned objects in %s for pool %s: %s", *key, result.why)
+            else:
+                report.adopted.append(result.name)
+    return report

@@ -1,0 +1,464 @@
+"""Writes for allocations and named contexts. Every state change that matters records its
+timeline event and audit entry in the same transaction, and queues work after commit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from allocations.models import (
+    OBSERVED_PHASES,
+    VISIBLE_PHASES,
+    Allocation,
+    AllocationEvent,
+    ContextResource,
+    Phase,
+    Strategy,
+)
+from allocations.v1 import ContextRequest, PoolRequest
+from contextsvc.core import events
+from contextsvc.core.errors import AlreadyExists, InvalidRequest, KubernetesFailure, NotFound
+from contextsvc.core.services import audit_record
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+
+SYSTEM_ACTOR = "system:context-service"
+
+
+# --- Announcements ------------------------------------------------------------------------
+
+
+def announce(allocation: Allocation, event_type: str = "allocation.changed") -> None:
+    data = {
+        "id": allocation.pk,
+        "name": allocation.name,
+        "namespace": allocation.namespace,
+        "phase": allocation.phase,
+        "ready_replicas": allocation.ready_replicas,
+        "replicas": allocation.replicas,
+        "reason": allocation.reason,
+        "message": allocation.message,
+    }
+    events.publish(
+        events.ALLOCATIONS, events.allocation_group(allocation.pk), event_type=event_type, data=data
+    )
+
+
+def _event(allocation: Allocation, kind: str, message: str = "", **data: Any) -> None:
+    AllocationEvent.objects.create(allocation=allocation, kind=kind, message=message, data=data)
+
+
+# --- Create ---------------------------------------------------------------------------------
+
+
+def _namespace_for(request_namespace: str) -> str:
+    namespace = request_namespace or settings.CS_NAMESPACE
+    allowed = settings.CS_ALLOWED_NAMESPACES
+    if "*" not in allowed and namespace not in allowed:
+        raise InvalidRequest(f'namespace "{namespace}" is not managed by this service')
+    return namespace
+
+
+def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str, str]:
+    """(size, accessMode, storageClass) of the caller's PVC, which must fit the request."""
+    try:
+        pvc = kube.get_pvc(namespace, request.claim_name)
+    except kube.KubeError as exc:
+        raise KubernetesFailure(exc.message) from exc
+    if pvc is None:
+        raise InvalidRequest(
+            f'workspace.claimName "{request.claim_name}" does not exist in namespace "{namespace}"'
+        )
+    spec = pvc.get("spec") or {}
+    modes = list(spec.get("accessModes") or [])
+    if request.replicas > 1 and "ReadWriteMany" not in modes:
+        raise InvalidRequest(
+            f'workspace.claimName "{request.claim_name}" must allow ReadWriteMany to be shared '
+            f"by {request.replicas} replicas"
+        )
+    size = str(((spec.get("resources") or {}).get("requests") or {}).get("storage") or "")
+    mode = "ReadWriteMany" if "ReadWriteMany" in modes else (modes[0] if modes else "")
+    return size, mode, str(spec.get("storageClassName") or "")
+
+
+def _check_warm_pool(request: PoolRequest, namespace: str) -> None:
+    try:
+        pool = kube.get_custom(objects.SANDBOX_WARM_POOL, namespace, request.warm_pool)
+    except kube.KubeError as exc:
+        raise KubernetesFailure(exc.message) from exc
+    if pool is None:
+        raise InvalidRequest(
+            f'warmPoolRef "{request.warm_pool}" does not exist in namespace "{namespace}"'
+        )
+
+
+def _taken(name: str) -> AlreadyExists:
+    return AlreadyExists(f'sandbox pool "{name}" already exists')
+
+
+def _check_name_free(name: str, namespace: str) -> None:
+    """409 while a row or any object labelled with this pool name still exists."""
+    if Allocation.objects.filter(name=name).exclude(phase=Phase.RELEASED).exists():
+        raise _taken(name)
+    selector = objects.pool_selector(name)
+    try:
+        leftovers = (
+            kube.list_custom(objects.SANDBOX, namespace, selector)
+            or kube.list_pvcs(namespace, selector)
+            or kube.list_pods(namespace, selector)
+        )
+    except kube.KubeError as exc:
+        raise KubernetesFailure(exc.message) from exc
+    if leftovers:
+        raise _taken(name)
+
+
+def allocation_create(*, request: PoolRequest, actor: str) -> Allocation:
+    """Validate against the cluster, record the allocation, reconcile it after commit."""
+    from allocations.tasks import reconcile_allocation
+
+    namespace = _namespace_for(request.namespace)
+    if request.profile:
+        raise InvalidRequest(f'profile "{request.profile}" does not exist')
+    size, access_mode, storage_class = request.size, request.access_mode, request.storage_class
+    if request.strategy == Strategy.EXISTING:
+        size, access_mode, storage_class = _existing_workspace(request, namespace)
+    elif request.strategy == Strategy.WARMPOOL:
+        _check_warm_pool(request, namespace)
+    _check_name_free(request.name, namespace)
+
+    allocation = Allocation(
+        name=request.name,
+        namespace=namespace,
+        replicas=request.replicas,
+        strategy=request.strategy,
+        workspace_size=size,
+        workspace_access_mode=access_mode,
+        workspace_storage_class=storage_class,
+        claim_name=request.claim_name,
+        read_only=request.read_only,
+        warm_pool=request.warm_pool,
+        requester=actor,
+    )
+    allocation.full_clean(validate_constraints=False)
+    try:
+        with transaction.atomic():
+            allocation.save()
+            _event(allocation, AllocationEvent.Kind.CREATED, f"requested by {actor}")
+            audit_record(
+                actor=actor,
+                action="allocation.create",
+                target_type="allocation",
+                target=allocation.name,
+                payload={
+                    "namespace": namespace,
+                    "replicas": allocation.replicas,
+                    "strategy": allocation.strategy,
+                },
+            )
+            announce(allocation, "allocation.created")
+            allocation_id = allocation.pk
+            transaction.on_commit(lambda: reconcile_allocation.delay(allocation_id))
+    except IntegrityError:
+        # Another request took the name between our check and our insert.
+        raise _taken(request.name) from None
+    return allocation
+
+
+# --- Release --------------------------------------------------------------------------------
+
+
+def allocation_release(*, name: str, actor: str) -> Allocation:
+    from allocations.tasks import release_allocation
+
+    with transaction.atomic():
+        allocation = (
+            Allocation.objects.select_for_update()
+            .filter(name=name, phase__in=VISIBLE_PHASES)
+            .first()
+        )
+        if allocation is None:
+            raise NotFound(f'sandbox pool "{name}" not found')
+        previous = allocation.phase
+        allocation.phase = Phase.RELEASING
+        allocation.release_requested_at = timezone.now()
+        allocation.save(update_fields=["phase", "release_requested_at", "updated_at"])
+        _event(allocation, AllocationEvent.Kind.RELEASING, f"release requested by {actor}")
+        audit_record(
+            actor=actor,
+            action="allocation.release",
+            target_type="allocation",
+            target=allocation.name,
+            payload={"namespace": allocation.namespace, "previous_phase": previous},
+        )
+        announce(allocation)
+        allocation_id = allocation.pk
+        transaction.on_commit(lambda: release_allocation.delay(allocation_id))
+    return allocation
+
+
+def allocation_mark_released(*, allocation_id: int, actor: str = SYSTEM_ACTOR) -> bool:
+    """Nothing of it is left in the cluster: the name is free again."""
+    with transaction.atomic():
+        allocation = (
+            Allocation.objects.select_for_update()
+            .filter(pk=allocation_id, phase=Phase.RELEASING)
+            .first()
+        )
+        if allocation is None:
+            return False
+        allocation.phase = Phase.RELEASED
+        allocation.released_at = timezone.now()
+        allocation.ready_replicas = 0
+        allocation.save(update_fields=["phase", "released_at", "ready_replicas", "updated_at"])
+        _event(allocation, AllocationEvent.Kind.RELEASED, "all objects deleted")
+        audit_record(
+            actor=actor,
+            action="allocation.released",
+            target_type="allocation",
+            target=allocation.name,
+            payload={"namespace": allocation.namespace},
+        )
+        announce(allocation)
+    return True
+
+
+# --- Reconcile bookkeeping ------------------------------------------------------------------
+
+
+def allocation_reconcile_deadline(allocation: Allocation) -> Any:
+    return allocation.requested_at + timedelta(seconds=settings.CS_RECONCILE_DEADLINE_SECONDS)
+
+
+def allocation_mark_applied(*, allocation_id: int, created: list[str]) -> None:
+    with transaction.atomic():
+        allocation = Allocation.objects.select_for_update().get(pk=allocation_id)
+        if allocation.phase == Phase.REQUESTED:
+            allocation.phase = Phase.PROVISIONING
+        if allocation.provisioned_at is None:
+            allocation.provisioned_at = timezone.now()
+        allocation.save(update_fields=["phase", "provisioned_at", "updated_at"])
+        if created:
+            _event(
+                allocation,
+                AllocationEvent.Kind.APPLIED,
+                f"created {len(created)} object(s)",
+                objects=created,
+            )
+        announce(allocation)
+
+
+def allocation_note_retry(*, allocation_id: int, message: str) -> None:
+    with transaction.atomic():
+        allocation = Allocation.objects.select_for_update().get(pk=allocation_id)
+        allocation.reconcile_attempts = F("reconcile_attempts") + 1
+        allocation.message = message
+        allocation.save(update_fields=["reconcile_attempts", "message", "updated_at"])
+        _event(allocation, AllocationEvent.Kind.RETRY, message)
+
+
+def allocation_fail(
+    *, allocation_id: int, reason: str, message: str, actor: str = SYSTEM_ACTOR
+) -> bool:
+    """Mark failed and roll back what was created. False when it had already ended."""
+    from allocations.tasks import rollback_allocation
+
+    with transaction.atomic():
+        allocation = (
+            Allocation.objects.select_for_update()
+            .filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
+            .first()
+        )
+        if allocation is None:
+            return False
+        allocation.phase = Phase.FAILED
+        allocation.reason = reason[:64]
+        allocation.message = message
+        allocation.failed_at = timezone.now()
+        allocation.save(update_fields=["phase", "reason", "message", "failed_at", "updated_at"])
+        _event(allocation, AllocationEvent.Kind.FAILED, message, reason=reason)
+        audit_record(
+            actor=actor,
+            action="allocation.fail",
+            target_type="allocation",
+            target=allocation.name,
+            payload={"reason": reason, "message": message},
+        )
+        announce(allocation)
+        transaction.on_commit(lambda: rollback_allocation.delay(allocation_id))
+    return True
+
+
+def allocation_note_rolled_back(*, allocation_id: int) -> None:
+    allocation = Allocation.objects.get(pk=allocation_id)
+    if not allocation.events.filter(kind=AllocationEvent.Kind.ROLLED_BACK).exists():
+        _event(allocation, AllocationEvent.Kind.ROLLED_BACK, "deleted every object it created")
+
+
+# --- Observed readiness ---------------------------------------------------------------------
+
+
+def allocation_observe_ready(*, allocation_id: int, ready: int) -> bool:
+    """Record a ready-replica count: one UPDATE that also moves the phase between
+    provisioning and ready. Returns whether anything changed (then it is announced)."""
+    becomes_ready = Q(replicas__lte=ready)
+    changed = (
+        Allocation.objects.filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
+        .filter(
+            ~Q(ready_replicas=ready)
+            | (becomes_ready & ~Q(phase=Phase.READY))
+            | (~becomes_ready & Q(phase=Phase.READY))
+        )
+        .update(
+            ready_replicas=ready,
+            phase=Case(
+                When(becomes_ready, then=Value(Phase.READY)),
+                When(phase=Phase.REQUESTED, then=Value(Phase.REQUESTED)),
+                default=Value(Phase.PROVISIONING),
+            ),
+            ready_at=Case(
+                When(becomes_ready & Q(ready_at__isnull=True), then=Now()), default=F("ready_at")
+            ),
+            updated_at=Now(),
+        )
+    )
+    if not changed:
+        return False
+    with transaction.atomic():
+        allocation = Allocation.objects.get(pk=allocation_id)
+        kind = (
+            AllocationEvent.Kind.READY
+            if allocation.phase == Phase.READY
+            else AllocationEvent.Kind.REPLICAS
+        )
+        _event(
+            allocation,
+            kind,
+            f"{allocation.ready_replicas}/{allocation.replicas} replicas ready",
+            ready=allocation.ready_replicas,
+        )
+        announce(allocation)
+    return True
+
+
+# --- Named contexts ---------------------------------------------------------------------------
+
+
+def context_create(*, request: ContextRequest, actor: str) -> ContextResource:
+    from allocations.tasks import reconcile_context
+
+    taken = AlreadyExists(
+        f'context "{request.name}" already exists in namespace "{request.namespace}"'
+    )
+    if (
+        ContextResource.objects.filter(name=request.name, namespace=request.namespace)
+        .exclude(status=ContextResource.Status.DELETED)
+        .exists()
+    ):
+        raise taken
+    try:
+        existing = kube.get_pvc(request.namespace, objects.context_pvc_name(request.name))
+    except kube.KubeError as exc:
+        raise KubernetesFailure(exc.message) from exc
+    if existing is not None:
+        raise taken
+    context = ContextResource(
+        name=request.name,
+        namespace=request.namespace,
+        type=request.type,
+        size=request.size,
+        access_mode=request.access_mode,
+        storage_class=request.storage_class,
+        requester=actor,
+    )
+    context.full_clean(validate_constraints=False)
+    try:
+        with transaction.atomic():
+            context.save()
+            audit_record(
+                actor=actor,
+                action="context.create",
+                target_type="context",
+                target=f"{context.namespace}/{context.name}",
+                payload={"type": context.type, "size": context.size},
+            )
+            context_id = context.pk
+            transaction.on_commit(lambda: reconcile_context.delay(context_id))
+    except IntegrityError:
+        raise taken from None
+    return context
+
+
+def context_delete(*, namespace: str, name: str, actor: str) -> ContextResource:
+    from allocations.tasks import delete_context
+
+    with transaction.atomic():
+        context = (
+            ContextResource.objects.select_for_update()
+            .filter(
+                namespace=namespace,
+                name=name,
+                status__in=(
+                    ContextResource.Status.PROVISIONING,
+                    ContextResource.Status.READY,
+                    ContextResource.Status.FAILED,
+                ),
+            )
+            .first()
+        )
+        if context is None:
+            raise NotFound(f'context "{name}" not found in namespace "{namespace}"')
+        context.status = ContextResource.Status.DELETING
+        context.save(update_fields=["status", "updated_at"])
+        audit_record(
+            actor=actor,
+            action="context.delete",
+            target_type="context",
+            target=f"{namespace}/{name}",
+        )
+        context_id = context.pk
+        transaction.on_commit(lambda: delete_context.delay(context_id))
+    return context
+
+
+def context_observe(*, context_id: int, bound: bool | None, gone: bool = False) -> bool:
+    """Record what the cluster says of a context's PVC (Bound / gone)."""
+    if gone:
+        return bool(
+            ContextResource.objects.filter(
+                pk=context_id, status=ContextResource.Status.DELETING
+            ).update(status=ContextResource.Status.DELETED, deleted_at=Now(), updated_at=Now())
+        )
+    if bound is None:
+        return False
+    target = ContextResource.Status.READY if bound else ContextResource.Status.PROVISIONING
+    return bool(
+        ContextResource.objects.filter(
+            pk=context_id,
+            status__in=(ContextResource.Status.PROVISIONING, ContextResource.Status.READY),
+        )
+        .exclude(status=target)
+        .update(status=target, updated_at=Now())
+    )
+
+
+def context_fail(*, context_id: int, message: str) -> None:
+    with transaction.atomic():
+        updated = ContextResource.objects.filter(
+            pk=context_id, status=ContextResource.Status.PROVISIONING
+        ).update(status=ContextResource.Status.FAILED, message=message, updated_at=Now())
+        if updated:
+            context = ContextResource.objects.get(pk=context_id)
+            audit_record(
+                actor=SYSTEM_ACTOR,
+                action="context.fail",
+                target_type="context",
+                target=f"{context.namespace}/{context.name}",
+                payload={"message": message},
+            )

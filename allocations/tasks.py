@@ -1,0 +1,175 @@
+"""Celery tasks. Each takes an id, re-reads the row, returns early when the work is done,
+and holds the allocation's advisory lock while it talks to Kubernetes, so two workers on
+the same allocation take turns instead of fighting."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import Task, shared_task
+from django.utils import timezone
+
+from allocations import provisioning, services
+from allocations.models import Allocation, ContextResource, Phase
+from contextsvc.core import locks
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+
+logger = logging.getLogger(__name__)
+
+LOCK_BUSY_COUNTDOWN = 1.0
+MAX_BACKOFF = 30.0
+# Deletes are quick, but Pods and PVCs leave through controllers; poll that long at most
+# before leaving the rest to the watcher and the periodic resync.
+RELEASE_POLLS = 60
+
+
+def _backoff(retries: int) -> float:
+    return float(min(2**retries, MAX_BACKOFF))
+
+
+@shared_task(bind=True, name="allocations.tasks.reconcile_allocation", max_retries=None)
+def reconcile_allocation(self: Task, allocation_id: int) -> str:
+    with locks.try_advisory_lock(locks.ALLOCATION, allocation_id) as acquired:
+        if not acquired:
+            raise self.retry(countdown=LOCK_BUSY_COUNTDOWN)
+        allocation = Allocation.objects.filter(pk=allocation_id).first()
+        if allocation is None or allocation.phase not in (
+            Phase.REQUESTED,
+            Phase.PROVISIONING,
+            Phase.READY,
+        ):
+            return "nothing to do"
+        try:
+            created = provisioning.apply(allocation)
+        except provisioning.NameCollision as exc:
+            services.allocation_fail(
+                allocation_id=allocation_id, reason="NameCollision", message=str(exc)
+            )
+            return "failed"
+        except kube.KubeError as exc:
+            deadline = services.allocation_reconcile_deadline(allocation)
+            if exc.transient and timezone.now() < deadline:
+                services.allocation_note_retry(allocation_id=allocation_id, message=exc.message)
+                raise self.retry(countdown=_backoff(self.request.retries)) from exc
+            reason = exc.reason if not exc.transient else "DeadlineExceeded"
+            services.allocation_fail(
+                allocation_id=allocation_id, reason=reason or "KubernetesError", message=exc.message
+            )
+            return "failed"
+        services.allocation_mark_applied(allocation_id=allocation_id, created=created)
+        return f"applied {len(created)}"
+
+
+def _delete_until_gone(task: Task, allocation: Allocation) -> bool:
+    """Delete what the allocation owns. True when nothing is left; otherwise the task is
+    retried (raising) until the polls run out, after which the resync finishes the job."""
+    try:
+        left = provisioning.delete_owned(allocation)
+    except kube.KubeError as exc:
+        if exc.transient:
+            raise task.retry(countdown=_backoff(task.request.retries)) from exc
+        logger.error("cannot delete objects of %s: %s", allocation.name, exc.message)
+        return False
+    if left.empty():
+        return True
+    if task.request.retries < RELEASE_POLLS:
+        raise task.retry(countdown=1.0)
+    logger.warning("%s still owns %s; the resync will finish", allocation.name, left.names())
+    return False
+
+
+@shared_task(bind=True, name="allocations.tasks.release_allocation", max_retries=None)
+def release_allocation(self: Task, allocation_id: int) -> str:
+    with locks.try_advisory_lock(locks.ALLOCATION, allocation_id) as acquired:
+        if not acquired:
+            raise self.retry(countdown=LOCK_BUSY_COUNTDOWN)
+        allocation = Allocation.objects.filter(pk=allocation_id, phase=Phase.RELEASING).first()
+        if allocation is None:
+            return "nothing to do"
+        if _delete_until_gone(self, allocation):
+            services.allocation_mark_released(allocation_id=allocation_id)
+            return "released"
+        return "pending"
+
+
+@shared_task(bind=True, name="allocations.tasks.rollback_allocation", max_retries=None)
+def rollback_allocation(self: Task, allocation_id: int) -> str:
+    with locks.try_advisory_lock(locks.ALLOCATION, allocation_id) as acquired:
+        if not acquired:
+            raise self.retry(countdown=LOCK_BUSY_COUNTDOWN)
+        allocation = Allocation.objects.filter(pk=allocation_id, phase=Phase.FAILED).first()
+        if allocation is None:
+            return "nothing to do"
+        if _delete_until_gone(self, allocation):
+            services.allocation_note_rolled_back(allocation_id=allocation_id)
+            return "rolled back"
+        return "pending"
+
+
+# --- Named contexts -----------------------------------------------------------------------------
+
+
+@shared_task(bind=True, name="allocations.tasks.reconcile_context", max_retries=None)
+def reconcile_context(self: Task, context_id: int) -> str:
+    with locks.try_advisory_lock(locks.CONTEXT, context_id) as acquired:
+        if not acquired:
+            raise self.retry(countdown=LOCK_BUSY_COUNTDOWN)
+        context = ContextResource.objects.filter(
+            pk=context_id, status=ContextResource.Status.PROVISIONING
+        ).first()
+        if context is None:
+            return "nothing to do"
+        body = objects.context_pvc_manifest(
+            name=context.name,
+            namespace=context.namespace,
+            context_type=context.type,
+            size=context.size,
+            access_mode=context.access_mode,
+            storage_class=context.storage_class or None,
+        )
+        try:
+            kube.create_pvc(body)
+        except Exception as exc:
+            if kube.is_already_exists(exc):
+                return "exists"
+            error = kube.kube_error(
+                exc, f"creating PVC {context.namespace}/{body['metadata']['name']}"
+            )
+            if error.transient and self.request.retries < 10:
+                raise self.retry(countdown=_backoff(self.request.retries)) from exc
+            services.context_fail(context_id=context_id, message=error.message)
+            return "failed"
+        return "created"
+
+
+@shared_task(bind=True, name="allocations.tasks.delete_context", max_retries=None)
+def delete_context(self: Task, context_id: int) -> str:
+    context = ContextResource.objects.filter(
+        pk=context_id, status=ContextResource.Status.DELETING
+    ).first()
+    if context is None:
+        return "nothing to do"
+    name = objects.context_pvc_name(context.name)
+    try:
+        kube.delete_pvc(context.namespace, name)
+        gone = kube.get_pvc(context.namespace, name) is None
+    except kube.KubeError as exc:
+        raise self.retry(countdown=_backoff(self.request.retries)) from exc
+    if not gone and self.request.retries < RELEASE_POLLS:
+        raise self.retry(countdown=1.0)
+    if gone:
+        services.context_observe(context_id=context_id, bound=None, gone=True)
+        return "deleted"
+    return "pending"
+
+
+@shared_task(name="allocations.tasks.resync")
+def resync() -> str:
+    """Beat's safety net: recompute every allocation from list calls."""
+    from allocations.resync import resync_all
+
+    with locks.try_advisory_lock(locks.SINGLETON, locks.singleton_key("resync")) as acquired:
+        if not acquired:
+            return "another resync is running"
+        return resync_all().summary()

@@ -1,0 +1,239 @@
+"""The v1 HTTP contract for sandbox pools and contexts: request parsing in the contract's
+validation order with its exact messages, and the exact response shapes.
+
+Decoding problems (unknown fields, wrong JSON types) are reported first, as the Go service's
+strict decoder did; then the contract's checks run in order. Where ``v1-api.md`` gives a
+message it is used verbatim; the other messages are ours and are listed in docs/api.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from allocations.models import Allocation, ContextResource, Phase, Strategy
+from contextsvc.core.errors import InvalidRequest
+from contextsvc.core.jsonbody import reject_unknown_fields
+from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain, is_pool_name
+from contextsvc.quantity import is_positive_quantity
+
+NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
+REPLICAS_MESSAGE = "replicas must be between 1 and 100"
+WARM_POOL_WITH_WORKSPACE = "warmPoolRef cannot be combined with workspace settings"
+READ_ONLY_REQUIRED = "workspace.readOnly is required with workspace.claimName"
+READ_ONLY_WITHOUT_CLAIM = "workspace.readOnly requires workspace.claimName"
+ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
+
+POOL_FIELDS = frozenset({"name", "replicas", "warmPoolRef", "workspace", "profile", "namespace"})
+WORKSPACE_FIELDS = frozenset({"size", "accessMode", "storageClass", "claimName", "readOnly"})
+CONTEXT_FIELDS = frozenset({"name", "namespace", "type", "storage"})
+STORAGE_FIELDS = frozenset({"backend", "size", "accessMode", "storageClass"})
+CONTEXT_TYPES = ("workspace", "memory", "knowledge", "artifacts")
+
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", dict: "an object"}
+
+
+def _typed(obj: dict[str, Any], key: str, expected: type, where: str = "") -> Any:
+    """The value, ``None`` when absent or null (Go's zero value); a type mismatch is refused."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    # bool is a subclass of int in Python; JSON true is not an integer.
+    if type(value) is not expected:
+        raise InvalidRequest(f"{where}{key} must be {_TYPE_NAMES[expected]}")
+    return value
+
+
+@dataclass(frozen=True)
+class PoolRequest:
+    name: str
+    replicas: int
+    strategy: str
+    size: str = ""
+    access_mode: str = ""
+    storage_class: str = ""
+    claim_name: str = ""
+    read_only: bool | None = None
+    warm_pool: str = ""
+    profile: str = ""
+    namespace: str = ""
+
+
+def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
+    reject_unknown_fields(body, POOL_FIELDS)
+    workspace = _typed(body, "workspace", dict) or {}
+    reject_unknown_fields(workspace, WORKSPACE_FIELDS, "workspace.")
+    name = _typed(body, "name", str) or ""
+    replicas = _typed(body, "replicas", int) or 0
+    warm_pool = _typed(body, "warmPoolRef", str) or ""
+    profile = _typed(body, "profile", str) or ""
+    namespace = _typed(body, "namespace", str) or ""
+    size = _typed(workspace, "size", str, "workspace.") or ""
+    access_mode = _typed(workspace, "accessMode", str, "workspace.") or ""
+    storage_class = _typed(workspace, "storageClass", str, "workspace.") or ""
+    claim = _typed(workspace, "claimName", str, "workspace.") or ""
+    read_only = _typed(workspace, "readOnly", bool, "workspace.")
+
+    if not is_pool_name(name):
+        raise InvalidRequest(NAME_MESSAGE)
+    if not 1 <= replicas <= 100:
+        raise InvalidRequest(REPLICAS_MESSAGE)
+    extensions = {"profile": profile, "namespace": namespace}
+    if warm_pool:
+        if not is_dns1123_subdomain(warm_pool):
+            raise InvalidRequest("warmPoolRef must be a DNS-1123 subdomain")
+        if size or access_mode or storage_class or claim or read_only is not None:
+            raise InvalidRequest(WARM_POOL_WITH_WORKSPACE)
+        _check_namespace(namespace)
+        return PoolRequest(name, replicas, Strategy.WARMPOOL, warm_pool=warm_pool, **extensions)
+    if claim:
+        if not is_dns1123_subdomain(claim):
+            raise InvalidRequest("workspace.claimName must be a DNS-1123 subdomain")
+        if size or access_mode or storage_class:
+            raise InvalidRequest(
+                "workspace.size, workspace.accessMode and workspace.storageClass must be empty "
+                "with workspace.claimName"
+            )
+        if read_only is None:
+            raise InvalidRequest(READ_ONLY_REQUIRED)
+        _check_namespace(namespace)
+        return PoolRequest(
+            name, replicas, Strategy.EXISTING, claim_name=claim, read_only=read_only, **extensions
+        )
+    if read_only is not None:
+        raise InvalidRequest(READ_ONLY_WITHOUT_CLAIM)
+    if not size:
+        raise InvalidRequest("workspace.size is required")
+    if not is_positive_quantity(size):
+        raise InvalidRequest("workspace.size must be a positive Kubernetes quantity")
+    if access_mode not in ACCESS_MODES:
+        raise InvalidRequest("workspace.accessMode must be ReadWriteOnce or ReadWriteMany")
+    if storage_class and not is_dns1123_subdomain(storage_class):
+        raise InvalidRequest("workspace.storageClass must be a DNS-1123 subdomain")
+    _check_namespace(namespace)
+    strategy = Strategy.SHARED if access_mode == "ReadWriteMany" else Strategy.DEDICATED
+    return PoolRequest(
+        name,
+        replicas,
+        strategy,
+        size=size,
+        access_mode=access_mode,
+        storage_class=storage_class,
+        **extensions,
+    )
+
+
+def _check_namespace(namespace: str) -> None:
+    if namespace and not is_dns1123_label(namespace):
+        raise InvalidRequest("namespace must be a DNS-1123 label")
+
+
+V1_STATUS = {
+    Phase.REQUESTED: "provisioning",
+    Phase.PROVISIONING: "provisioning",
+    Phase.READY: "ready",
+    Phase.FAILED: "failed",
+}
+
+
+def pool_status(allocation: Allocation) -> str:
+    """``provisioning`` until every replica is ready, then ``ready`` (+ ``failed``)."""
+    return V1_STATUS.get(Phase(allocation.phase), "provisioning")
+
+
+def pool_response(allocation: Allocation, *, default_namespace: str) -> dict[str, Any]:
+    workspace: dict[str, Any] = {
+        "size": allocation.workspace_size,
+        "accessMode": allocation.workspace_access_mode,
+    }
+    if allocation.workspace_storage_class:
+        workspace["storageClass"] = allocation.workspace_storage_class
+    if allocation.claim_name:
+        workspace["claimName"] = allocation.claim_name
+    if allocation.read_only is not None:
+        workspace["readOnly"] = allocation.read_only
+    body: dict[str, Any] = {
+        "name": allocation.name,
+        "status": pool_status(allocation),
+        "replicas": allocation.replicas,
+        "readyReplicas": allocation.ready_replicas,
+        "sandboxSelector": allocation.selector,
+        "workspace": workspace,
+    }
+    if allocation.warm_pool:
+        body["warmPoolRef"] = allocation.warm_pool
+    # Additions that break nothing: fields a Go client ignores, present only when they apply.
+    if allocation.phase == Phase.FAILED:
+        body["message"] = allocation.message
+    profile_name = getattr(allocation, "profile_name", "")
+    if profile_name:
+        body["profile"] = profile_name
+    if allocation.namespace != default_namespace:
+        body["namespace"] = allocation.namespace
+    return body
+
+
+# --- Named contexts ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContextRequest:
+    name: str
+    namespace: str
+    type: str
+    size: str
+    access_mode: str
+    storage_class: str
+
+
+def parse_context_request(body: dict[str, Any]) -> ContextRequest:
+    reject_unknown_fields(body, CONTEXT_FIELDS)
+    storage = _typed(body, "storage", dict) or {}
+    reject_unknown_fields(storage, STORAGE_FIELDS, "storage.")
+    name = _typed(body, "name", str) or ""
+    namespace = _typed(body, "namespace", str) or ""
+    context_type = _typed(body, "type", str) or ""
+    backend = _typed(storage, "backend", str, "storage.") or ""
+    size = _typed(storage, "size", str, "storage.") or ""
+    access_mode = _typed(storage, "accessMode", str, "storage.") or ""
+    storage_class = _typed(storage, "storageClass", str, "storage.") or ""
+
+    if not is_pool_name(name):
+        raise InvalidRequest(NAME_MESSAGE)
+    if not is_dns1123_label(namespace):
+        raise InvalidRequest("namespace must be a DNS-1123 label")
+    if context_type not in CONTEXT_TYPES:
+        raise InvalidRequest("type must be one of workspace, memory, knowledge, artifacts")
+    if backend != "pvc":
+        raise InvalidRequest("storage.backend must be pvc")
+    if not is_positive_quantity(size):
+        raise InvalidRequest("storage.size must be a positive Kubernetes quantity")
+    if access_mode not in ACCESS_MODES:
+        raise InvalidRequest("storage.accessMode must be ReadWriteOnce or ReadWriteMany")
+    if storage_class and not is_dns1123_subdomain(storage_class):
+        raise InvalidRequest("storage.storageClass must be a DNS-1123 subdomain")
+    return ContextRequest(name, namespace, context_type, size, access_mode, storage_class)
+
+
+def context_response(context: ContextResource) -> dict[str, Any]:
+    from contextsvc.kube.objects import context_pvc_name
+
+    storage: dict[str, Any] = {
+        "backend": "pvc",
+        "size": context.size,
+        "accessMode": context.access_mode,
+    }
+    if context.storage_class:
+        storage["storageClass"] = context.storage_class
+    body: dict[str, Any] = {
+        "name": context.name,
+        "namespace": context.namespace,
+        "type": context.type,
+        "status": "ready" if context.status == ContextResource.Status.READY else "provisioning",
+        "storage": storage,
+        "attachment": {"kind": "pvc", "claimName": context_pvc_name(context.name)},
+    }
+    if context.status == ContextResource.Status.FAILED:
+        body["status"] = "failed"
+        body["message"] = context.message
+    return body

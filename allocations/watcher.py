@@ -1,0 +1,368 @@
+"""The watcher: lists and watches managed Sandboxes, SandboxClaims, Pods and PVCs and turns
+every event into an observed-state update.
+
+One instance is active at a time (a PostgreSQL advisory lock held on a dedicated
+connection); the others wait to take over. Each collection has an informer thread that
+keeps a cache (list, then watch from the list's resourceVersion; relist on 410 Gone).
+Events mark pools dirty; one processing thread recomputes a dirty pool from the caches and
+writes the result, so readiness is never recomputed from stale pieces in two places.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from allocations import services
+from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
+from allocations.observe import PoolKey, PoolObjects, pool_key, ready_replicas, terminal_failure
+from allocations.resync import watched_namespaces
+from contextsvc.core import locks
+from contextsvc.core.models import ProcessHeartbeat
+from contextsvc.core.services import heartbeat_record
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+
+logger = logging.getLogger(__name__)
+
+WATCH_TIMEOUT_SECONDS = 300
+STANDBY_POLL_SECONDS = 5.0
+HEARTBEAT_SECONDS = 15.0
+ObjKey = tuple[str, str]
+ContextKey = tuple[str, str]
+
+
+def _obj_key(obj: dict[str, Any]) -> ObjKey:
+    metadata = obj["metadata"]
+    return str(metadata.get("namespace") or ""), str(metadata["name"])
+
+
+def _context_key(obj: dict[str, Any]) -> ContextKey | None:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    name = labels.get(objects.CONTEXT_NAME_LABEL)
+    return (str(obj["metadata"].get("namespace") or ""), str(name)) if name else None
+
+
+class Informer:
+    """A cache of one collection, kept current by list + watch."""
+
+    def __init__(
+        self,
+        target: kube.Watchable,
+        field: str,
+        on_change: Callable[[dict[str, Any] | None, dict[str, Any] | None], None],
+        stop: threading.Event,
+    ) -> None:
+        self.target = target
+        self.field = field  # which PoolObjects list these objects belong to
+        self.on_change = on_change
+        self.stop = stop
+        self.group_of: Callable[[dict[str, Any]], Any] = (
+            _context_key if field == "contexts" else pool_key
+        )
+        self.store: dict[ObjKey, dict[str, Any]] = {}
+        # The same objects grouped by pool (or context), so a pool's objects are one lookup.
+        self.groups: dict[Any, dict[ObjKey, dict[str, Any]]] = {}
+        self.lock = threading.Lock()
+        self.synced = threading.Event()
+        self.relists = 0
+
+    def items_for(self, group: Any) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.groups.get(group, {}).values())
+
+    def _put(self, key: ObjKey, obj: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Store or (``None``) forget one object; returns what was there. Hold the lock."""
+        old = self.store.pop(key, None)
+        if old is not None:
+            members = self.groups.get(self.group_of(old))
+            if members is not None:
+                members.pop(key, None)
+                if not members:
+                    del self.groups[self.group_of(old)]
+        if obj is not None:
+            self.store[key] = obj
+            self.groups.setdefault(self.group_of(obj), {})[key] = obj
+        return old
+
+    def _relist(self) -> str:
+        items, resource_version = kube.list_raw(self.target)
+        fresh = {_obj_key(item): item for item in items}
+        with self.lock:
+            previous = dict(self.store)
+            for key in previous.keys() - fresh.keys():
+                self._put(key, None)
+            for key, item in fresh.items():
+                self._put(key, item)
+        for key, old in previous.items():
+            if key not in fresh:
+                self.on_change(old, None)
+        for key, new in fresh.items():
+            self.on_change(previous.get(key), new)
+        self.relists += 1
+        self.synced.set()
+        return resource_version
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        obj = event["object"]
+        new = None if event["type"] == "DELETED" else obj
+        with self.lock:
+            old = self._put(_obj_key(obj), new)
+        self.on_change(old, new)
+
+    def run(self) -> None:
+        failures = 0
+        while not self.stop.is_set():
+            try:
+                resource_version = self._relist()
+                failures = 0
+                while not self.stop.is_set():
+                    gone = False
+                    for event in kube.watch_raw(
+                        self.target, resource_version, WATCH_TIMEOUT_SECONDS
+                    ):
+                        if event["type"] == "ERROR":
+                            status = event.get("object") or {}
+                            if status.get("code") == 410:
+                                gone = True  # our resourceVersion is too old: start over
+                                break
+                            raise RuntimeError(f"watch error: {status.get('message')}")
+                        resource_version = event["object"]["metadata"]["resourceVersion"]
+                        if event["type"] != "BOOKMARK":
+                            self._apply(event)
+                        if self.stop.is_set():
+                            return
+                    if gone:
+                        logger.info("watch of %s expired (410); relisting", self.target.describe())
+                        break
+            except Exception as exc:  # noqa: BLE001 - an informer must survive any failure
+                failures += 1
+                delay = min(2**failures, 30)
+                logger.warning(
+                    "informer for %s failed (%s); retrying in %ss",
+                    self.target.describe(),
+                    exc,
+                    delay,
+                )
+                self.stop.wait(delay)
+
+
+class Watcher:
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.dirty_pools: queue.Queue[PoolKey | ContextKey | None] = queue.Queue()
+        self.informers: list[Informer] = []
+        self.events_processed = 0
+
+    # --- wiring ---------------------------------------------------------------------------
+
+    def _targets(self) -> list[tuple[kube.Watchable, str]]:
+        namespaces: list[str | None] = list(watched_namespaces() or [None])
+        targets = []
+        for namespace in namespaces:
+            targets += [
+                (
+                    kube.Watchable(
+                        "sandboxes", namespace, objects.MANAGED_SELECTOR, objects.SANDBOX
+                    ),
+                    "sandboxes",
+                ),
+                (
+                    kube.Watchable(
+                        "sandboxclaims", namespace, objects.MANAGED_SELECTOR, objects.SANDBOX_CLAIM
+                    ),
+                    "claims",
+                ),
+                (kube.Watchable("pods", namespace, objects.POOLED_POD_SELECTOR), "pods"),
+                (
+                    kube.Watchable("persistentvolumeclaims", namespace, objects.MANAGED_SELECTOR),
+                    "pvcs",
+                ),
+            ]
+        # Named contexts can be in any namespace, so their PVCs are watched cluster-wide.
+        targets.append(
+            (
+                kube.Watchable(
+                    "persistentvolumeclaims",
+                    None,
+                    f"{objects.MANAGED_SELECTOR},{objects.CONTEXT_NAME_LABEL}",
+                ),
+                "contexts",
+            )
+        )
+        return targets
+
+    def _on_change(
+        self, field: str
+    ) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], None]:
+        def changed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            key_of = _context_key if field == "contexts" else pool_key
+            keys = {key_of(obj) for obj in (old, new) if obj is not None}
+            for key in keys:
+                if key is not None:
+                    self.dirty_pools.put((field == "contexts", key))  # type: ignore[arg-type]
+
+        return changed
+
+    def pool_objects(self, key: PoolKey) -> PoolObjects:
+        pool = PoolObjects()
+        for informer in self.informers:
+            if informer.field != "contexts":
+                getattr(pool, informer.field).extend(informer.items_for(key))
+        return pool
+
+    # --- processing -------------------------------------------------------------------------
+
+    def process_pool(self, key: PoolKey) -> None:
+        namespace, name = key
+        row = (
+            Allocation.objects.filter(namespace=namespace, name=name, phase__in=ACTIVE_PHASES)
+            .values("id", "phase", "strategy")
+            .first()
+        )
+        if row is None:
+            return  # unknown pools are the resync's (adoption) business
+        pool = self.pool_objects(key)
+        if row["phase"] == Phase.RELEASING:
+            if pool.empty():
+                services.allocation_mark_released(allocation_id=row["id"])
+            return
+        if row["phase"] == Phase.FAILED:
+            return
+        failure = terminal_failure(pool)
+        if failure is not None:
+            services.allocation_fail(allocation_id=row["id"], reason=failure[0], message=failure[1])
+            return
+        services.allocation_observe_ready(
+            allocation_id=row["id"], ready=ready_replicas(row["strategy"], pool)
+        )
+
+    def process_context(self, key: ContextKey) -> None:
+        namespace, name = key
+        context = (
+            ContextResource.objects.filter(namespace=namespace, name=name)
+            .exclude(status=ContextResource.Status.DELETED)
+            .first()
+        )
+        if context is None:
+            return
+        informer = next(i for i in self.informers if i.field == "contexts")
+        pvc = next(iter(informer.items_for(key)), None)
+        if context.status == ContextResource.Status.DELETING:
+            services.context_observe(context_id=context.pk, bound=None, gone=pvc is None)
+        elif pvc is not None:
+            services.context_observe(context_id=context.pk, bound=objects.pvc_is_bound(pvc))
+
+    def _process_loop(self) -> None:
+        try:
+            while not self.stop.is_set():
+                item = self.dirty_pools.get()
+                if item is None:
+                    break
+                batch = {item}
+                # Coalesce: a burst of events for one pool is processed once.
+                while True:
+                    try:
+                        extra = self.dirty_pools.get_nowait()
+                    except queue.Empty:
+                        break
+                    if extra is None:
+                        self.stop.set()
+                        break
+                    batch.add(extra)
+                for is_context, key in sorted(batch):  # type: ignore[misc]
+                    try:
+                        if is_context:
+                            self.process_context(key)
+                        else:
+                            self.process_pool(key)
+                    except Exception:
+                        logger.exception("could not process %s", key)
+                        close_old_connections()
+                    self.events_processed += 1
+        finally:
+            connection.close()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def run_leader(self) -> None:
+        """Run informers and the processor until stopped (the caller holds the lock)."""
+        for target, field in self._targets():
+            informer = Informer(target, field, self._on_change(field), self.stop)
+            self.informers.append(informer)
+            threading.Thread(
+                target=informer.run, name=f"informer-{target.resource}", daemon=True
+            ).start()
+        processor = threading.Thread(target=self._process_loop, name="processor", daemon=True)
+        processor.start()
+        # Once the caches are filled, look at every live allocation, including those whose
+        # objects have all vanished (no event will ever name them again).
+        for informer in self.informers:
+            informer.synced.wait(timeout=30)
+        for namespace, name in Allocation.objects.filter(phase__in=ACTIVE_PHASES).values_list(
+            "namespace", "name"
+        ):
+            self.dirty_pools.put((False, (namespace, name)))  # type: ignore[arg-type]
+        logger.info("watching %d collections", len(self.informers))
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        self.dirty_pools.put(None)
+
+
+def _lock_connection() -> psycopg.Connection[Any]:
+    db = settings.DATABASES["default"]
+    return psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"],
+        dbname=db["NAME"],
+        user=db["USER"],
+        password=db["PASSWORD"],
+        autocommit=True,
+        connect_timeout=10,
+        application_name="context-service-watcher-lock",
+    )
+
+
+def run(stop: threading.Event) -> int:
+    """Wait to become the active watcher, then watch until ``stop`` or the lock is lost."""
+    key = locks.singleton_key("watcher")
+    lock_conn = _lock_connection()
+    try:
+        while not stop.is_set():
+            acquired = lock_conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (locks.SINGLETON, key)
+            ).fetchone()
+            if acquired and acquired[0]:
+                break
+            heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
+            logger.info("another watcher is active; standing by")
+            stop.wait(STANDBY_POLL_SECONDS)
+        if stop.is_set():
+            return 0
+        logger.info("this watcher is now active")
+        watcher = Watcher()
+        watcher.run_leader()
+        while not stop.wait(HEARTBEAT_SECONDS):
+            try:
+                lock_conn.execute("SELECT 1")
+            except psycopg.Error:
+                # Without the lock another instance may take over: stop writing at once.
+                logger.error("lost the watcher lock connection; exiting")
+                watcher.shutdown()
+                return 1
+            heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
+            close_old_connections()
+        watcher.shutdown()
+        time.sleep(0.2)
+        return 0
+    finally:
+        lock_conn.close()

@@ -1,0 +1,77 @@
+"""API plumbing shared by every app: the error body, the exception handler, base views."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from contextsvc.core.auth import BearerTokenAuthentication, ScopeRequired
+from contextsvc.core.errors import ServiceError
+
+logger = logging.getLogger(__name__)
+
+
+def error_response(status_code: int, code: str, message: str) -> Response:
+    return Response({"error": code, "message": message}, status=status_code)
+
+
+_DRF_CODES: dict[type[exceptions.APIException], tuple[int, str]] = {
+    exceptions.NotAuthenticated: (401, "unauthorized"),
+    exceptions.AuthenticationFailed: (401, "unauthorized"),
+    exceptions.PermissionDenied: (403, "forbidden"),
+    exceptions.NotFound: (404, "not_found"),
+    exceptions.MethodNotAllowed: (405, "method_not_allowed"),
+    exceptions.NotAcceptable: (406, "not_acceptable"),
+    exceptions.UnsupportedMediaType: (415, "unsupported_media_type"),
+    exceptions.Throttled: (429, "throttled"),
+    exceptions.ParseError: (400, "invalid_request"),
+    exceptions.ValidationError: (400, "invalid_request"),
+}
+
+
+def _first_message(detail: Any) -> str:
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            inner = _first_message(value)
+            return inner if key == "non_field_errors" else f"{key}: {inner}"
+    if isinstance(detail, list) and detail:
+        return _first_message(detail[0])
+    return str(detail)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Every error leaves as ``{"error": CODE, "message": TEXT}``."""
+    if isinstance(exc, ServiceError):
+        if exc.status >= 500:
+            logger.error("request failed: %s", exc.message)
+        return error_response(exc.status, exc.code, exc.message)
+    if isinstance(exc, Http404):
+        return error_response(404, "not_found", "not found")
+    for exc_type, (status_code, code) in _DRF_CODES.items():
+        if isinstance(exc, exc_type):
+            response = error_response(status_code, code, _first_message(exc.detail))
+            if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+                response["WWW-Authenticate"] = 'Bearer realm="context-service"'
+            if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+                response["Retry-After"] = str(int(exc.wait))
+            return response
+    logger.exception("unhandled error in %s", context.get("view").__class__.__name__)
+    return error_response(
+        status.HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "internal server error"
+    )
+
+
+class ServiceAPIView(APIView):
+    """Base for every API view: bearer tokens or a dashboard session, scopes per view."""
+
+    # Sessions let a logged-in admin use the browsable docs; DRF enforces CSRF for them.
+    authentication_classes = [BearerTokenAuthentication, SessionAuthentication]
+    permission_classes = [ScopeRequired]
+    read_scope: str = "read"
+    write_scope: str = "admin"

@@ -1,0 +1,46 @@
+"""Domain errors. Services raise these; one exception handler turns them into HTTP."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(ServiceError):
+    status = 400
+    code = "invalid_request"
+
+
+class NotFound(ServiceError):
+    status = 404
+    code = "not_found"
+
+
+class AlreadyExists(ServiceError):
+    status = 409
+    code = "already_exists"
+
+
+class Conflict(ServiceError):
+    """The target changed state: a second or stale decision, a release of a released pool."""
+
+    status = 409
+    code = "conflict"
+
+
+class Unavailable(ServiceError):
+    """A dependency the request needs is missing (e.g. the cluster lacks a CRD)."""
+
+    status = 503
+    code = "unavailable"
+
+
+class KubernetesFailure(ServiceError):
+    status = 500
+    code = "internal_error"

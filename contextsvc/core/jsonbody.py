@@ -1,0 +1,68 @@
+"""Strict JSON request bodies, as the v1 contract wants them.
+
+The body is read whatever the Content-Type says (the Go service did the same, and its
+callers rely on it), limited to 1 MiB, and refused when it is not one JSON object, has a
+duplicate key (two values for one field is ambiguous, so neither is trusted), or carries
+NaN/Infinity, which are not JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+
+from contextsvc.core.errors import InvalidRequest
+
+MAX_BODY_BYTES = 1024 * 1024
+TOO_BIG = "request body must not exceed 1 MiB"
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InvalidRequest(f"duplicate JSON field {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise InvalidRequest(f"malformed JSON: {name} is not a JSON value")
+
+
+def read_json_object(request: HttpRequest) -> dict[str, Any]:
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise InvalidRequest(TOO_BIG) from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise InvalidRequest(TOO_BIG)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidRequest("malformed JSON: the body is not UTF-8") from None
+    if not text.strip():
+        raise InvalidRequest("malformed JSON: the body is empty")
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(
+            f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise InvalidRequest("malformed JSON: nested too deeply") from None
+    if not isinstance(value, dict):
+        raise InvalidRequest("the body must be a JSON object")
+    return value
+
+
+def reject_unknown_fields(
+    obj: dict[str, Any], known: set[str] | frozenset[str], where: str = ""
+) -> None:
+    """Name the first unknown field in sorted order, so the message is stable."""
+    unknown = sorted(set(obj) - set(known))
+    if unknown:
+        raise InvalidRequest(f'unknown field "{where}{unknown[0]}"')

@@ -1,0 +1,186 @@
+"""The v1 contract's Kubernetes shapes, checked field by field."""
+
+from __future__ import annotations
+
+from contextsvc.kube import objects
+
+SPEC = objects.PoolSpec(
+    name="a-b",
+    namespace="ns",
+    replicas=2,
+    strategy="dedicated",
+    size="1Gi",
+    access_mode="ReadWriteOnce",
+    storage_class="fast",
+)
+
+
+def test_names_and_selectors() -> None:
+    assert objects.sandbox_name("a-b", 1) == "sandbox-a-b-1"
+    assert objects.dedicated_pvc_name("a-b", 0) == "a-b-workspace-0"
+    assert objects.shared_pvc_name("a-b") == "a-b-workspace"
+    assert objects.claim_name("a-b", 3) == "claim-a-b-3"
+    assert objects.context_pvc_name("mem") == "context-mem"
+    assert objects.pool_selector("a-b") == "context.rossoctl.io/pool=a-b"
+    assert objects.managed_pool_selector("a-b") == (
+        "context.rossoctl.io/pool=a-b,app.kubernetes.io/managed-by=context-service"
+    )
+
+
+def test_direct_sandbox_manifest() -> None:
+    runtime = objects.Runtime(image="registry/sandbox:1", service_account="runner")
+    assert objects.sandbox_manifest(SPEC, 1, runtime) == {
+        "apiVersion": "agents.x-k8s.io/v1beta1",
+        "kind": "Sandbox",
+        "metadata": {
+            "name": "sandbox-a-b-1",
+            "namespace": "ns",
+            "labels": {
+                "context.rossoctl.io/pool": "a-b",
+                "app.kubernetes.io/managed-by": "context-service",
+            },
+            "annotations": {
+                "context.rossoctl.io/replicas": "2",
+                "context.rossoctl.io/workspace-read-only": "false",
+            },
+        },
+        "spec": {
+            "podTemplate": {
+                "metadata": {
+                    "labels": {
+                        "context.rossoctl.io/pool": "a-b",
+                        "app.kubernetes.io/managed-by": "context-service",
+                    }
+                },
+                "spec": {
+                    "serviceAccountName": "runner",
+                    "containers": [
+                        {
+                            "name": "sandbox",
+                            "image": "registry/sandbox:1",
+                            "command": [
+                                "/bin/sh",
+                                "-c",
+                                "mkdir -p /workspace && exec sleep infinity",
+                            ],
+                            "workingDir": "/workspace",
+                            "volumeMounts": [
+                                {"name": "workspace", "mountPath": "/workspace", "readOnly": False}
+                            ],
+                            "resources": {
+                                "requests": {"memory": "64Mi", "cpu": "50m"},
+                                "limits": {"memory": "256Mi"},
+                            },
+                        }
+                    ],
+                    "volumes": [
+                        {
+                            "name": "workspace",
+                            "persistentVolumeClaim": {
+                                "claimName": "a-b-workspace-1",
+                                "readOnly": False,
+                            },
+                        }
+                    ],
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "kubernetes.io/hostname",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": {"context.rossoctl.io/pool": "a-b"}},
+                        }
+                    ],
+                },
+            }
+        },
+    }
+
+
+def test_existing_read_only_workspace_is_read_only_on_mount_and_volume() -> None:
+    spec = objects.PoolSpec(
+        name="c", namespace="ns", replicas=1, strategy="existing", claim_name="data", read_only=True
+    )
+    manifest = objects.sandbox_manifest(spec, 0, objects.Runtime(image="img"))
+    pod = manifest["spec"]["podTemplate"]["spec"]
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"name": "workspace", "mountPath": "/workspace", "readOnly": True}
+    ]
+    assert pod["volumes"] == [
+        {"name": "workspace", "persistentVolumeClaim": {"claimName": "data", "readOnly": True}}
+    ]
+    assert manifest["metadata"]["annotations"] == {
+        "context.rossoctl.io/replicas": "1",
+        "context.rossoctl.io/workspace-read-only": "true",
+        "context.rossoctl.io/workspace-claim": "data",
+    }
+    assert objects.managed_pvc_names(spec) == []
+
+
+def test_pvc_and_claim_manifests() -> None:
+    assert objects.pvc_manifest(SPEC, "a-b-workspace-0") == {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": "a-b-workspace-0",
+            "namespace": "ns",
+            "labels": {
+                "context.rossoctl.io/pool": "a-b",
+                "app.kubernetes.io/managed-by": "context-service",
+                "context.rossoctl.io/replicas": "2",
+            },
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "fast",
+        },
+    }
+    warm = objects.PoolSpec(
+        name="w", namespace="ns", replicas=1, strategy="warmpool", warm_pool="pool"
+    )
+    assert objects.claim_manifest(warm, 0) == {
+        "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+        "kind": "SandboxClaim",
+        "metadata": {
+            "name": "claim-w-0",
+            "namespace": "ns",
+            "labels": {
+                "context.rossoctl.io/pool": "w",
+                "app.kubernetes.io/managed-by": "context-service",
+            },
+        },
+        "spec": {
+            "warmPoolRef": {"name": "pool"},
+            "additionalPodMetadata": {"labels": {"context.rossoctl.io/pool": "w"}},
+        },
+    }
+
+
+def test_readiness_and_terminal_reasons() -> None:
+    ready_pod = {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    terminating = {**ready_pod, "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert objects.pod_is_ready(ready_pod) is True
+    assert objects.pod_is_ready(terminating) is False
+    claim = {"status": {"conditions": [{"type": "Ready", "status": "True"}], "sandbox": {}}}
+    assert objects.claim_is_ready(claim) is False  # no sandbox named yet
+    claim["status"]["sandbox"] = {"name": "pool-abcde"}
+    assert objects.claim_is_ready(claim) is True
+    failed = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "InvalidMetadata",
+                    "message": "bad key",
+                }
+            ]
+        }
+    }
+    assert objects.terminal_failure(failed) == ("InvalidMetadata", "bad key")
+    pending = {
+        "status": {
+            "conditions": [{"type": "Ready", "status": "False", "reason": "DependenciesNotReady"}]
+        }
+    }
+    assert objects.terminal_failure(pending) is None
