@@ -44,7 +44,7 @@ def _in_namespaces(
     lister: object, namespaces: list[str] | None, *args: object
 ) -> list[dict[str, object]]:
     if namespaces is None:
-        return lister(None, *args)  # type: ignore[operator, no-any-return]
+        return lister(None, *args)  # type: ignore[operator]
     items: list[dict[str, object]] = []
     for namespace in namespaces:
         items += lister(namespace, *args)  # type: ignore[operator]

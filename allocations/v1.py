@@ -78,14 +78,20 @@ def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
         raise InvalidRequest(NAME_MESSAGE)
     if not 1 <= replicas <= 100:
         raise InvalidRequest(REPLICAS_MESSAGE)
-    extensions = {"profile": profile, "namespace": namespace}
     if warm_pool:
         if not is_dns1123_subdomain(warm_pool):
             raise InvalidRequest("warmPoolRef must be a DNS-1123 subdomain")
         if size or access_mode or storage_class or claim or read_only is not None:
             raise InvalidRequest(WARM_POOL_WITH_WORKSPACE)
         _check_namespace(namespace)
-        return PoolRequest(name, replicas, Strategy.WARMPOOL, warm_pool=warm_pool, **extensions)
+        return PoolRequest(
+            name,
+            replicas,
+            Strategy.WARMPOOL,
+            warm_pool=warm_pool,
+            profile=profile,
+            namespace=namespace,
+        )
     if claim:
         if not is_dns1123_subdomain(claim):
             raise InvalidRequest("workspace.claimName must be a DNS-1123 subdomain")
@@ -98,7 +104,13 @@ def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
             raise InvalidRequest(READ_ONLY_REQUIRED)
         _check_namespace(namespace)
         return PoolRequest(
-            name, replicas, Strategy.EXISTING, claim_name=claim, read_only=read_only, **extensions
+            name,
+            replicas,
+            Strategy.EXISTING,
+            claim_name=claim,
+            read_only=read_only,
+            profile=profile,
+            namespace=namespace,
         )
     if read_only is not None:
         raise InvalidRequest(READ_ONLY_WITHOUT_CLAIM)
@@ -119,7 +131,8 @@ def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
         size=size,
         access_mode=access_mode,
         storage_class=storage_class,
-        **extensions,
+        profile=profile,
+        namespace=namespace,
     )
 
 

@@ -38,6 +38,8 @@ STANDBY_POLL_SECONDS = 5.0
 HEARTBEAT_SECONDS = 15.0
 ObjKey = tuple[str, str]
 ContextKey = tuple[str, str]
+# (is it a named context?, its key): what the processing thread is asked to look at.
+DirtyItem = tuple[bool, tuple[str, str]]
 
 
 def _obj_key(obj: dict[str, Any]) -> ObjKey:
@@ -158,14 +160,15 @@ class Informer:
 class Watcher:
     def __init__(self) -> None:
         self.stop = threading.Event()
-        self.dirty_pools: queue.Queue[PoolKey | ContextKey | None] = queue.Queue()
+        self.dirty_pools: queue.Queue[DirtyItem | None] = queue.Queue()
         self.informers: list[Informer] = []
         self.events_processed = 0
 
     # --- wiring ---------------------------------------------------------------------------
 
     def _targets(self) -> list[tuple[kube.Watchable, str]]:
-        namespaces: list[str | None] = list(watched_namespaces() or [None])
+        watched = watched_namespaces()
+        namespaces: list[str | None] = [*watched] if watched is not None else [None]
         targets = []
         for namespace in namespaces:
             targets += [
@@ -208,7 +211,7 @@ class Watcher:
             keys = {key_of(obj) for obj in (old, new) if obj is not None}
             for key in keys:
                 if key is not None:
-                    self.dirty_pools.put((field == "contexts", key))  # type: ignore[arg-type]
+                    self.dirty_pools.put((field == "contexts", key))
 
         return changed
 
@@ -278,7 +281,7 @@ class Watcher:
                         self.stop.set()
                         break
                     batch.add(extra)
-                for is_context, key in sorted(batch):  # type: ignore[misc]
+                for is_context, key in sorted(batch):
                     try:
                         if is_context:
                             self.process_context(key)
@@ -310,7 +313,7 @@ class Watcher:
         for namespace, name in Allocation.objects.filter(phase__in=ACTIVE_PHASES).values_list(
             "namespace", "name"
         ):
-            self.dirty_pools.put((False, (namespace, name)))  # type: ignore[arg-type]
+            self.dirty_pools.put((False, (namespace, name)))
         logger.info("watching %d collections", len(self.informers))
 
     def shutdown(self) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
+_BINARY: dict[str, int] = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL: dict[str, Decimal | int] = {
     "m": Decimal("0.001"),
     "": 1,
     "k": 10**3,

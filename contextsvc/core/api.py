@@ -58,8 +58,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             response = error_response(status_code, code, _first_message(exc.detail))
             if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
                 response["WWW-Authenticate"] = 'Bearer realm="context-service"'
-            if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-                response["Retry-After"] = str(int(exc.wait))
+            wait = getattr(exc, "wait", None)
+            if isinstance(exc, exceptions.Throttled) and wait is not None:
+                response["Retry-After"] = str(int(wait))
             return response
     logger.exception("unhandled error in %s", context.get("view").__class__.__name__)
     return error_response(

@@ -70,7 +70,8 @@ def user_role(user: AbstractBaseUser | AnonymousUser) -> str | None:
         return None
     if getattr(user, "is_superuser", False):
         return Role.ADMIN
-    names = set(user.groups.values_list("name", flat=True))  # type: ignore[union-attr]
+    groups = getattr(user, "groups", None)
+    names = set(groups.values_list("name", flat=True)) if groups is not None else set()
     for role in (Role.ADMIN, Role.APPROVER, Role.VIEWER):
         if role in names:
             return role

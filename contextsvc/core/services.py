@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -61,7 +61,7 @@ def api_client_create(
     scopes: Iterable[str],
     description: str = "",
     actor: str,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
 ) -> ApiClient:
     client = ApiClient(
         name=name, description=description, scopes=_check_scopes(scopes), created_by=created_by
@@ -102,7 +102,7 @@ def api_token_issue(
     *,
     client: ApiClient,
     actor: str,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
     expires_at: datetime | None = None,
 ) -> tuple[ApiToken, str]:
     """Create a token and return it with its plain text, which is never stored or shown again."""

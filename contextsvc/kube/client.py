@@ -149,7 +149,8 @@ Obj = dict[str, Any]
 def _plain(obj: Any) -> Obj:
     if isinstance(obj, dict):
         return obj
-    return api_client().sanitize_for_serialization(obj)  # type: ignore[no-any-return]
+    plain: Obj = api_client().sanitize_for_serialization(obj)
+    return plain
 
 
 def get_pvc(namespace: str, name: str) -> Obj | None:
@@ -199,7 +200,9 @@ def create_pvc(body: Obj) -> Obj:
     namespace = body["metadata"]["namespace"]
     return _plain(
         core_v1().create_namespaced_persistent_volume_claim(
-            namespace, body, _request_timeout=request_timeout()
+            namespace,
+            body,  # type: ignore[arg-type]
+            _request_timeout=request_timeout(),
         )
     )
 
@@ -256,7 +259,8 @@ def list_custom(kind: CustomKind, namespace: str | None, selector: str = "") -> 
             )
     except Exception as exc:
         raise kube_error(exc, f"listing {kind.plural} {selector}") from exc
-    return list(result.get("items") or [])
+    items: list[Obj] = result.get("items") or []  # type: ignore[attr-defined]
+    return list(items)
 
 
 def create_custom(kind: CustomKind, body: Obj) -> Obj:
@@ -274,7 +278,7 @@ def create_custom(kind: CustomKind, body: Obj) -> Obj:
 
 
 def delete_custom(kind: CustomKind, namespace: str, name: str, *, foreground: bool = False) -> bool:
-    options = {"propagationPolicy": "Foreground"} if foreground else None
+    options: Any = {"propagationPolicy": "Foreground"} if foreground else None
     try:
         custom_objects().delete_namespaced_custom_object(
             kind.group,
@@ -321,7 +325,7 @@ def _list_call(target: Watchable, **kwargs: Any) -> Any:
             kind.group, kind.version, target.namespace, kind.plural, **common
         )
     api = core_v1()
-    calls = {
+    calls: dict[tuple[str, bool], Any] = {
         ("pods", False): api.list_namespaced_pod,
         ("pods", True): api.list_pod_for_all_namespaces,
         ("persistentvolumeclaims", False): api.list_namespaced_persistent_volume_claim,

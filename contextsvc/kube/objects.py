@@ -293,7 +293,7 @@ def context_pvc_manifest(
 def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     for item in (obj.get("status") or {}).get("conditions") or []:
         if item.get("type") == kind:
-            return item  # type: ignore[no-any-return]
+            return item
     return None
 
 

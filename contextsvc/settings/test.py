@@ -9,7 +9,7 @@ load_local_defaults()
 
 import uuid  # noqa: E402
 
-from contextsvc.env import env_str  # noqa: E402
+from contextsvc.env import env_list, env_str  # noqa: E402
 from contextsvc.settings.base import *  # noqa: E402, F403
 
 DEBUG = False
@@ -28,3 +28,5 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CS_CELERY_QUEUE", f"cs-test-{uuid.uuid4().h
 # production images only.
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
+# Every test works in a namespace of its own, so the service may manage any namespace here.
+CS_ALLOWED_NAMESPACES = env_list("CS_ALLOWED_NAMESPACES", ["*"])

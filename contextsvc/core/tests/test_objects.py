@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from contextsvc.kube import objects
 
 SPEC = objects.PoolSpec(
@@ -157,11 +159,16 @@ def test_pvc_and_claim_manifests() -> None:
 
 
 def test_readiness_and_terminal_reasons() -> None:
-    ready_pod = {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    ready_pod: dict[str, Any] = {
+        "metadata": {},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
     terminating = {**ready_pod, "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}
     assert objects.pod_is_ready(ready_pod) is True
     assert objects.pod_is_ready(terminating) is False
-    claim = {"status": {"conditions": [{"type": "Ready", "status": "True"}], "sandbox": {}}}
+    claim: dict[str, Any] = {
+        "status": {"conditions": [{"type": "Ready", "status": "True"}], "sandbox": {}}
+    }
     assert objects.claim_is_ready(claim) is False  # no sandbox named yet
     claim["status"]["sandbox"] = {"name": "pool-abcde"}
     assert objects.claim_is_ready(claim) is True
@@ -178,7 +185,7 @@ def test_readiness_and_terminal_reasons() -> None:
         }
     }
     assert objects.terminal_failure(failed) == ("InvalidMetadata", "bad key")
-    pending = {
+    pending: dict[str, Any] = {
         "status": {
             "conditions": [{"type": "Ready", "status": "False", "reason": "DependenciesNotReady"}]
         }

@@ -25,7 +25,7 @@ def test_parse(text: str, value: Decimal) -> None:
 
 @pytest.mark.parametrize("text", ["", "Gi", "5 Gi", "5GB", "five", "5Gi ", "1e", "0x10", "5" * 70])
 def test_not_quantities(text: str) -> None:
-    with pytest.raises(ValueError, match="^not a Kubernetes quantity$"):
+    with pytest.raises(ValueError, match=r"^not a Kubernetes quantity$"):
         parse_quantity(text)
 
 

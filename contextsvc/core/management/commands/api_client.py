@@ -50,10 +50,10 @@ class Command(BaseCommand):
                 raise CommandError("; ".join(exc.messages)) from None
             self._issue(client)
         elif action == "token":
-            client = ApiClient.objects.filter(name=options["name"]).first()
-            if client is None:
+            existing = ApiClient.objects.filter(name=options["name"]).first()
+            if existing is None:
                 raise CommandError(f"no API client named {options['name']!r}")
-            self._issue(client)
+            self._issue(existing)
         elif action == "revoke":
             matches = list(ApiToken.objects.filter(prefix=options["prefix"]))
             if len(matches) != 1:

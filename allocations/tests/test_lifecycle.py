@@ -1,0 +1,496 @@
+"""End to end against the real control plane: the v1 API, a real Celery worker, the real
+watcher process, the real agent-sandbox controller and kwok. Readiness is observed through
+the watcher; the tests only ever poll our own database/API."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from allocations import services
+from allocations.models import Allocation, AllocationEvent, Phase
+from allocations.tasks import reconcile_allocation
+from allocations.v1 import PoolRequest
+from contextsvc.core.models import AuditEntry
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from tests.support.api import ApiClient, issue_token
+from tests.support.kube import NOTHING, make_pvc, make_warm_pool, pool_objects, wait_for_phase
+from tests.support.processes import wait_until
+
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
+
+
+@pytest.fixture
+def api() -> ApiClient:
+    return ApiClient(issue_token("serverless-harness", ["allocations"]))
+
+
+def create(api: ApiClient, body: dict[str, Any]) -> Any:
+    response = api.post("/v1/sandbox-pools", body)
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def wait_ready(api: ApiClient, name: str, timeout: float = 60) -> dict[str, Any]:
+    def ready() -> dict[str, Any] | None:
+        body = api.get(f"/v1/sandbox-pools/{name}").json()
+        return body if body.get("status") == "ready" else None
+
+    found = wait_until(ready, timeout=timeout, interval=0.1, message=f"{name} to be ready")
+    assert isinstance(found, dict)
+    return found
+
+
+def release(api: ApiClient, name: str) -> None:
+    response = api.delete(f"/v1/sandbox-pools/{name}")
+    assert response.status_code == 204
+    assert response.content == b""
+
+
+def test_dedicated_rwo_pool_from_post_to_ready_to_release(api: ApiClient, namespace: str) -> None:
+    body = create(
+        api,
+        {
+            "name": "dedicated",
+            "replicas": 2,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    assert body == {
+        "name": "dedicated",
+        "status": "provisioning",
+        "replicas": 2,
+        "readyReplicas": 0,
+        "sandboxSelector": "context.rossoctl.io/pool=dedicated",
+        "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        "namespace": namespace,
+    }
+    ready = wait_ready(api, "dedicated")
+    assert ready["readyReplicas"] == 2
+    assert pool_objects(namespace, "dedicated") == {
+        "sandboxes": ["sandbox-dedicated-0", "sandbox-dedicated-1"],
+        "claims": [],
+        "pvcs": ["dedicated-workspace-0", "dedicated-workspace-1"],
+        "pods": ["sandbox-dedicated-0", "sandbox-dedicated-1"],
+    }
+    pvc = kube.get_pvc(namespace, "dedicated-workspace-1")
+    assert pvc is not None
+    assert pvc["metadata"]["labels"] == {
+        "context.rossoctl.io/pool": "dedicated",
+        "app.kubernetes.io/managed-by": "context-service",
+        "context.rossoctl.io/replicas": "2",
+    }
+    assert pvc["status"]["phase"] == "Bound"
+    pod = kube.list_pods(namespace, "context.rossoctl.io/pool=dedicated")[1]
+    assert (
+        pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "dedicated-workspace-1"
+    )
+
+    release(api, "dedicated")
+
+    assert api.get("/v1/sandbox-pools/dedicated").status_code == 404
+    released = wait_for_phase("dedicated", Phase.RELEASED)
+    assert pool_objects(namespace, "dedicated") == NOTHING
+    kinds = [event.kind for event in released.events.all()]
+    # Pods may turn Ready one at a time ("replicas" events) or together; the rest is fixed.
+    assert [kind for kind in kinds if kind != "replicas"] == [
+        "created",
+        "applied",
+        "ready",
+        "releasing",
+        "released",
+    ]
+    assert list(
+        AuditEntry.objects.filter(target="dedicated").order_by("id").values_list("actor", "action")
+    ) == [
+        ("api:serverless-harness", "allocation.create"),
+        ("api:serverless-harness", "allocation.release"),
+        ("system:context-service", "allocation.released"),
+    ]
+    # The name is free again.
+    again = create(
+        api,
+        {
+            "name": "dedicated",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+    assert again["status"] == "provisioning"
+
+
+def test_shared_rwx_pool_mounts_one_pvc_everywhere(api: ApiClient, namespace: str) -> None:
+    create(
+        api,
+        {
+            "name": "shared",
+            "replicas": 3,
+            "namespace": namespace,
+            "workspace": {"size": "5Gi", "accessMode": "ReadWriteMany", "storageClass": "standard"},
+        },
+    )
+
+    ready = wait_ready(api, "shared")
+
+    assert ready["readyReplicas"] == 3
+    assert ready["workspace"] == {
+        "size": "5Gi",
+        "accessMode": "ReadWriteMany",
+        "storageClass": "standard",
+    }
+    found = pool_objects(namespace, "shared")
+    assert found["pvcs"] == ["shared-workspace"]
+    assert found["sandboxes"] == ["sandbox-shared-0", "sandbox-shared-1", "sandbox-shared-2"]
+    claims = {
+        pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
+        for pod in kube.list_pods(namespace, "context.rossoctl.io/pool=shared")
+    }
+    assert claims == {"shared-workspace"}
+    release(api, "shared")
+    wait_for_phase("shared", Phase.RELEASED)
+    assert pool_objects(namespace, "shared") == NOTHING
+
+
+def test_existing_pvc_read_only_survives_release(api: ApiClient, namespace: str) -> None:
+    make_pvc(namespace, "artifacts", modes=["ReadWriteMany"], size="2Gi")
+
+    body = create(
+        api,
+        {
+            "name": "consumer",
+            "replicas": 2,
+            "namespace": namespace,
+            "workspace": {"claimName": "artifacts", "readOnly": True},
+        },
+    )
+
+    assert body["workspace"] == {
+        "size": "2Gi",
+        "accessMode": "ReadWriteMany",
+        "storageClass": "standard",
+        "claimName": "artifacts",
+        "readOnly": True,
+    }
+    wait_ready(api, "consumer")
+    sandbox = kube.get_custom(objects.SANDBOX, namespace, "sandbox-consumer-0")
+    assert sandbox is not None
+    assert sandbox["metadata"]["annotations"] == {
+        "context.rossoctl.io/replicas": "2",
+        "context.rossoctl.io/workspace-read-only": "true",
+        "context.rossoctl.io/workspace-claim": "artifacts",
+    }
+    pod_spec = sandbox["spec"]["podTemplate"]["spec"]
+    assert pod_spec["volumes"][0]["persistentVolumeClaim"] == {
+        "claimName": "artifacts",
+        "readOnly": True,
+    }
+    assert pod_spec["containers"][0]["volumeMounts"][0]["readOnly"] is True
+
+    release(api, "consumer")
+    wait_for_phase("consumer", Phase.RELEASED)
+
+    survivor = kube.get_pvc(namespace, "artifacts")
+    assert survivor is not None
+    assert survivor["metadata"].get("deletionTimestamp") is None
+    assert pool_objects(namespace, "consumer") == NOTHING
+
+
+def test_existing_pvc_checks(api: ApiClient, namespace: str) -> None:
+    make_pvc(namespace, "solo", modes=["ReadWriteOnce"])
+
+    missing = api.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "p",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"claimName": "nope", "readOnly": False},
+        },
+    )
+    not_rwx = api.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "p",
+            "replicas": 2,
+            "namespace": namespace,
+            "workspace": {"claimName": "solo", "readOnly": False},
+        },
+    )
+
+    assert missing.status_code == 400
+    assert missing.json() == {
+        "error": "invalid_request",
+        "message": f'workspace.claimName "nope" does not exist in namespace "{namespace}"',
+    }
+    assert not_rwx.status_code == 400
+    assert not_rwx.json() == {
+        "error": "invalid_request",
+        "message": 'workspace.claimName "solo" must allow ReadWriteMany to be shared by 2 replicas',
+    }
+    assert Allocation.objects.count() == 0
+
+
+def test_warm_pool_claims_ready_and_release_keeps_the_pool(api: ApiClient, namespace: str) -> None:
+    make_warm_pool(namespace, "warm", replicas=2)
+
+    body = create(
+        api, {"name": "burst", "replicas": 2, "namespace": namespace, "warmPoolRef": "warm"}
+    )
+
+    assert body == {
+        "name": "burst",
+        "status": "provisioning",
+        "replicas": 2,
+        "readyReplicas": 0,
+        "sandboxSelector": "context.rossoctl.io/pool=burst",
+        "workspace": {"size": "", "accessMode": ""},
+        "warmPoolRef": "warm",
+        "namespace": namespace,
+    }
+    assert wait_ready(api, "burst")["readyReplicas"] == 2
+    found = pool_objects(namespace, "burst")
+    assert found["claims"] == ["claim-burst-0", "claim-burst-1"]
+    assert len(found["pods"]) == 2  # the claimed warm Pods now carry the pool label
+
+    release(api, "burst")
+    wait_for_phase("burst", Phase.RELEASED)
+
+    assert pool_objects(namespace, "burst") == NOTHING
+    assert kube.get_custom(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
+    assert kube.get_custom(objects.SANDBOX_TEMPLATE, namespace, "warm-template") is not None
+
+
+def test_missing_warm_pool_is_400(api: ApiClient, namespace: str) -> None:
+    response = api.post(
+        "/v1/sandbox-pools",
+        {"name": "w", "replicas": 1, "namespace": namespace, "warmPoolRef": "absent"},
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_request",
+        "message": f'warmPoolRef "absent" does not exist in namespace "{namespace}"',
+    }
+    assert Allocation.objects.count() == 0
+
+
+def test_reused_name_is_409_and_changes_nothing(api: ApiClient, namespace: str) -> None:
+    spec = {
+        "name": "taken",
+        "replicas": 1,
+        "namespace": namespace,
+        "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+    }
+    create(api, spec)
+
+    again = api.post("/v1/sandbox-pools", spec)
+
+    assert again.status_code == 409
+    assert again.json() == {
+        "error": "already_exists",
+        "message": 'sandbox pool "taken" already exists',
+    }
+    assert Allocation.objects.filter(name="taken").count() == 1
+    assert AuditEntry.objects.filter(action="allocation.create").count() == 1
+
+
+def test_name_stays_taken_while_labelled_objects_remain(api: ApiClient, namespace: str) -> None:
+    # An object still carries the pool label (a release in progress, or the old service's).
+    make_pvc(namespace, "leftover", modes=["ReadWriteOnce"], labels=objects.pool_labels("ghost"))
+
+    response = api.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "ghost",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    assert response.status_code == 409
+    assert response.json()["error"] == "already_exists"
+    assert Allocation.objects.count() == 0
+
+
+def test_mid_create_failure_rolls_back_everything_it_created(
+    api: ApiClient, namespace: str
+) -> None:
+    # Somebody else's Sandbox sits on the name our second Sandbox needs.
+    kube.create_custom(
+        objects.SANDBOX,
+        {
+            "apiVersion": objects.SANDBOX.api_version,
+            "kind": "Sandbox",
+            "metadata": {
+                "name": "sandbox-clash-1",
+                "namespace": namespace,
+                "labels": {"owner": "someone"},
+            },
+            "spec": {
+                "podTemplate": {"spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}
+            },
+        },
+    )
+
+    create(
+        api,
+        {
+            "name": "clash",
+            "replicas": 2,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    failed = wait_for_phase("clash", Phase.FAILED)
+    assert failed.reason == "NameCollision"
+    assert failed.message == (
+        f"Sandbox {namespace}/sandbox-clash-1 exists and does not belong to this allocation"
+    )
+    body = api.get("/v1/sandbox-pools/clash").json()
+    assert body["status"] == "failed"
+    assert body["message"] == failed.message
+    wait_until(
+        lambda: pool_objects(namespace, "clash") == NOTHING,
+        timeout=60,
+        message="the rollback to delete what was created",
+    )
+    wait_until(
+        lambda: failed.events.filter(kind=AllocationEvent.Kind.ROLLED_BACK).exists(),
+        timeout=30,
+        message="the rollback event",
+    )
+    # The foreign Sandbox is untouched.
+    foreign = kube.get_custom(objects.SANDBOX, namespace, "sandbox-clash-1")
+    assert foreign is not None
+    assert foreign["metadata"].get("deletionTimestamp") is None
+    # A failed allocation is released like any other.
+    release(api, "clash")
+    wait_for_phase("clash", Phase.RELEASED)
+
+
+def test_release_never_touches_an_allocation_sharing_a_prefix(
+    api: ApiClient, namespace: str
+) -> None:
+    for name in ("a", "a-b"):
+        create(
+            api,
+            {
+                "name": name,
+                "replicas": 1,
+                "namespace": namespace,
+                "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+            },
+        )
+    wait_ready(api, "a")
+    wait_ready(api, "a-b")
+    before = pool_objects(namespace, "a-b")
+
+    release(api, "a")
+    wait_for_phase("a", Phase.RELEASED)
+
+    assert pool_objects(namespace, "a") == NOTHING
+    assert (
+        pool_objects(namespace, "a-b")
+        == before
+        == {
+            "sandboxes": ["sandbox-a-b-0"],
+            "claims": [],
+            "pvcs": ["a-b-workspace-0"],
+            "pods": ["sandbox-a-b-0"],
+        }
+    )
+    assert api.get("/v1/sandbox-pools/a-b").json()["status"] == "ready"
+
+
+def test_concurrent_reconciles_create_each_object_once(namespace: str) -> None:
+    request = PoolRequest(
+        "race", 3, "dedicated", size="1Gi", access_mode="ReadWriteOnce", namespace=namespace
+    )
+    allocation = services.allocation_create(request=request, actor="user:test")
+    errors: list[BaseException] = []
+
+    def reconcile() -> None:
+        from celery.exceptions import Retry
+        from django.db import connection
+
+        try:
+            reconcile_allocation.run(allocation.pk)
+        except Retry:
+            pass  # the lock was busy: this one stands aside, as a worker would
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=reconcile) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    wait_for_phase("race", Phase.READY)
+    assert pool_objects(namespace, "race")["sandboxes"] == [
+        "sandbox-race-0",
+        "sandbox-race-1",
+        "sandbox-race-2",
+    ]
+    applied = allocation.events.filter(kind=AllocationEvent.Kind.APPLIED)
+    assert applied.count() == 1
+    assert sorted(applied.get().data["objects"]) == sorted(
+        [f"PersistentVolumeClaim/race-workspace-{i}" for i in range(3)]
+        + [f"Sandbox/sandbox-race-{i}" for i in range(3)]
+    )
+    assert not allocation.events.filter(kind=AllocationEvent.Kind.FAILED).exists()
+
+
+def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: str) -> None:
+    make_warm_pool(namespace, "warm", replicas=2)
+    # A claim already sits under our second name with our labels but pod metadata in a
+    # domain the controller does not allow: the controller fails it with InvalidMetadata.
+    kube.create_custom(
+        objects.SANDBOX_CLAIM,
+        {
+            "apiVersion": objects.SANDBOX_CLAIM.api_version,
+            "kind": "SandboxClaim",
+            "metadata": {
+                "name": "claim-doomed-1",
+                "namespace": namespace,
+                "labels": objects.pool_labels("doomed"),
+            },
+            "spec": {
+                "warmPoolRef": {"name": "warm"},
+                "additionalPodMetadata": {"labels": {"evil.example.com/x": "y"}},
+            },
+        },
+    )
+    # The API's name check would refuse the name because of that labelled claim, so the row
+    # is inserted directly: this is the state a create racing with such a claim ends in.
+    allocation = Allocation.objects.create(
+        name="doomed",
+        namespace=namespace,
+        replicas=2,
+        strategy="warmpool",
+        warm_pool="warm",
+        requester="user:test",
+    )
+    reconcile_allocation.delay(allocation.pk)
+
+    failed = wait_for_phase("doomed", Phase.FAILED)
+
+    assert failed.reason == "InvalidMetadata"
+    assert failed.message.startswith("SandboxClaim claim-doomed-1: ")
+    wait_until(
+        lambda: pool_objects(namespace, "doomed")["claims"] == [],
+        timeout=60,
+        message="the claims to be rolled back",
+    )
+    assert kube.get_custom(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None

@@ -1,0 +1,43 @@
+"""Helpers for API tests: clients with real bearer tokens issued through the services."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.test import Client
+
+from contextsvc.core import services
+
+
+def issue_token(name: str, scopes: Iterable[str]) -> str:
+    client = services.api_client_create(name=name, scopes=scopes, actor="system:test")
+    _, raw = services.api_token_issue(client=client, actor="system:test")
+    return raw
+
+
+class ApiClient:
+    """A Django test client that always sends ``Authorization: Bearer <token>``."""
+
+    def __init__(self, token: str) -> None:
+        self.client = Client()
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get(path, params, headers=self.headers)
+
+    def post(
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | str | None = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        import json
+
+        data = raw if raw is not None else json.dumps(body)
+        return self.client.post(path, data, content_type=content_type, headers=self.headers)
+
+    def delete(self, path: str) -> Any:
+        return self.client.delete(path, headers=self.headers)

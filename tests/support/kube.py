@@ -1,0 +1,95 @@
+"""Test-side Kubernetes helpers: set up and inspect objects directly, the way a caller's
+platform (or the old Go service) would have made them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocations.models import Allocation
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from tests.support.processes import wait_until
+
+
+def make_pvc(
+    namespace: str,
+    name: str,
+    *,
+    modes: list[str],
+    size: str = "1Gi",
+    labels: dict[str, str] | None = None,
+    storage_class: str = "standard",
+) -> dict[str, Any]:
+    return kube.create_pvc(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+            "spec": {
+                "accessModes": modes,
+                "storageClassName": storage_class,
+                "resources": {"requests": {"storage": size}},
+            },
+        }
+    )
+
+
+def make_warm_pool(namespace: str, name: str, replicas: int = 2) -> None:
+    kube.create_custom(
+        objects.SANDBOX_TEMPLATE,
+        {
+            "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
+            "kind": "SandboxTemplate",
+            "metadata": {"name": f"{name}-template", "namespace": namespace},
+            "spec": {
+                "podTemplate": {
+                    "spec": {"containers": [{"name": "sandbox", "image": "busybox:1.36"}]}
+                },
+                "networkPolicyManagement": "Unmanaged",
+            },
+        },
+    )
+    kube.create_custom(
+        objects.SANDBOX_WARM_POOL,
+        {
+            "apiVersion": objects.SANDBOX_WARM_POOL.api_version,
+            "kind": "SandboxWarmPool",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": f"{name}-template"}},
+        },
+    )
+
+    def warm() -> bool:
+        pool = kube.get_custom(objects.SANDBOX_WARM_POOL, namespace, name) or {}
+        return (pool.get("status") or {}).get("readyReplicas") == replicas
+
+    wait_until(warm, timeout=60, interval=0.2, message=f"warm pool {name} to have {replicas} ready")
+
+
+def names(items: list[dict[str, Any]]) -> list[str]:
+    return sorted(item["metadata"]["name"] for item in items)
+
+
+def pool_objects(namespace: str, pool: str) -> dict[str, list[str]]:
+    managed = objects.managed_pool_selector(pool)
+    return {
+        "sandboxes": names(kube.list_custom(objects.SANDBOX, namespace, managed)),
+        "claims": names(kube.list_custom(objects.SANDBOX_CLAIM, namespace, managed)),
+        "pvcs": names(kube.list_pvcs(namespace, managed)),
+        "pods": names(kube.list_pods(namespace, objects.pool_selector(pool))),
+    }
+
+
+NOTHING: dict[str, list[str]] = {"sandboxes": [], "claims": [], "pvcs": [], "pods": []}
+
+
+def wait_for_phase(name: str, phase: str, *, timeout: float = 60) -> Allocation:
+    def reached() -> Allocation | None:
+        allocation = Allocation.objects.filter(name=name).order_by("-id").first()
+        if allocation is not None and allocation.phase == phase:
+            return allocation
+        return None
+
+    found = wait_until(reached, timeout=timeout, interval=0.1, message=f"{name} to be {phase}")
+    assert isinstance(found, Allocation)
+    return found
