@@ -47,6 +47,10 @@ cluster: install
 cluster-down:
 	@$(PY) -m contextsvc.testenv down
 
+## Benchmarks: rewrite their sections of docs/performance.md (not part of the test suite).
+bench: install
+	@$(DEVENV) run -- $(PY) -m bench $(BENCH)
+
 ## Re-resolve requirements.lock from pyproject.toml (needs network to PyPI).
 lock: install
 	$(PY) -m piptools compile --quiet --extra dev --generate-hashes --strip-extras \

@@ -76,7 +76,7 @@ def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
         allocation.claim_name = claim
         allocation.read_only = annotations.get(objects.READ_ONLY_ANNOTATION) == "true"
         # The caller's PVC carries no labels of ours; read its shape by name.
-        workspace = kube.get_pvc(namespace, claim)
+        workspace = kube.get_object(objects.PVC, namespace, claim)
     elif objects.shared_pvc_name(name) in pvcs:
         allocation.strategy = Strategy.SHARED
         workspace = pvcs[objects.shared_pvc_name(name)]

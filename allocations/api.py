@@ -52,6 +52,7 @@ _POOL = inline_serializer(
         "message": serializers.CharField(required=False),
         "profile": serializers.CharField(required=False),
         "namespace": serializers.CharField(required=False),
+        "warnings": serializers.ListField(child=serializers.CharField(), required=False),
     },
 )
 _CONTEXT_STORAGE = inline_serializer(
@@ -117,8 +118,11 @@ class SandboxPoolCollectionApi(ServiceAPIView):
     )
     def post(self, request: Request) -> Response:
         pool_request = v1.parse_pool_request(read_json_object(request._request))
-        allocation = services.allocation_create(request=pool_request, actor=actor_of(request.user))
-        return Response(_pool(allocation), status=201)
+        created = services.allocation_create(request=pool_request, actor=actor_of(request.user))
+        body = _pool(created.allocation)
+        if created.warnings:
+            body["warnings"] = list(created.warnings)
+        return Response(body, status=201)
 
 
 class SandboxPoolDetailApi(ServiceAPIView):

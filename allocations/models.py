@@ -42,6 +42,17 @@ class Allocation(models.Model):
     claim_name = models.CharField(max_length=253, blank=True)
     read_only = models.BooleanField(null=True, blank=True)
     warm_pool = models.CharField(max_length=253, blank=True)
+    profile = models.ForeignKey(
+        "profiles.SandboxProfile",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="allocations",
+    )
+    # The profile's name and blueprint as they were when the allocation was made: a later
+    # edit of the profile never changes the Sandboxes of an existing allocation.
+    profile_name = models.CharField(max_length=63, blank=True)
+    blueprint = models.JSONField(default=dict, blank=True)
     requester = models.CharField(max_length=200, help_text="api:CLIENT or user:NAME")
 
     # Observed state

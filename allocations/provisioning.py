@@ -33,44 +33,41 @@ def pool_spec(allocation: Allocation) -> objects.PoolSpec:
     )
 
 
-def runtime_for(allocation: Allocation) -> objects.Runtime:
-    return objects.Runtime(
+def blueprint_for(allocation: Allocation) -> objects.Blueprint:
+    """The blueprint copied when the allocation was made; adopted allocations (and rows from
+    before profiles existed) have none and get the built-in runtime."""
+    if allocation.blueprint:
+        return objects.Blueprint.from_json(allocation.blueprint)
+    return objects.builtin_blueprint(
         image=settings.CS_SANDBOX_IMAGE or "",
         service_account=settings.CS_SANDBOX_SERVICE_ACCOUNT,
     )
 
 
-def desired_objects(
-    allocation: Allocation,
-) -> list[tuple[objects.CustomKind | None, dict[str, Any]]]:
-    """In creation order: workspaces before the Sandboxes that mount them.
-    ``None`` as the kind means a core PersistentVolumeClaim."""
+Desired = tuple[objects.ApiKind, dict[str, Any]]
+
+
+def desired_objects(allocation: Allocation) -> list[Desired]:
+    """In creation order: the NetworkPolicy first, so no Pod ever runs unfenced, then the
+    workspaces, then the Sandboxes that mount them."""
     spec = pool_spec(allocation)
     if allocation.strategy == Strategy.WARMPOOL:
+        # The pool's template decides the runtime and its network policy.
         return [
             (objects.SANDBOX_CLAIM, objects.claim_manifest(spec, i)) for i in range(spec.replicas)
         ]
-    wanted: list[tuple[objects.CustomKind | None, dict[str, Any]]] = [
-        (None, objects.pvc_manifest(spec, name)) for name in objects.managed_pvc_names(spec)
+    blueprint = blueprint_for(allocation)
+    wanted: list[Desired] = [
+        (objects.NETWORK_POLICY, objects.network_policy_manifest(spec, blueprint))
     ]
-    runtime = runtime_for(allocation)
     wanted += [
-        (objects.SANDBOX, objects.sandbox_manifest(spec, i, runtime)) for i in range(spec.replicas)
+        (objects.PVC, objects.pvc_manifest(spec, name)) for name in objects.managed_pvc_names(spec)
+    ]
+    wanted += [
+        (objects.SANDBOX, objects.sandbox_manifest(spec, i, blueprint))
+        for i in range(spec.replicas)
     ]
     return wanted
-
-
-def _create(kind: objects.CustomKind | None, body: dict[str, Any]) -> None:
-    if kind is None:
-        kube.create_pvc(body)
-    else:
-        kube.create_custom(kind, body)
-
-
-def _read(kind: objects.CustomKind | None, namespace: str, name: str) -> dict[str, Any] | None:
-    if kind is None:
-        return kube.get_pvc(namespace, name)
-    return kube.get_custom(kind, namespace, name)
 
 
 def apply(allocation: Allocation) -> list[str]:
@@ -82,81 +79,73 @@ def apply(allocation: Allocation) -> list[str]:
     created = []
     for kind, body in desired_objects(allocation):
         name = body["metadata"]["name"]
-        label = kind.kind if kind else "PersistentVolumeClaim"
         try:
-            _create(kind, body)
+            kube.create_object(kind, body)
         except Exception as exc:
             if not kube.is_already_exists(exc):
                 raise kube.kube_error(
-                    exc, f"creating {label} {allocation.namespace}/{name}"
+                    exc, f"creating {kind.kind} {allocation.namespace}/{name}"
                 ) from exc
-            existing = _read(kind, allocation.namespace, name)
+            existing = kube.get_object(kind, allocation.namespace, name)
             if existing is not None and not objects.is_managed_for(existing, allocation.name):
                 raise NameCollision(
-                    f"{label} {allocation.namespace}/{name} exists and does not belong to this "
-                    "allocation"
+                    f"{kind.kind} {allocation.namespace}/{name} exists and does not belong to "
+                    "this allocation"
                 ) from exc
         else:
-            created.append(f"{label}/{name}")
+            created.append(f"{kind.kind}/{name}")
     return created
+
+
+# Deleted in this order; Pods are found (they must be gone before the name is free) but
+# never deleted directly: their Sandboxes' garbage collection removes them.
+DELETED_KINDS = (objects.SANDBOX_CLAIM, objects.SANDBOX, objects.PVC, objects.NETWORK_POLICY)
+# Foreground deletion keeps a Claim or Sandbox visible until its Pod and PVCs are gone.
+FOREGROUND = {objects.SANDBOX_CLAIM, objects.SANDBOX}
 
 
 @dataclass
 class Owned:
     """What the cluster holds for one allocation, found by its labels."""
 
-    sandboxes: list[dict[str, Any]] = field(default_factory=list)
-    claims: list[dict[str, Any]] = field(default_factory=list)
-    pvcs: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
+    found: dict[objects.ApiKind, list[dict[str, Any]]] = field(default_factory=dict)
 
     def empty(self) -> bool:
-        return not (self.sandboxes or self.claims or self.pvcs or self.pods)
+        return not any(self.found.values())
 
     def names(self) -> list[str]:
         return [
-            f"{kind}/{obj['metadata']['name']}"
-            for kind, items in (
-                ("Sandbox", self.sandboxes),
-                ("SandboxClaim", self.claims),
-                ("PersistentVolumeClaim", self.pvcs),
-                ("Pod", self.pods),
-            )
+            f"{kind.kind}/{obj['metadata']['name']}"
+            for kind, items in self.found.items()
             for obj in items
         ]
-
-
-def _never_the_callers(allocation: Allocation, pvcs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    # The caller's PVC never carries our labels, but a mislabelled one must still survive.
-    return [pvc for pvc in pvcs if pvc["metadata"]["name"] != allocation.claim_name]
 
 
 def owned(allocation: Allocation) -> Owned:
     namespace = allocation.namespace
     managed = objects.managed_pool_selector(allocation.name)
-    return Owned(
-        sandboxes=kube.list_custom(objects.SANDBOX, namespace, managed),
-        claims=kube.list_custom(objects.SANDBOX_CLAIM, namespace, managed)
-        if allocation.strategy == Strategy.WARMPOOL
-        else [],
-        pvcs=_never_the_callers(allocation, kube.list_pvcs(namespace, managed)),
-        # Claimed Pods carry only the pool label (see objects.POOLED_POD_SELECTOR).
-        pods=kube.list_pods(namespace, objects.pool_selector(allocation.name)),
+    found: dict[objects.ApiKind, list[dict[str, Any]]] = {}
+    for kind in DELETED_KINDS:
+        if kind == objects.SANDBOX_CLAIM and allocation.strategy != Strategy.WARMPOOL:
+            continue  # (the extension CRDs may not even be installed)
+        items = kube.list_objects(kind, namespace, managed)
+        if kind == objects.PVC:
+            # The caller's PVC never carries our labels, but a mislabelled one must survive.
+            items = [pvc for pvc in items if pvc["metadata"]["name"] != allocation.claim_name]
+        found[kind] = items
+    # Claimed Pods carry only the pool label (see objects.POOLED_POD_SELECTOR).
+    found[objects.POD] = kube.list_objects(
+        objects.POD, namespace, objects.pool_selector(allocation.name)
     )
+    return Owned(found)
 
 
 def delete_owned(allocation: Allocation) -> Owned:
     """Issue deletes for everything the allocation owns; returns what is still there."""
     current = owned(allocation)
-    namespace = allocation.namespace
-    for claim in current.claims:
-        # Foreground keeps the claim until its Sandbox, Pod and PVCs are gone, so "no claims
-        # left" means "nothing left".
-        kube.delete_custom(
-            objects.SANDBOX_CLAIM, namespace, claim["metadata"]["name"], foreground=True
-        )
-    for sandbox in current.sandboxes:
-        kube.delete_custom(objects.SANDBOX, namespace, sandbox["metadata"]["name"], foreground=True)
-    for pvc in current.pvcs:
-        kube.delete_pvc(namespace, pvc["metadata"]["name"])
+    for kind in DELETED_KINDS:
+        for obj in current.found.get(kind, []):
+            kube.delete_object(
+                kind, allocation.namespace, obj["metadata"]["name"], foreground=kind in FOREGROUND
+            )
     return owned(allocation)

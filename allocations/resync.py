@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -40,43 +41,36 @@ class ClusterSnapshot:
     context_pvcs: dict[tuple[str, str], dict[str, object]]
 
 
-def _in_namespaces(
-    lister: object, namespaces: list[str] | None, *args: object
-) -> list[dict[str, object]]:
-    if namespaces is None:
-        return lister(None, *args)  # type: ignore[operator]
-    items: list[dict[str, object]] = []
+def _listed(kind: objects.ApiKind, selector: str) -> list[dict[str, Any]]:
+    """Objects of ``kind`` in every watched namespace (a missing CRD means none)."""
+    watched = watched_namespaces()
+    namespaces: list[str | None] = [*watched] if watched is not None else [None]
+    items: list[dict[str, Any]] = []
     for namespace in namespaces:
-        items += lister(namespace, *args)  # type: ignore[operator]
+        try:
+            items += kube.list_objects(kind, namespace, selector)
+        except kube.KubeError as exc:
+            if exc.status == 404 and kind != objects.SANDBOX:
+                return []  # the extension CRDs are not installed: no claims anywhere
+            raise
     return items
 
 
-def _claims(namespace: str | None, selector: str) -> list[dict[str, object]]:
-    try:
-        return kube.list_custom(objects.SANDBOX_CLAIM, namespace, selector)
-    except kube.KubeError as exc:
-        if exc.status == 404:  # the extension CRDs are not installed: no claims anywhere
-            return []
-        raise
-
-
 def snapshot() -> ClusterSnapshot:
-    namespaces = watched_namespaces()
-    sandboxes = _in_namespaces(
-        lambda ns, sel: kube.list_custom(objects.SANDBOX, ns, sel),
-        namespaces,
-        objects.MANAGED_SELECTOR,
-    )
-    claims = _in_namespaces(_claims, namespaces, objects.MANAGED_SELECTOR)
-    pods = _in_namespaces(kube.list_pods, namespaces, objects.POOLED_POD_SELECTOR)
-    pvcs = _in_namespaces(kube.list_pvcs, namespaces, objects.MANAGED_SELECTOR)
+    managed = objects.MANAGED_SELECTOR
+    sandboxes = _listed(objects.SANDBOX, managed)
+    claims = _listed(objects.SANDBOX_CLAIM, managed)
+    pods = _listed(objects.POD, objects.POOLED_POD_SELECTOR)
+    pvcs = _listed(objects.PVC, managed)
     # Named contexts may live in any namespace (the v1 request names it).
     context_pvcs = {
         (
             str(pvc["metadata"]["namespace"]),
             str(pvc["metadata"]["labels"][objects.CONTEXT_NAME_LABEL]),
         ): pvc
-        for pvc in kube.list_pvcs(None, f"{objects.MANAGED_SELECTOR},{objects.CONTEXT_NAME_LABEL}")
+        for pvc in kube.list_objects(
+            objects.PVC, None, f"{objects.MANAGED_SELECTOR},{objects.CONTEXT_NAME_LABEL}"
+        )
     }
     return ClusterSnapshot(
         pools=group_by_pool(sandboxes=sandboxes, claims=claims, pods=pods, pvcs=pvcs),

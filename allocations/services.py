@@ -3,6 +3,7 @@ timeline event and audit entry in the same transaction, and queues work after co
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -22,8 +23,14 @@ from allocations.models import (
     Strategy,
 )
 from allocations.v1 import ContextRequest, PoolRequest
-from contextsvc.core import events
-from contextsvc.core.errors import AlreadyExists, InvalidRequest, KubernetesFailure, NotFound
+from contextsvc.core import capabilities, events
+from contextsvc.core.errors import (
+    AlreadyExists,
+    InvalidRequest,
+    KubernetesFailure,
+    NotFound,
+    Unavailable,
+)
 from contextsvc.core.services import audit_record
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
@@ -68,7 +75,7 @@ def _namespace_for(request_namespace: str) -> str:
 def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str, str]:
     """(size, accessMode, storageClass) of the caller's PVC, which must fit the request."""
     try:
-        pvc = kube.get_pvc(namespace, request.claim_name)
+        pvc = kube.get_object(objects.PVC, namespace, request.claim_name)
     except kube.KubeError as exc:
         raise KubernetesFailure(exc.message) from exc
     if pvc is None:
@@ -89,7 +96,7 @@ def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str,
 
 def _check_warm_pool(request: PoolRequest, namespace: str) -> None:
     try:
-        pool = kube.get_custom(objects.SANDBOX_WARM_POOL, namespace, request.warm_pool)
+        pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, request.warm_pool)
     except kube.KubeError as exc:
         raise KubernetesFailure(exc.message) from exc
     if pool is None:
@@ -109,9 +116,9 @@ def _check_name_free(name: str, namespace: str) -> None:
     selector = objects.pool_selector(name)
     try:
         leftovers = (
-            kube.list_custom(objects.SANDBOX, namespace, selector)
-            or kube.list_pvcs(namespace, selector)
-            or kube.list_pods(namespace, selector)
+            kube.list_objects(objects.SANDBOX, namespace, selector)
+            or kube.list_objects(objects.PVC, namespace, selector)
+            or kube.list_objects(objects.POD, namespace, selector)
         )
     except kube.KubeError as exc:
         raise KubernetesFailure(exc.message) from exc
@@ -119,13 +126,50 @@ def _check_name_free(name: str, namespace: str) -> None:
         raise _taken(name)
 
 
-def allocation_create(*, request: PoolRequest, actor: str) -> Allocation:
+WARM_POOL_PROFILE_IGNORED = (
+    "profile is ignored for warm-pool allocations: the pool's SandboxTemplate decides the runtime"
+)
+
+
+@dataclass(frozen=True)
+class Created:
+    allocation: Allocation
+    warnings: tuple[str, ...] = ()
+
+
+def _runtime(
+    request: PoolRequest, caps: capabilities.Capabilities
+) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
+    """(profile, blueprint JSON, warnings) for a new allocation. The blueprint is copied
+    now, so that editing the profile later never changes this allocation's Sandboxes."""
+    from profiles.services import profile_blueprint, profile_for_allocation
+
+    if request.strategy == Strategy.WARMPOOL:
+        problem = caps.extensions_problem()
+        if problem:
+            raise InvalidRequest(f"warm-pool allocations need {problem.removeprefix('the ')}")
+        return None, {}, (WARM_POOL_PROFILE_IGNORED,) if request.profile else ()
+    profile = profile_for_allocation(request.profile)
+    service_account = settings.CS_SANDBOX_SERVICE_ACCOUNT
+    if profile is None:
+        blueprint = objects.builtin_blueprint(
+            image=settings.CS_SANDBOX_IMAGE or "", service_account=service_account
+        )
+    else:
+        blueprint = profile_blueprint(profile, service_account=service_account)
+    return profile, blueprint.to_json(), ()
+
+
+def allocation_create(*, request: PoolRequest, actor: str) -> Created:
     """Validate against the cluster, record the allocation, reconcile it after commit."""
     from allocations.tasks import reconcile_allocation
 
     namespace = _namespace_for(request.namespace)
-    if request.profile:
-        raise InvalidRequest(f'profile "{request.profile}" does not exist')
+    caps = capabilities.current()
+    problem = caps.core_problem()
+    if problem:
+        raise Unavailable(problem)
+    profile, blueprint, warnings = _runtime(request, caps)
     size, access_mode, storage_class = request.size, request.access_mode, request.storage_class
     if request.strategy == Strategy.EXISTING:
         size, access_mode, storage_class = _existing_workspace(request, namespace)
@@ -144,13 +188,20 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Allocation:
         claim_name=request.claim_name,
         read_only=request.read_only,
         warm_pool=request.warm_pool,
+        profile=profile,
+        profile_name=profile.name if profile else "",
+        blueprint=blueprint,
         requester=actor,
     )
     allocation.full_clean(validate_constraints=False)
     try:
         with transaction.atomic():
             allocation.save()
-            _event(allocation, AllocationEvent.Kind.CREATED, f"requested by {actor}")
+            _event(
+                allocation,
+                AllocationEvent.Kind.CREATED,
+                " ".join([f"requested by {actor}.", *warnings]).strip(),
+            )
             audit_record(
                 actor=actor,
                 action="allocation.create",
@@ -160,6 +211,7 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Allocation:
                     "namespace": namespace,
                     "replicas": allocation.replicas,
                     "strategy": allocation.strategy,
+                    "profile": allocation.profile_name,
                 },
             )
             announce(allocation, "allocation.created")
@@ -168,7 +220,7 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Allocation:
     except IntegrityError:
         # Another request took the name between our check and our insert.
         raise _taken(request.name) from None
-    return allocation
+    return Created(allocation, warnings)
 
 
 # --- Release --------------------------------------------------------------------------------
@@ -363,7 +415,9 @@ def context_create(*, request: ContextRequest, actor: str) -> ContextResource:
     ):
         raise taken
     try:
-        existing = kube.get_pvc(request.namespace, objects.context_pvc_name(request.name))
+        existing = kube.get_object(
+            objects.PVC, request.namespace, objects.context_pvc_name(request.name)
+        )
     except kube.KubeError as exc:
         raise KubernetesFailure(exc.message) from exc
     if existing is not None:

@@ -129,7 +129,7 @@ def reconcile_context(self: Task, context_id: int) -> str:
             storage_class=context.storage_class or None,
         )
         try:
-            kube.create_pvc(body)
+            kube.create_object(objects.PVC, body)
         except Exception as exc:
             if kube.is_already_exists(exc):
                 return "exists"
@@ -152,8 +152,8 @@ def delete_context(self: Task, context_id: int) -> str:
         return "nothing to do"
     name = objects.context_pvc_name(context.name)
     try:
-        kube.delete_pvc(context.namespace, name)
-        gone = kube.get_pvc(context.namespace, name) is None
+        kube.delete_object(objects.PVC, context.namespace, name)
+        gone = kube.get_object(objects.PVC, context.namespace, name) is None
     except kube.KubeError as exc:
         raise self.retry(countdown=_backoff(self.request.retries)) from exc
     if not gone and self.request.retries < RELEASE_POLLS:

@@ -178,9 +178,8 @@ def pool_response(allocation: Allocation, *, default_namespace: str) -> dict[str
     # Additions that break nothing: fields a Go client ignores, present only when they apply.
     if allocation.phase == Phase.FAILED:
         body["message"] = allocation.message
-    profile_name = getattr(allocation, "profile_name", "")
-    if profile_name:
-        body["profile"] = profile_name
+    if allocation.profile_name:
+        body["profile"] = allocation.profile_name
     if allocation.namespace != default_namespace:
         body["namespace"] = allocation.namespace
     return body

@@ -169,38 +169,18 @@ class Watcher:
     def _targets(self) -> list[tuple[kube.Watchable, str]]:
         watched = watched_namespaces()
         namespaces: list[str | None] = [*watched] if watched is not None else [None]
+        managed = objects.MANAGED_SELECTOR
         targets = []
         for namespace in namespaces:
             targets += [
-                (
-                    kube.Watchable(
-                        "sandboxes", namespace, objects.MANAGED_SELECTOR, objects.SANDBOX
-                    ),
-                    "sandboxes",
-                ),
-                (
-                    kube.Watchable(
-                        "sandboxclaims", namespace, objects.MANAGED_SELECTOR, objects.SANDBOX_CLAIM
-                    ),
-                    "claims",
-                ),
-                (kube.Watchable("pods", namespace, objects.POOLED_POD_SELECTOR), "pods"),
-                (
-                    kube.Watchable("persistentvolumeclaims", namespace, objects.MANAGED_SELECTOR),
-                    "pvcs",
-                ),
+                (kube.Watchable(objects.SANDBOX, namespace, managed), "sandboxes"),
+                (kube.Watchable(objects.SANDBOX_CLAIM, namespace, managed), "claims"),
+                (kube.Watchable(objects.POD, namespace, objects.POOLED_POD_SELECTOR), "pods"),
+                (kube.Watchable(objects.PVC, namespace, managed), "pvcs"),
             ]
         # Named contexts can be in any namespace, so their PVCs are watched cluster-wide.
-        targets.append(
-            (
-                kube.Watchable(
-                    "persistentvolumeclaims",
-                    None,
-                    f"{objects.MANAGED_SELECTOR},{objects.CONTEXT_NAME_LABEL}",
-                ),
-                "contexts",
-            )
-        )
+        context_selector = f"{managed},{objects.CONTEXT_NAME_LABEL}"
+        targets.append((kube.Watchable(objects.PVC, None, context_selector), "contexts"))
         return targets
 
     def _on_change(
@@ -302,7 +282,7 @@ class Watcher:
             informer = Informer(target, field, self._on_change(field), self.stop)
             self.informers.append(informer)
             threading.Thread(
-                target=informer.run, name=f"informer-{target.resource}", daemon=True
+                target=informer.run, name=f"informer-{target.kind.plural}", daemon=True
             ).start()
         processor = threading.Thread(target=self._process_loop, name="processor", daemon=True)
         processor.start()

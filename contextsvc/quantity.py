@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-_BINARY: dict[str, int] = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_BINARY: dict[str, int] = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
 _DECIMAL: dict[str, Decimal | int] = {
     "m": Decimal("0.001"),
     "": 1,

@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("v1/", include("allocations.urls")),
+    path("v1/", include("profiles.urls")),
     path("admin/", admin.site.urls),
     path("", include("frontend.urls")),
 ]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 READS = re.compile(
-    r'(?:env_(?:str|optional|bool|int|float|list)\(\s*|environ(?:\.get)?\(\s*|environ\[\s*|'
+    r"(?:env_(?:str|optional|bool|int|float|list)\(\s*|environ(?:\.get)?\(\s*|environ\[\s*|"
     r'environ\.setdefault\(\s*)"([A-Z][A-Z0-9_]+)"'
 )
 OURS = ("CS_", "DJANGO_", "DATABASE_URL", "REDIS_URL", "KUBECONFIG")

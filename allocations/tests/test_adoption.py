@@ -31,18 +31,20 @@ def legacy_shared_pool(namespace: str, name: str, replicas: int) -> None:
         access_mode="ReadWriteMany",
         storage_class="standard",
     )
-    kube.create_pvc(objects.pvc_manifest(spec, objects.shared_pvc_name(name)))
+    kube.create_object(objects.PVC, objects.pvc_manifest(spec, objects.shared_pvc_name(name)))
     for index in range(replicas):
-        kube.create_custom(
+        kube.create_object(
             objects.SANDBOX,
-            objects.sandbox_manifest(spec, index, objects.Runtime(image="busybox:1.36")),
+            objects.sandbox_manifest(spec, index, objects.builtin_blueprint(image="busybox:1.36")),
         )
 
 
 def test_adopt_command_turns_legacy_objects_into_an_allocation(namespace: str) -> None:
     legacy_shared_pool(namespace, "legacy", 2)
     wait_until(
-        lambda: len(kube.list_pods(namespace, objects.pool_selector("legacy"))) == 2,
+        lambda: (
+            len(kube.list_objects(objects.POD, namespace, objects.pool_selector("legacy"))) == 2
+        ),
         timeout=60,
         message="the legacy pods",
     )
@@ -99,4 +101,4 @@ def test_resync_adopts_and_reports_orphans_without_deleting(namespace: str) -> N
     assert orphan.why == "no Sandbox or SandboxClaim carries this pool label"
     assert orphan.objects == ("PersistentVolumeClaim/stray-workspace",)
     assert not Allocation.objects.filter(name="stray").exists()
-    assert kube.get_pvc(namespace, "stray-workspace") is not None
+    assert kube.get_object(objects.PVC, namespace, "stray-workspace") is not None

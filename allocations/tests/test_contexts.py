@@ -7,6 +7,7 @@ import pytest
 from allocations.models import ContextResource
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
+from contextsvc.kube import objects
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import make_pvc
 from tests.support.processes import wait_until
@@ -55,7 +56,7 @@ def test_context_lifecycle(api: ApiClient, namespace: str) -> None:
         timeout=60,
         message="the context PVC to bind",
     )
-    pvc = kube.get_pvc(namespace, "context-research-memory")
+    pvc = kube.get_object(objects.PVC, namespace, "context-research-memory")
     assert pvc is not None
     assert pvc["metadata"]["labels"] == {
         "app.kubernetes.io/managed-by": "context-service",
@@ -80,7 +81,7 @@ def test_context_lifecycle(api: ApiClient, namespace: str) -> None:
     assert api.delete(path).status_code == 204
     assert api.get(path).status_code == 404
     wait_until(
-        lambda: kube.get_pvc(namespace, "context-research-memory") is None,
+        lambda: kube.get_object(objects.PVC, namespace, "context-research-memory") is None,
         timeout=60,
         message="the PVC to be deleted",
     )

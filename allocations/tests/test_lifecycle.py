@@ -78,7 +78,7 @@ def test_dedicated_rwo_pool_from_post_to_ready_to_release(api: ApiClient, namesp
         "pvcs": ["dedicated-workspace-0", "dedicated-workspace-1"],
         "pods": ["sandbox-dedicated-0", "sandbox-dedicated-1"],
     }
-    pvc = kube.get_pvc(namespace, "dedicated-workspace-1")
+    pvc = kube.get_object(objects.PVC, namespace, "dedicated-workspace-1")
     assert pvc is not None
     assert pvc["metadata"]["labels"] == {
         "context.rossoctl.io/pool": "dedicated",
@@ -86,7 +86,7 @@ def test_dedicated_rwo_pool_from_post_to_ready_to_release(api: ApiClient, namesp
         "context.rossoctl.io/replicas": "2",
     }
     assert pvc["status"]["phase"] == "Bound"
-    pod = kube.list_pods(namespace, "context.rossoctl.io/pool=dedicated")[1]
+    pod = kube.list_objects(objects.POD, namespace, "context.rossoctl.io/pool=dedicated")[1]
     assert (
         pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "dedicated-workspace-1"
     )
@@ -149,7 +149,7 @@ def test_shared_rwx_pool_mounts_one_pvc_everywhere(api: ApiClient, namespace: st
     assert found["sandboxes"] == ["sandbox-shared-0", "sandbox-shared-1", "sandbox-shared-2"]
     claims = {
         pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
-        for pod in kube.list_pods(namespace, "context.rossoctl.io/pool=shared")
+        for pod in kube.list_objects(objects.POD, namespace, "context.rossoctl.io/pool=shared")
     }
     assert claims == {"shared-workspace"}
     release(api, "shared")
@@ -178,7 +178,7 @@ def test_existing_pvc_read_only_survives_release(api: ApiClient, namespace: str)
         "readOnly": True,
     }
     wait_ready(api, "consumer")
-    sandbox = kube.get_custom(objects.SANDBOX, namespace, "sandbox-consumer-0")
+    sandbox = kube.get_object(objects.SANDBOX, namespace, "sandbox-consumer-0")
     assert sandbox is not None
     assert sandbox["metadata"]["annotations"] == {
         "context.rossoctl.io/replicas": "2",
@@ -195,7 +195,7 @@ def test_existing_pvc_read_only_survives_release(api: ApiClient, namespace: str)
     release(api, "consumer")
     wait_for_phase("consumer", Phase.RELEASED)
 
-    survivor = kube.get_pvc(namespace, "artifacts")
+    survivor = kube.get_object(objects.PVC, namespace, "artifacts")
     assert survivor is not None
     assert survivor["metadata"].get("deletionTimestamp") is None
     assert pool_objects(namespace, "consumer") == NOTHING
@@ -262,8 +262,8 @@ def test_warm_pool_claims_ready_and_release_keeps_the_pool(api: ApiClient, names
     wait_for_phase("burst", Phase.RELEASED)
 
     assert pool_objects(namespace, "burst") == NOTHING
-    assert kube.get_custom(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
-    assert kube.get_custom(objects.SANDBOX_TEMPLATE, namespace, "warm-template") is not None
+    assert kube.get_object(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
+    assert kube.get_object(objects.SANDBOX_TEMPLATE, namespace, "warm-template") is not None
 
 
 def test_missing_warm_pool_is_400(api: ApiClient, namespace: str) -> None:
@@ -323,7 +323,7 @@ def test_mid_create_failure_rolls_back_everything_it_created(
     api: ApiClient, namespace: str
 ) -> None:
     # Somebody else's Sandbox sits on the name our second Sandbox needs.
-    kube.create_custom(
+    kube.create_object(
         objects.SANDBOX,
         {
             "apiVersion": objects.SANDBOX.api_version,
@@ -368,7 +368,7 @@ def test_mid_create_failure_rolls_back_everything_it_created(
         message="the rollback event",
     )
     # The foreign Sandbox is untouched.
-    foreign = kube.get_custom(objects.SANDBOX, namespace, "sandbox-clash-1")
+    foreign = kube.get_object(objects.SANDBOX, namespace, "sandbox-clash-1")
     assert foreign is not None
     assert foreign["metadata"].get("deletionTimestamp") is None
     # A failed allocation is released like any other.
@@ -414,7 +414,7 @@ def test_concurrent_reconciles_create_each_object_once(namespace: str) -> None:
     request = PoolRequest(
         "race", 3, "dedicated", size="1Gi", access_mode="ReadWriteOnce", namespace=namespace
     )
-    allocation = services.allocation_create(request=request, actor="user:test")
+    allocation = services.allocation_create(request=request, actor="user:test").allocation
     errors: list[BaseException] = []
 
     def reconcile() -> None:
@@ -456,7 +456,7 @@ def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: 
     make_warm_pool(namespace, "warm", replicas=2)
     # A claim already sits under our second name with our labels but pod metadata in a
     # domain the controller does not allow: the controller fails it with InvalidMetadata.
-    kube.create_custom(
+    kube.create_object(
         objects.SANDBOX_CLAIM,
         {
             "apiVersion": objects.SANDBOX_CLAIM.api_version,
@@ -493,4 +493,4 @@ def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: 
         timeout=60,
         message="the claims to be rolled back",
     )
-    assert kube.get_custom(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
+    assert kube.get_object(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None

@@ -50,7 +50,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, ServiceError):
         if exc.status >= 500:
             logger.error("request failed: %s", exc.message)
-        return error_response(exc.status, exc.code, exc.message)
+        response = error_response(exc.status, exc.code, exc.message)
+        response.data.update(exc.details)
+        return response
     if isinstance(exc, Http404):
         return error_response(404, "not_found", "not found")
     for exc_type, (status_code, code) in _DRF_CODES.items():

@@ -7,3 +7,7 @@ class CoreConfig(AppConfig):
     name = "contextsvc.core"
     label = "core"
     verbose_name = "Context Service"
+
+    def ready(self) -> None:
+        # Registers the bearer-token scheme with drf-spectacular.
+        from contextsvc.core import schema  # noqa: F401

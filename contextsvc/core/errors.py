@@ -10,6 +10,8 @@ class ServiceError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        # Extra fields for the error body, e.g. every problem of an invalid profile.
+        self.details: dict[str, object] = {}
 
 
 class InvalidRequest(ServiceError):

@@ -100,3 +100,16 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.target}"
+
+
+class ClusterCapabilities(models.Model):
+    """The last detection of what the cluster serves (one row; see core.capabilities)."""
+
+    data = models.JSONField(default=dict)
+    detected_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "cluster capabilities"
+
+    def __str__(self) -> str:
+        return f"capabilities at {self.detected_at:%Y-%m-%d %H:%M:%S}"

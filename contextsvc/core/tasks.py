@@ -10,3 +10,11 @@ from contextsvc.core.services import heartbeat_record
 def record_heartbeat() -> int:
     """Scheduled by beat: whichever worker picks it up records that it is alive."""
     return heartbeat_record(kind=ProcessHeartbeat.Kind.WORKER).pk
+
+
+@shared_task(name="contextsvc.core.tasks.refresh_capabilities", ignore_result=True)
+def refresh_capabilities() -> dict[str, object]:
+    """Scheduled by beat (and run at worker start): re-detect what the cluster serves."""
+    from contextsvc.core import capabilities
+
+    return capabilities.refresh().as_dict()

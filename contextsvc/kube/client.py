@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from contextsvc.kube.objects import CustomKind
+from contextsvc.kube.objects import ApiKind
 
 
 class KubeNotConfigured(RuntimeError):
@@ -66,18 +66,9 @@ def request_timeout() -> float:
     return float(settings.CS_KUBE_TIMEOUT_SECONDS)
 
 
-def core_v1() -> k8s.CoreV1Api:
-    return k8s.CoreV1Api(api_client())
-
-
-def custom_objects() -> k8s.CustomObjectsApi:
-    return k8s.CustomObjectsApi(api_client())
-
-
 def check_reachable() -> str:
     """Ask the API server for its version; returns it, raises on any failure."""
-    info = k8s.VersionApi(api_client()).get_code(_request_timeout=request_timeout())
-    return str(info.git_version)
+    return str(_call("GET", "/version")["gitVersion"])
 
 
 # --- Errors ------------------------------------------------------------------------------------
@@ -140,155 +131,96 @@ def is_already_exists(exc: Exception) -> bool:
 
 
 # --- Calls ---------------------------------------------------------------------------------------
-# Thin, typed wrappers: objects go in and come out as plain dicts, the shapes of which
-# ``contextsvc.kube.objects`` knows. Every call has a timeout.
+# Every kind goes through the same few REST calls: objects go in and come out as plain JSON
+# dicts, whose shapes ``contextsvc.kube.objects`` knows. Every call has a timeout.
 
 Obj = dict[str, Any]
 
 
-def _plain(obj: Any) -> Obj:
-    if isinstance(obj, dict):
-        return obj
-    plain: Obj = api_client().sanitize_for_serialization(obj)
-    return plain
+def _path(kind: ApiKind, namespace: str | None, name: str | None = None) -> str:
+    base = f"/api/{kind.version}" if not kind.group else f"/apis/{kind.group}/{kind.version}"
+    scope = f"/namespaces/{namespace}" if namespace is not None and kind.namespaced else ""
+    return f"{base}{scope}/{kind.plural}" + (f"/{name}" if name else "")
 
 
-def get_pvc(namespace: str, name: str) -> Obj | None:
-    try:
-        return _plain(
-            core_v1().read_namespaced_persistent_volume_claim(
-                name, namespace, _request_timeout=request_timeout()
-            )
-        )
-    except Exception as exc:
-        if is_not_found(exc):
-            return None
-        raise kube_error(exc, f"reading PVC {namespace}/{name}") from exc
-
-
-def list_pvcs(namespace: str | None, selector: str) -> list[Obj]:
-    try:
-        if namespace is None:
-            result = core_v1().list_persistent_volume_claim_for_all_namespaces(
-                label_selector=selector, _request_timeout=request_timeout()
-            )
-        else:
-            result = core_v1().list_namespaced_persistent_volume_claim(
-                namespace, label_selector=selector, _request_timeout=request_timeout()
-            )
-    except Exception as exc:
-        raise kube_error(exc, f"listing PVCs {selector}") from exc
-    return [_plain(item) for item in result.items]
-
-
-def list_pods(namespace: str | None, selector: str) -> list[Obj]:
-    try:
-        if namespace is None:
-            result = core_v1().list_pod_for_all_namespaces(
-                label_selector=selector, _request_timeout=request_timeout()
-            )
-        else:
-            result = core_v1().list_namespaced_pod(
-                namespace, label_selector=selector, _request_timeout=request_timeout()
-            )
-    except Exception as exc:
-        raise kube_error(exc, f"listing Pods {selector}") from exc
-    return [_plain(item) for item in result.items]
-
-
-def create_pvc(body: Obj) -> Obj:
-    namespace = body["metadata"]["namespace"]
-    return _plain(
-        core_v1().create_namespaced_persistent_volume_claim(
-            namespace,
-            body,  # type: ignore[arg-type]
-            _request_timeout=request_timeout(),
-        )
+def _call(
+    method: str,
+    path: str,
+    *,
+    query: list[tuple[str, Any]] | None = None,
+    body: Any = None,
+    stream: bool = False,
+    timeout: Any = None,
+    content_type: str = "application/json",
+) -> Any:
+    """One REST call. Returns the decoded JSON body (or, with ``stream``, the open urllib3
+    response); a non-2xx status raises ``ApiException`` with the server's Status body."""
+    client = api_client()
+    method, url, headers, payload, post = client.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=query or [],
+        header_params={"Accept": "application/json", "Content-Type": content_type},
+        body=body,
+        auth_settings=["BearerToken"],
     )
-
-
-def delete_pvc(namespace: str, name: str) -> bool:
-    """True when a delete was issued, False when it was already gone."""
-    try:
-        core_v1().delete_namespaced_persistent_volume_claim(
-            name, namespace, _request_timeout=request_timeout()
+    response = client.call_api(
+        method,
+        url,
+        header_params=headers,
+        body=payload,
+        post_params=post,
+        _request_timeout=timeout if timeout is not None else request_timeout(),
+    )
+    if not 200 <= response.status < 300:
+        data = response.read()
+        raise ApiException(
+            status=response.status,
+            reason=response.reason,
+            body=data.decode("utf-8", errors="replace") if data else None,
         )
-    except Exception as exc:
-        if is_not_found(exc):
-            return False
-        raise kube_error(exc, f"deleting PVC {namespace}/{name}") from exc
-    return True
+    if stream:
+        return response.response
+    data = response.read()
+    return json.loads(data) if data else {}
 
 
-def get_custom(kind: CustomKind, namespace: str, name: str) -> Obj | None:
+def get_object(kind: ApiKind, namespace: str | None, name: str) -> Obj | None:
+    """The object, or None when it does not exist."""
     try:
-        return _plain(
-            custom_objects().get_namespaced_custom_object(
-                kind.group,
-                kind.version,
-                namespace,
-                kind.plural,
-                name,
-                _request_timeout=request_timeout(),
-            )
-        )
+        found: Obj = _call("GET", _path(kind, namespace, name))
     except Exception as exc:
         if is_not_found(exc):
             return None
         raise kube_error(exc, f"reading {kind.kind} {namespace}/{name}") from exc
+    return found
 
 
-def list_custom(kind: CustomKind, namespace: str | None, selector: str = "") -> list[Obj]:
+def list_objects(kind: ApiKind, namespace: str | None, selector: str = "") -> list[Obj]:
+    """Objects matching ``selector`` in ``namespace`` (None: every namespace)."""
+    query = [("labelSelector", selector)] if selector else []
     try:
-        if namespace is None:
-            result = custom_objects().list_cluster_custom_object(
-                kind.group,
-                kind.version,
-                kind.plural,
-                label_selector=selector,
-                _request_timeout=request_timeout(),
-            )
-        else:
-            result = custom_objects().list_namespaced_custom_object(
-                kind.group,
-                kind.version,
-                namespace,
-                kind.plural,
-                label_selector=selector,
-                _request_timeout=request_timeout(),
-            )
+        result = _call("GET", _path(kind, namespace), query=query)
     except Exception as exc:
         raise kube_error(exc, f"listing {kind.plural} {selector}") from exc
-    items: list[Obj] = result.get("items") or []  # type: ignore[attr-defined]
-    return list(items)
+    items: list[Obj] = result.get("items") or []
+    return items
 
 
-def create_custom(kind: CustomKind, body: Obj) -> Obj:
-    namespace = body["metadata"]["namespace"]
-    return _plain(
-        custom_objects().create_namespaced_custom_object(
-            kind.group,
-            kind.version,
-            namespace,
-            kind.plural,
-            body,
-            _request_timeout=request_timeout(),
-        )
-    )
+def create_object(kind: ApiKind, body: Obj) -> Obj:
+    """Create; raises the client's exception unchanged so callers can test AlreadyExists."""
+    namespace = body["metadata"].get("namespace")
+    created: Obj = _call("POST", _path(kind, namespace), body=body)
+    return created
 
 
-def delete_custom(kind: CustomKind, namespace: str, name: str, *, foreground: bool = False) -> bool:
-    options: Any = {"propagationPolicy": "Foreground"} if foreground else None
+def delete_object(
+    kind: ApiKind, namespace: str | None, name: str, *, foreground: bool = False
+) -> bool:
+    """True when a delete was issued, False when the object was already gone."""
+    options = {"propagationPolicy": "Foreground" if foreground else "Background"}
     try:
-        custom_objects().delete_namespaced_custom_object(
-            kind.group,
-            kind.version,
-            namespace,
-            kind.plural,
-            name,
-            body=options,
-            _request_timeout=request_timeout(),
-        )
+        _call("DELETE", _path(kind, namespace, name), body=options)
     except Exception as exc:
         if is_not_found(exc):
             return False
@@ -296,50 +228,45 @@ def delete_custom(kind: CustomKind, namespace: str, name: str, *, foreground: bo
     return True
 
 
+def patch_object(kind: ApiKind, namespace: str | None, name: str, patch: Obj) -> Obj:
+    """A JSON merge patch."""
+    try:
+        patched: Obj = _call(
+            "PATCH",
+            _path(kind, namespace, name),
+            body=patch,
+            content_type="application/merge-patch+json",
+        )
+    except Exception as exc:
+        raise kube_error(exc, f"patching {kind.kind} {namespace}/{name}") from exc
+    return patched
+
+
 # --- List and watch, for the watcher ----------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Watchable:
-    """A collection the watcher lists and watches: a resource, a namespace (or all), a selector."""
+    """A collection the watcher lists and watches: a kind, a namespace (or all), a selector."""
 
-    resource: str  # "pods", "persistentvolumeclaims" or a CustomKind plural
+    kind: ApiKind
     namespace: str | None
     selector: str
-    kind: CustomKind | None = None
 
     def describe(self) -> str:
         where = self.namespace or "all namespaces"
-        return f"{self.resource} in {where} ({self.selector})"
-
-
-def _list_call(target: Watchable, **kwargs: Any) -> Any:
-    common = {"label_selector": target.selector, "_preload_content": False, **kwargs}
-    if target.kind is not None:
-        kind = target.kind
-        if target.namespace is None:
-            return custom_objects().list_cluster_custom_object(
-                kind.group, kind.version, kind.plural, **common
-            )
-        return custom_objects().list_namespaced_custom_object(
-            kind.group, kind.version, target.namespace, kind.plural, **common
-        )
-    api = core_v1()
-    calls: dict[tuple[str, bool], Any] = {
-        ("pods", False): api.list_namespaced_pod,
-        ("pods", True): api.list_pod_for_all_namespaces,
-        ("persistentvolumeclaims", False): api.list_namespaced_persistent_volume_claim,
-        ("persistentvolumeclaims", True): api.list_persistent_volume_claim_for_all_namespaces,
-    }
-    call = calls[(target.resource, target.namespace is None)]
-    return call(**common) if target.namespace is None else call(target.namespace, **common)
+        return f"{self.kind.plural} in {where} ({self.selector})"
 
 
 def list_raw(target: Watchable) -> tuple[list[Obj], str]:
-    """Every object (as JSON dicts) and the list's resourceVersion to watch from."""
+    """Every object and the list's resourceVersion to watch from."""
     try:
-        response = _list_call(target, _request_timeout=30)
-        data = json.loads(response.data)
+        data = _call(
+            "GET",
+            _path(target.kind, target.namespace),
+            query=[("labelSelector", target.selector)],
+            timeout=30,
+        )
     except Exception as exc:
         raise kube_error(exc, f"listing {target.describe()}") from exc
     return list(data.get("items") or []), str(data["metadata"]["resourceVersion"])
@@ -348,14 +275,20 @@ def list_raw(target: Watchable) -> tuple[list[Obj], str]:
 def watch_raw(target: Watchable, resource_version: str, timeout_seconds: int) -> Iterator[Obj]:
     """Watch events as JSON dicts until the server ends the watch. Bookmarks are asked for so
     that a quiet watch still advances its resourceVersion and seldom hits 410 Gone."""
+    query = [
+        ("labelSelector", target.selector),
+        ("watch", "true"),
+        ("resourceVersion", resource_version),
+        ("allowWatchBookmarks", "true"),
+        ("timeoutSeconds", timeout_seconds),
+    ]
     try:
-        response = _list_call(
-            target,
-            watch=True,
-            resource_version=resource_version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=timeout_seconds,
-            _request_timeout=(5, timeout_seconds + 30),
+        response = _call(
+            "GET",
+            _path(target.kind, target.namespace),
+            query=query,
+            stream=True,
+            timeout=(5, timeout_seconds + 30),
         )
     except Exception as exc:
         raise kube_error(exc, f"watching {target.describe()}") from exc
@@ -370,3 +303,28 @@ def watch_raw(target: Watchable, resource_version: str, timeout_seconds: int) ->
     finally:
         response.close()
         response.release_conn()
+
+
+# --- Discovery ---------------------------------------------------------------------------------
+
+
+def served_resources(group: str, version: str) -> set[str] | None:
+    """The resource plurals ``group/version`` serves, or None when it is not served at all.
+
+    Discovery needs no RBAC beyond being authenticated, so it works for any identity.
+    """
+    try:
+        data = _call("GET", f"/apis/{group}/{version}")
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise kube_error(exc, f"discovering {group}/{version}") from exc
+    except Exception as exc:
+        raise kube_error(exc, f"discovering {group}/{version}") from exc
+    return {str(item["name"]) for item in data.get("resources") or []}
+
+
+def list_runtime_classes() -> list[str]:
+    from contextsvc.kube.objects import RUNTIME_CLASS
+
+    return sorted(str(item["metadata"]["name"]) for item in list_objects(RUNTIME_CLASS, None))

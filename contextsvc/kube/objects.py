@@ -8,6 +8,7 @@ desired state into plain manifest dicts and reads observed state back out of obj
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,11 +23,14 @@ AGENT_SANDBOX_VERSION = "v1beta1"
 
 
 @dataclass(frozen=True)
-class CustomKind:
+class ApiKind:
+    """Where a kind lives in the API (group "" is the core group)."""
+
     group: str
     version: str
     plural: str
     kind: str
+    namespaced: bool = True
 
     @property
     def api_version(self) -> str:
@@ -37,14 +41,20 @@ class CustomKind:
         return f"{self.plural}.{self.group}"
 
 
-SANDBOX = CustomKind(SANDBOX_GROUP, AGENT_SANDBOX_VERSION, "sandboxes", "Sandbox")
-SANDBOX_TEMPLATE = CustomKind(
+PVC = ApiKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+POD = ApiKind("", "v1", "pods", "Pod")
+NETWORK_POLICY = ApiKind("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
+JOB = ApiKind("batch", "v1", "jobs", "Job")
+RUNTIME_CLASS = ApiKind("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False)
+STORAGE_CLASS = ApiKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", namespaced=False)
+SANDBOX = ApiKind(SANDBOX_GROUP, AGENT_SANDBOX_VERSION, "sandboxes", "Sandbox")
+SANDBOX_TEMPLATE = ApiKind(
     EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION, "sandboxtemplates", "SandboxTemplate"
 )
-SANDBOX_WARM_POOL = CustomKind(
+SANDBOX_WARM_POOL = ApiKind(
     EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION, "sandboxwarmpools", "SandboxWarmPool"
 )
-SANDBOX_CLAIM = CustomKind(EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION, "sandboxclaims", "SandboxClaim")
+SANDBOX_CLAIM = ApiKind(EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION, "sandboxclaims", "SandboxClaim")
 EXTENSION_KINDS = (SANDBOX_TEMPLATE, SANDBOX_WARM_POOL, SANDBOX_CLAIM)
 
 # --- Labels and annotations (the v1 contract) ---------------------------------------------------
@@ -110,21 +120,219 @@ def context_pvc_name(name: str) -> str:
 # --- Desired state ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Runtime:
-    """What runs in each direct Sandbox: the built-in runtime or a profile's blueprint."""
+DEFAULT_RESOURCES: Mapping[str, Any] = {
+    "requests": {"memory": "64Mi", "cpu": "50m"},
+    "limits": {"memory": "256Mi"},
+}
+SANDBOX_UID = 10001
+TMP_VOLUME = "tmp"
+# The Pod's own /tmp, an emptyDir: scratch space inside the sandbox, not the host's /tmp.
+TMP_PATH = "/tmp"  # noqa: S108
 
-    image: str
-    command: Sequence[str] = tuple(BUILTIN_COMMAND)
-    args: Sequence[str] = ()
-    env: Sequence[Mapping[str, Any]] = ()
-    resources: Mapping[str, Any] = field(
-        default_factory=lambda: {
-            "requests": {"memory": "64Mi", "cpu": "50m"},
-            "limits": {"memory": "256Mi"},
-        }
+
+class Relaxation:
+    """Hardened defaults a profile may switch off, explicitly and visibly."""
+
+    RUN_AS_ROOT = "run-as-root"
+    WRITABLE_ROOT_FILESYSTEM = "writable-root-filesystem"
+    PRIVILEGE_ESCALATION = "privilege-escalation"
+    CAPABILITIES = "keep-capabilities"
+    SERVICE_ACCOUNT_TOKEN = "service-account-token"  # noqa: S105 - a name, not a secret
+    ALL = (
+        RUN_AS_ROOT,
+        WRITABLE_ROOT_FILESYSTEM,
+        PRIVILEGE_ESCALATION,
+        CAPABILITIES,
+        SERVICE_ACCOUNT_TOKEN,
     )
-    service_account: str | None = None
+
+
+@dataclass(frozen=True)
+class Blueprint:
+    """What runs in each direct Sandbox, before the workspace is injected: the built-in
+    runtime, a built-in profile, or a copy of a SandboxTemplate's pod template."""
+
+    pod_spec: Mapping[str, Any]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    volume_claim_templates: Sequence[Mapping[str, Any]] = ()
+    relaxations: frozenset[str] = frozenset()
+    runtime_class: str | None = None
+    # Network rules in the profile form ({"cidr"|"namespace", "ports", "protocol"}).
+    ingress: Sequence[Mapping[str, Any]] = ()
+    egress: Sequence[Mapping[str, Any]] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "podSpec": copy.deepcopy(dict(self.pod_spec)),
+            "labels": dict(self.labels),
+            "annotations": dict(self.annotations),
+            "volumeClaimTemplates": copy.deepcopy(list(self.volume_claim_templates)),
+            "relaxations": sorted(self.relaxations),
+            "runtimeClass": self.runtime_class,
+            "ingress": copy.deepcopy(list(self.ingress)),
+            "egress": copy.deepcopy(list(self.egress)),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Blueprint:
+        return cls(
+            pod_spec=copy.deepcopy(dict(data["podSpec"])),
+            labels=dict(data.get("labels") or {}),
+            annotations=dict(data.get("annotations") or {}),
+            volume_claim_templates=copy.deepcopy(list(data.get("volumeClaimTemplates") or [])),
+            relaxations=frozenset(data.get("relaxations") or ()),
+            runtime_class=data.get("runtimeClass"),
+            ingress=copy.deepcopy(list(data.get("ingress") or [])),
+            egress=copy.deepcopy(list(data.get("egress") or [])),
+        )
+
+
+def builtin_blueprint(
+    *,
+    image: str,
+    service_account: str | None = None,
+    command: Sequence[str] = tuple(BUILTIN_COMMAND),
+    args: Sequence[str] = (),
+    env: Sequence[Mapping[str, Any]] = (),
+    resources: Mapping[str, Any] = DEFAULT_RESOURCES,
+    volumes: Sequence[Mapping[str, Any]] = (),
+    volume_mounts: Sequence[Mapping[str, Any]] = (),
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    relaxations: frozenset[str] = frozenset(),
+    runtime_class: str | None = None,
+    ingress: Sequence[Mapping[str, Any]] = (),
+    egress: Sequence[Mapping[str, Any]] = (),
+) -> Blueprint:
+    """The v1 built-in runtime (one container named ``sandbox``), or a built-in profile."""
+    container: Manifest = {
+        "name": SANDBOX_CONTAINER,
+        "image": image,
+        "command": list(command),
+        "workingDir": WORKSPACE_MOUNT_PATH,
+        "resources": copy.deepcopy(dict(resources)),
+    }
+    if args:
+        container["args"] = list(args)
+    if env:
+        container["env"] = [dict(item) for item in env]
+    if volume_mounts:
+        container["volumeMounts"] = [dict(item) for item in volume_mounts]
+    pod_spec: Manifest = {"containers": [container]}
+    if volumes:
+        pod_spec["volumes"] = [dict(item) for item in volumes]
+    if service_account:
+        pod_spec["serviceAccountName"] = service_account
+    return Blueprint(
+        pod_spec=pod_spec,
+        labels=dict(labels or {}),
+        annotations=dict(annotations or {}),
+        relaxations=relaxations,
+        runtime_class=runtime_class,
+        ingress=ingress,
+        egress=egress,
+    )
+
+
+def template_blueprint(
+    template: Mapping[str, Any],
+    *,
+    relaxations: frozenset[str] = frozenset(),
+    runtime_class: str | None = None,
+    ingress: Sequence[Mapping[str, Any]] = (),
+    egress: Sequence[Mapping[str, Any]] = (),
+) -> Blueprint:
+    """Copy a SandboxTemplate's blueprint (pod template and volume claim templates).
+
+    The template's own ``networkPolicy`` is not copied: a direct allocation's traffic is
+    governed by the NetworkPolicy Context Service creates for it from the profile."""
+    spec = template.get("spec") or {}
+    pod_template = spec.get("podTemplate") or {}
+    metadata = pod_template.get("metadata") or {}
+    pod_spec = copy.deepcopy(pod_template.get("spec") or {})
+    return Blueprint(
+        pod_spec=pod_spec,
+        labels=dict(metadata.get("labels") or {}),
+        annotations=dict(metadata.get("annotations") or {}),
+        volume_claim_templates=copy.deepcopy(list(spec.get("volumeClaimTemplates") or [])),
+        relaxations=relaxations,
+        runtime_class=runtime_class or pod_spec.get("runtimeClassName"),
+        ingress=ingress,
+        egress=egress,
+    )
+
+
+def _reserved_label(key: str) -> bool:
+    return key == MANAGED_BY_LABEL or key.split("/", 1)[0] == LABEL_DOMAIN
+
+
+def _at_or_under_workspace(path: object) -> bool:
+    text = str(path or "").rstrip("/")
+    return text == WORKSPACE_MOUNT_PATH or text.startswith(WORKSPACE_MOUNT_PATH + "/")
+
+
+def blueprint_problems(blueprint: Blueprint) -> list[str]:
+    """Why a blueprint may not be used: the workspace and the pool labels are ours."""
+    problems = []
+    for key in blueprint.labels:
+        if _reserved_label(key):
+            problems.append(f'pod label "{key}" is set by Context Service and cannot be overridden')
+    spec = blueprint.pod_spec
+    containers = list(spec.get("containers") or [])
+    if not containers:
+        problems.append("the pod template has no containers")
+    for volume in spec.get("volumes") or []:
+        if volume.get("name") in (WORKSPACE_VOLUME, TMP_VOLUME):
+            problems.append(f'volume "{volume.get("name")}" is reserved for Context Service')
+    for claim in blueprint.volume_claim_templates:
+        if (claim.get("metadata") or {}).get("name") == WORKSPACE_VOLUME:
+            problems.append(f'volume claim template "{WORKSPACE_VOLUME}" is reserved')
+    for container in containers + list(spec.get("initContainers") or []):
+        for mount in container.get("volumeMounts") or []:
+            if _at_or_under_workspace(mount.get("mountPath")):
+                problems.append(
+                    f'container "{container.get("name")}" mounts "{mount.get("name")}" at '
+                    f"{mount.get('mountPath')}, where the allocation's workspace goes"
+                )
+    return problems
+
+
+def harden(pod_spec: Manifest, relaxations: frozenset[str]) -> None:
+    """Apply the hardened defaults (seed 002) in place, except those explicitly relaxed."""
+    root = Relaxation.RUN_AS_ROOT in relaxations
+    pod_security: Manifest = dict(pod_spec.get("securityContext") or {})
+    pod_security["seccompProfile"] = {"type": "RuntimeDefault"}
+    if not root:
+        pod_security.update(
+            runAsNonRoot=True, runAsUser=SANDBOX_UID, runAsGroup=SANDBOX_UID, fsGroup=SANDBOX_UID
+        )
+    pod_spec["securityContext"] = pod_security
+    pod_spec["automountServiceAccountToken"] = Relaxation.SERVICE_ACCOUNT_TOKEN in relaxations
+    read_only_root = Relaxation.WRITABLE_ROOT_FILESYSTEM not in relaxations
+    for container in list(pod_spec.get("containers") or []) + list(
+        pod_spec.get("initContainers") or []
+    ):
+        security: Manifest = dict(container.get("securityContext") or {})
+        security["allowPrivilegeEscalation"] = Relaxation.PRIVILEGE_ESCALATION in relaxations
+        security["readOnlyRootFilesystem"] = read_only_root
+        if Relaxation.CAPABILITIES not in relaxations:
+            security["capabilities"] = {"drop": ["ALL"]}
+        if not root:
+            security.update(runAsNonRoot=True, runAsUser=SANDBOX_UID, runAsGroup=SANDBOX_UID)
+        else:
+            for key in ("runAsNonRoot", "runAsUser", "runAsGroup"):
+                security.pop(key, None)
+        container["securityContext"] = security
+        if read_only_root and not any(
+            m.get("mountPath") == TMP_PATH for m in container.get("volumeMounts") or []
+        ):
+            # A read-only root still needs somewhere to write scratch files.
+            container.setdefault("volumeMounts", []).append(
+                {"name": TMP_VOLUME, "mountPath": TMP_PATH}
+            )
+    if read_only_root:
+        pod_spec.setdefault("volumes", []).append({"name": TMP_VOLUME, "emptyDir": {}})
 
 
 @dataclass(frozen=True)
@@ -181,52 +389,52 @@ def managed_pvc_names(spec: PoolSpec) -> list[str]:
     return []
 
 
-def sandbox_manifest(spec: PoolSpec, index: int, runtime: Runtime) -> Manifest:
+def sandbox_manifest(spec: PoolSpec, index: int, blueprint: Blueprint) -> Manifest:
+    """Sandbox ``index``: the blueprint with the workspace, the pool labels, the topology
+    spread and the hardened defaults injected."""
     labels = pool_labels(spec.name)
-    claim = workspace_claim_for(spec, index)
     annotations = {
         REPLICAS_KEY: str(spec.replicas),
         READ_ONLY_ANNOTATION: "true" if spec.read_only else "false",
     }
     if spec.strategy == "existing" and spec.claim_name:
         annotations[CLAIM_ANNOTATION] = spec.claim_name
-    container: Manifest = {
-        "name": SANDBOX_CONTAINER,
-        "image": runtime.image,
-        "command": list(runtime.command),
-        "workingDir": WORKSPACE_MOUNT_PATH,
-        "volumeMounts": [
-            {
-                "name": WORKSPACE_VOLUME,
-                "mountPath": WORKSPACE_MOUNT_PATH,
+    pod_spec: Manifest = copy.deepcopy(dict(blueprint.pod_spec))
+    workspace_mount = {
+        "name": WORKSPACE_VOLUME,
+        "mountPath": WORKSPACE_MOUNT_PATH,
+        "readOnly": spec.read_only,
+    }
+    for container in pod_spec.get("containers") or []:
+        container["volumeMounts"] = [dict(workspace_mount), *(container.get("volumeMounts") or [])]
+    pod_spec["volumes"] = [
+        {
+            "name": WORKSPACE_VOLUME,
+            "persistentVolumeClaim": {
+                "claimName": workspace_claim_for(spec, index),
                 "readOnly": spec.read_only,
-            }
-        ],
-        "resources": dict(runtime.resources),
-    }
-    if runtime.args:
-        container["args"] = list(runtime.args)
-    if runtime.env:
-        container["env"] = [dict(item) for item in runtime.env]
-    pod_spec: Manifest = {
-        "containers": [container],
-        "volumes": [
-            {
-                "name": WORKSPACE_VOLUME,
-                "persistentVolumeClaim": {"claimName": claim, "readOnly": spec.read_only},
-            }
-        ],
-        "topologySpreadConstraints": [
-            {
-                "maxSkew": 1,
-                "topologyKey": "kubernetes.io/hostname",
-                "whenUnsatisfiable": "ScheduleAnyway",
-                "labelSelector": {"matchLabels": {POOL_LABEL: spec.name}},
-            }
-        ],
-    }
-    if runtime.service_account:
-        pod_spec["serviceAccountName"] = runtime.service_account
+            },
+        },
+        *(pod_spec.get("volumes") or []),
+    ]
+    pod_spec["topologySpreadConstraints"] = [
+        *(pod_spec.get("topologySpreadConstraints") or []),
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {POOL_LABEL: spec.name}},
+        },
+    ]
+    if blueprint.runtime_class:
+        pod_spec["runtimeClassName"] = blueprint.runtime_class
+    harden(pod_spec, blueprint.relaxations)
+    pod_metadata: Manifest = {"labels": {**blueprint.labels, **labels}}
+    if blueprint.annotations:
+        pod_metadata["annotations"] = dict(blueprint.annotations)
+    sandbox_spec: Manifest = {"podTemplate": {"metadata": pod_metadata, "spec": pod_spec}}
+    if blueprint.volume_claim_templates:
+        sandbox_spec["volumeClaimTemplates"] = copy.deepcopy(list(blueprint.volume_claim_templates))
     return {
         "apiVersion": SANDBOX.api_version,
         "kind": SANDBOX.kind,
@@ -236,7 +444,45 @@ def sandbox_manifest(spec: PoolSpec, index: int, runtime: Runtime) -> Manifest:
             "labels": labels,
             "annotations": annotations,
         },
-        "spec": {"podTemplate": {"metadata": {"labels": dict(labels)}, "spec": pod_spec}},
+        "spec": sandbox_spec,
+    }
+
+
+def network_policy_name(pool: str) -> str:
+    return f"{pool}-sandboxes"
+
+
+def _peer_rule(rule: Mapping[str, Any], direction: str) -> Manifest:
+    if "cidr" in rule:
+        peer: Manifest = {"ipBlock": {"cidr": rule["cidr"]}}
+    else:
+        peer = {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": rule["namespace"]}}
+        }
+    body: Manifest = {direction: [peer]}
+    if rule.get("ports"):
+        protocol = rule.get("protocol", "TCP")
+        body["ports"] = [{"protocol": protocol, "port": port} for port in rule["ports"]]
+    return body
+
+
+def network_policy_manifest(spec: PoolSpec, blueprint: Blueprint) -> Manifest:
+    """Default deny in and out for the allocation's Pods; DNS out; then the profile's rules."""
+    dns = {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {
+            "name": network_policy_name(spec.name),
+            "namespace": spec.namespace,
+            "labels": pool_labels(spec.name),
+        },
+        "spec": {
+            "podSelector": {"matchLabels": {POOL_LABEL: spec.name}},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [_peer_rule(rule, "from") for rule in blueprint.ingress],
+            "egress": [dns, *(_peer_rule(rule, "to") for rule in blueprint.egress)],
+        },
     }
 
 

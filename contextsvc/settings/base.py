@@ -136,6 +136,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "contextsvc.core.tasks.record_heartbeat",
         "schedule": 30.0,
     },
+    "cluster-capabilities": {
+        "task": "contextsvc.core.tasks.refresh_capabilities",
+        "schedule": 60.0,
+    },
     "allocations-resync": {
         "task": "allocations.tasks.resync",
         "schedule": float(CS_RESYNC_INTERVAL_SECONDS),

@@ -20,7 +20,8 @@ def make_pvc(
     labels: dict[str, str] | None = None,
     storage_class: str = "standard",
 ) -> dict[str, Any]:
-    return kube.create_pvc(
+    return kube.create_object(
+        objects.PVC,
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
@@ -30,12 +31,12 @@ def make_pvc(
                 "storageClassName": storage_class,
                 "resources": {"requests": {"storage": size}},
             },
-        }
+        },
     )
 
 
 def make_warm_pool(namespace: str, name: str, replicas: int = 2) -> None:
-    kube.create_custom(
+    kube.create_object(
         objects.SANDBOX_TEMPLATE,
         {
             "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
@@ -49,7 +50,7 @@ def make_warm_pool(namespace: str, name: str, replicas: int = 2) -> None:
             },
         },
     )
-    kube.create_custom(
+    kube.create_object(
         objects.SANDBOX_WARM_POOL,
         {
             "apiVersion": objects.SANDBOX_WARM_POOL.api_version,
@@ -60,7 +61,7 @@ def make_warm_pool(namespace: str, name: str, replicas: int = 2) -> None:
     )
 
     def warm() -> bool:
-        pool = kube.get_custom(objects.SANDBOX_WARM_POOL, namespace, name) or {}
+        pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, name) or {}
         return (pool.get("status") or {}).get("readyReplicas") == replicas
 
     wait_until(warm, timeout=60, interval=0.2, message=f"warm pool {name} to have {replicas} ready")
@@ -73,10 +74,10 @@ def names(items: list[dict[str, Any]]) -> list[str]:
 def pool_objects(namespace: str, pool: str) -> dict[str, list[str]]:
     managed = objects.managed_pool_selector(pool)
     return {
-        "sandboxes": names(kube.list_custom(objects.SANDBOX, namespace, managed)),
-        "claims": names(kube.list_custom(objects.SANDBOX_CLAIM, namespace, managed)),
-        "pvcs": names(kube.list_pvcs(namespace, managed)),
-        "pods": names(kube.list_pods(namespace, objects.pool_selector(pool))),
+        "sandboxes": names(kube.list_objects(objects.SANDBOX, namespace, managed)),
+        "claims": names(kube.list_objects(objects.SANDBOX_CLAIM, namespace, managed)),
+        "pvcs": names(kube.list_objects(objects.PVC, namespace, managed)),
+        "pods": names(kube.list_objects(objects.POD, namespace, objects.pool_selector(pool))),
     }
 
 

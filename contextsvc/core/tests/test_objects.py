@@ -30,7 +30,7 @@ def test_names_and_selectors() -> None:
 
 
 def test_direct_sandbox_manifest() -> None:
-    runtime = objects.Runtime(image="registry/sandbox:1", service_account="runner")
+    runtime = objects.builtin_blueprint(image="registry/sandbox:1", service_account="runner")
     assert objects.sandbox_manifest(SPEC, 1, runtime) == {
         "apiVersion": "agents.x-k8s.io/v1beta1",
         "kind": "Sandbox",
@@ -56,6 +56,14 @@ def test_direct_sandbox_manifest() -> None:
                 },
                 "spec": {
                     "serviceAccountName": "runner",
+                    "automountServiceAccountToken": False,
+                    "securityContext": {
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                        "runAsNonRoot": True,
+                        "runAsUser": 10001,
+                        "runAsGroup": 10001,
+                        "fsGroup": 10001,
+                    },
                     "containers": [
                         {
                             "name": "sandbox",
@@ -67,11 +75,20 @@ def test_direct_sandbox_manifest() -> None:
                             ],
                             "workingDir": "/workspace",
                             "volumeMounts": [
-                                {"name": "workspace", "mountPath": "/workspace", "readOnly": False}
+                                {"name": "workspace", "mountPath": "/workspace", "readOnly": False},
+                                {"name": "tmp", "mountPath": "/tmp"},
                             ],
                             "resources": {
                                 "requests": {"memory": "64Mi", "cpu": "50m"},
                                 "limits": {"memory": "256Mi"},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                                "runAsNonRoot": True,
+                                "runAsUser": 10001,
+                                "runAsGroup": 10001,
                             },
                         }
                     ],
@@ -82,7 +99,8 @@ def test_direct_sandbox_manifest() -> None:
                                 "claimName": "a-b-workspace-1",
                                 "readOnly": False,
                             },
-                        }
+                        },
+                        {"name": "tmp", "emptyDir": {}},
                     ],
                     "topologySpreadConstraints": [
                         {
@@ -102,13 +120,15 @@ def test_existing_read_only_workspace_is_read_only_on_mount_and_volume() -> None
     spec = objects.PoolSpec(
         name="c", namespace="ns", replicas=1, strategy="existing", claim_name="data", read_only=True
     )
-    manifest = objects.sandbox_manifest(spec, 0, objects.Runtime(image="img"))
+    manifest = objects.sandbox_manifest(spec, 0, objects.builtin_blueprint(image="img"))
     pod = manifest["spec"]["podTemplate"]["spec"]
     assert pod["containers"][0]["volumeMounts"] == [
-        {"name": "workspace", "mountPath": "/workspace", "readOnly": True}
+        {"name": "workspace", "mountPath": "/workspace", "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
     ]
     assert pod["volumes"] == [
-        {"name": "workspace", "persistentVolumeClaim": {"claimName": "data", "readOnly": True}}
+        {"name": "workspace", "persistentVolumeClaim": {"claimName": "data", "readOnly": True}},
+        {"name": "tmp", "emptyDir": {}},
     ]
     assert manifest["metadata"]["annotations"] == {
         "context.rossoctl.io/replicas": "1",

@@ -1,0 +1,27 @@
+"""``python -m bench [allocations|rules|dashboard|all]``."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.test")
+    names = argv or ["all"]
+    known = {"allocations"}
+    if "all" in names:
+        names = sorted(known)
+    for name in names:
+        if name not in known:
+            print(f"unknown benchmark {name!r}; choose from {', '.join(sorted(known))}, all")
+            return 2
+        if name == "allocations":
+            from bench import allocations
+
+            allocations.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

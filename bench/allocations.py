@@ -1,0 +1,248 @@
+"""Allocation benchmarks (issue: allocation engine).
+
+1. GET /v1/sandbox-pools/{name} latency with 1,000 allocations in the database.
+2. 200 one-replica allocations: burst POST → all ``ready``, next to creating the same
+   objects (PVC + Sandbox each) directly with the Python client, in the same run.
+3. Readiness propagation: the moment this process sees a Pod turn Ready (its own watch)
+   to the moment the API reports the allocation ready (``ready_at``, set by the watcher's
+   UPDATE that GET then serves).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from bench.harness import Http, service_stack
+from bench.report import machine, now, percentile, summary_ms, write_section
+
+GET_ALLOCATIONS = 1000
+GET_SAMPLES = 3000
+BURST = 200
+BURST_CONCURRENCY = 8
+READY_TIMEOUT = 600.0
+
+
+def _token() -> str:
+    from contextsvc.core import services
+
+    client = services.api_client_create(
+        name=f"bench-{uuid.uuid4().hex[:6]}", scopes=["allocations"], actor="system:bench"
+    )
+    return services.api_token_issue(client=client, actor="system:bench")[1]
+
+
+def bench_get(web_url: str, token: str) -> list[float]:
+    from allocations.models import Allocation
+
+    Allocation.objects.bulk_create(
+        Allocation(
+            name=f"get-{i:04d}",
+            namespace="bench-get",
+            replicas=1,
+            strategy="dedicated",
+            workspace_size="1Gi",
+            workspace_access_mode="ReadWriteOnce",
+            phase="ready",
+            ready_replicas=1,
+            requester="system:bench",
+        )
+        for i in range(GET_ALLOCATIONS)
+    )
+    http = Http(web_url, token)
+    names = [f"get-{i:04d}" for i in range(GET_ALLOCATIONS)]
+    rng = random.Random(7)
+    for _ in range(300):  # warm up connections, caches, the token's last_used_at
+        http.request("GET", f"/v1/sandbox-pools/{rng.choice(names)}")
+    samples = []
+    for _ in range(GET_SAMPLES):
+        name = rng.choice(names)
+        started = time.perf_counter()
+        status, body = http.request("GET", f"/v1/sandbox-pools/{name}")
+        samples.append(time.perf_counter() - started)
+        assert status == 200 and body["name"] == name, (status, body)
+    http.close()
+    Allocation.objects.filter(namespace="bench-get").delete()
+    return samples
+
+
+class PodReadyClock:
+    """This process's own watch on a namespace: when did each Pod first turn Ready?"""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.ready_at: dict[str, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from contextsvc.kube import client as kube
+        from contextsvc.kube import objects
+
+        target = kube.Watchable(objects.POD, self.namespace, objects.POOLED_POD_SELECTOR)
+        _, version = kube.list_raw(target)
+        while not self.stop.is_set():
+            for event in kube.watch_raw(target, version, 60):
+                if event["type"] in ("ADDED", "MODIFIED"):
+                    pod = event["object"]
+                    version = pod["metadata"]["resourceVersion"]
+                    pool = pod["metadata"]["labels"].get(objects.POOL_LABEL)
+                    if pool and pool not in self.ready_at and objects.pod_is_ready(pod):
+                        self.ready_at[pool] = time.time()
+                if self.stop.is_set():
+                    return
+
+    def __enter__(self) -> PodReadyClock:
+        self.thread.start()
+        time.sleep(0.5)  # let the watch open before anything is created
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def bench_burst(web_url: str, token: str) -> dict[str, Any]:
+    from allocations.models import Allocation
+    from contextsvc.testenv import create_namespace
+
+    namespace = f"bench-burst-{uuid.uuid4().hex[:6]}"
+    create_namespace(namespace)
+    names = [f"burst-{i:03d}" for i in range(BURST)]
+
+    def post(name: str) -> None:
+        http = Http(web_url, token)
+        status, body = http.request(
+            "POST",
+            "/v1/sandbox-pools",
+            {
+                "name": name,
+                "replicas": 1,
+                "namespace": namespace,
+                "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+            },
+        )
+        http.close()
+        assert status == 201, body
+
+    with PodReadyClock(namespace) as clock:
+        started = time.monotonic()
+        with ThreadPoolExecutor(BURST_CONCURRENCY) as pool:
+            list(pool.map(post, names))
+        posted = time.monotonic() - started
+        _wait(
+            lambda: Allocation.objects.filter(namespace=namespace, phase="ready").count() == BURST,
+            READY_TIMEOUT,
+            "every allocation to be ready",
+        )
+        service_seconds = time.monotonic() - started
+    propagation = []
+    for name, ready_at in Allocation.objects.filter(namespace=namespace).values_list(
+        "name", "ready_at"
+    ):
+        if name in clock.ready_at and ready_at is not None:
+            propagation.append(ready_at.timestamp() - clock.ready_at[name])
+
+    http = Http(web_url, token)
+    release_started = time.monotonic()
+    for name in names:
+        http.request("DELETE", f"/v1/sandbox-pools/{name}")
+    http.close()
+    _wait(
+        lambda: Allocation.objects.filter(namespace=namespace, phase="released").count() == BURST,
+        READY_TIMEOUT,
+        "every allocation to be released",
+    )
+    release_seconds = time.monotonic() - release_started
+    return {
+        "posted": posted,
+        "service": service_seconds,
+        "release": release_seconds,
+        "propagation": propagation,
+        "observed": len(clock.ready_at),
+    }
+
+
+def bench_direct() -> float:
+    """The same objects, made directly with the Python client: the floor the service adds to."""
+    from contextsvc.kube import client as kube
+    from contextsvc.kube import objects
+    from contextsvc.testenv import create_namespace
+
+    namespace = f"bench-direct-{uuid.uuid4().hex[:6]}"
+    create_namespace(namespace)
+    runtime = objects.builtin_blueprint(image="busybox:1.36")
+    with PodReadyClock(namespace) as clock:
+        started = time.monotonic()
+        for i in range(BURST):
+            spec = objects.PoolSpec(
+                name=f"direct-{i:03d}",
+                namespace=namespace,
+                replicas=1,
+                strategy="dedicated",
+                size="1Gi",
+                access_mode="ReadWriteOnce",
+            )
+            pvc = objects.pvc_manifest(spec, objects.dedicated_pvc_name(spec.name, 0))
+            sandbox = objects.sandbox_manifest(spec, 0, runtime)
+            # Not ours: the service's watcher must not mistake these for allocations.
+            for body in (pvc, sandbox):
+                body["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "bench"
+            sandbox["spec"]["podTemplate"]["metadata"]["labels"]["app.kubernetes.io/managed-by"] = (
+                "bench"
+            )
+            kube.create_object(objects.PVC, pvc)
+            kube.create_object(objects.SANDBOX, sandbox)
+        _wait(lambda: len(clock.ready_at) == BURST, READY_TIMEOUT, "every direct Pod to be ready")
+        return time.monotonic() - started
+
+
+def run() -> None:
+    from contextsvc.testenv import ensure_cluster
+
+    cluster = ensure_cluster()
+    try:
+        with service_stack(
+            database="contextsvc_bench", kubeconfig=str(cluster.kubeconfig)
+        ) as stack:
+            token = _token()
+            get_samples = bench_get(stack.web_url, token)
+            burst = bench_burst(stack.web_url, token)
+            direct = bench_direct()
+    finally:
+        if cluster.started_here:
+            cluster.stop()
+    propagation = burst["propagation"]
+    ratio = burst["service"] / direct
+    body = f"""
+## Allocations
+
+Measured {now()} on {machine()}, against the local control plane (kwok nodes, the real
+agent-sandbox controller). Command: `make bench` (`python -m bench allocations`).
+
+| what | result | target |
+|---|---|---|
+| GET `/v1/sandbox-pools/{{name}}`, {GET_ALLOCATIONS} allocations, one keep-alive client | {summary_ms(get_samples)} | p99 ≤ 20 ms |
+| {BURST} one-replica allocations, burst POST ({BURST_CONCURRENCY} concurrent callers) → all `ready` | {burst["service"]:.1f} s (POSTs took {burst["posted"]:.1f} s) | — |
+| the same {BURST} PVCs + Sandboxes created directly with the Python client → all Pods Ready | {direct:.1f} s | — |
+| ratio service / direct | {ratio:.2f}× | ≤ 2× |
+| readiness propagation, Pod Ready seen → API reports ready ({len(propagation)} pods) | p50 {percentile(propagation, 50) * 1000:.0f} ms, p99 {percentile(propagation, 99) * 1000:.0f} ms, max {max(propagation) * 1000:.0f} ms | p99 ≤ 1 s |
+| release of the {BURST} allocations: DELETEs → all `released` | {burst["release"]:.1f} s | — |
+
+Readiness propagation compares this benchmark's own watch of the Pods with `ready_at`,
+written by the watcher's UPDATE (the value GET serves from then on); both clocks are this
+machine's. A negative value means the service saw the Pod before the benchmark's watch did.
+"""
+    write_section("allocations", body)
+    print(body)

@@ -1,0 +1,121 @@
+"""What the cluster can do: which agent-sandbox CRDs it serves, which RuntimeClasses exist.
+
+Detected by the worker at start and every minute (beat), stored in PostgreSQL, and read by
+the web process, which never waits on Kubernetes for that. When no detection is recent
+the reader detects itself, so a fresh install answers correctly from its first request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from contextsvc.core.models import ClusterCapabilities
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+
+STALE_AFTER = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    sandboxes: bool = False
+    templates: bool = False
+    warm_pools: bool = False
+    claims: bool = False
+    runtime_classes: tuple[str, ...] = ()
+    error: str = ""
+    detected_at: str = ""
+    missing: tuple[str, ...] = field(default=())
+
+    @property
+    def extensions(self) -> bool:
+        return self.templates and self.warm_pools and self.claims
+
+    def core_problem(self) -> str | None:
+        if self.sandboxes:
+            return None
+        if self.error:
+            return f"cannot tell whether the cluster serves Sandboxes: {self.error}"
+        return (
+            f"the cluster does not serve {objects.SANDBOX.crd_name}/{objects.SANDBOX.version}: "
+            "install the agent-sandbox CRDs and controller"
+        )
+
+    def extensions_problem(self) -> str | None:
+        if self.extensions:
+            return None
+        missing = [
+            f"{kind.crd_name}/{kind.version}"
+            for kind, served in (
+                (objects.SANDBOX_TEMPLATE, self.templates),
+                (objects.SANDBOX_WARM_POOL, self.warm_pools),
+                (objects.SANDBOX_CLAIM, self.claims),
+            )
+            if not served
+        ]
+        return (
+            "the agent-sandbox extensions are not installed in this cluster (missing "
+            f"{', '.join(missing)}); run the controller with --extensions and apply its CRDs"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["extensions"] = self.extensions
+        data["runtime_classes"] = list(self.runtime_classes)
+        data["missing"] = list(self.missing)
+        return data
+
+
+def detect() -> Capabilities:
+    try:
+        core = kube.served_resources(objects.SANDBOX_GROUP, objects.AGENT_SANDBOX_VERSION) or set()
+        extensions = (
+            kube.served_resources(objects.EXTENSIONS_GROUP, objects.AGENT_SANDBOX_VERSION) or set()
+        )
+        runtime_classes = tuple(kube.list_runtime_classes())
+    except kube.KubeError as exc:
+        return Capabilities(error=exc.message, detected_at=timezone.now().isoformat())
+    found = {
+        "sandboxes": objects.SANDBOX.plural in core,
+        "templates": objects.SANDBOX_TEMPLATE.plural in extensions,
+        "warm_pools": objects.SANDBOX_WARM_POOL.plural in extensions,
+        "claims": objects.SANDBOX_CLAIM.plural in extensions,
+    }
+    kinds = {
+        "sandboxes": objects.SANDBOX,
+        "templates": objects.SANDBOX_TEMPLATE,
+        "warm_pools": objects.SANDBOX_WARM_POOL,
+        "claims": objects.SANDBOX_CLAIM,
+    }
+    return Capabilities(
+        sandboxes=found["sandboxes"],
+        templates=found["templates"],
+        warm_pools=found["warm_pools"],
+        claims=found["claims"],
+        runtime_classes=runtime_classes,
+        missing=tuple(kinds[key].crd_name for key, served in found.items() if not served),
+        detected_at=timezone.now().isoformat(),
+    )
+
+
+def refresh() -> Capabilities:
+    found = detect()
+    ClusterCapabilities.objects.update_or_create(
+        pk=1, defaults={"data": found.as_dict(), "detected_at": timezone.now()}
+    )
+    return found
+
+
+def current(*, max_age: timedelta = STALE_AFTER) -> Capabilities:
+    row = ClusterCapabilities.objects.filter(pk=1).first()
+    if row is None or timezone.now() - row.detected_at > max_age or row.data.get("error"):
+        return refresh()
+    data = dict(row.data)
+    data.pop("extensions", None)
+    data["runtime_classes"] = tuple(data.get("runtime_classes") or ())
+    data["missing"] = tuple(data.get("missing") or ())
+    return Capabilities(**data)

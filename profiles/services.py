@@ -1,0 +1,244 @@
+"""Writes for sandbox profiles, and the blueprint an allocation gets from one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from allocations.models import ACTIVE_PHASES
+from contextsvc.core import capabilities
+from contextsvc.core.errors import (
+    AlreadyExists,
+    Conflict,
+    InvalidRequest,
+    KubernetesFailure,
+    NotFound,
+)
+from contextsvc.core.services import audit_record
+from contextsvc.core.validators import is_dns1123_label
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from profiles import validation
+from profiles.models import Isolation, ProfileSource, SandboxProfile, runtime_class_for
+
+
+class ProfileInvalid(InvalidRequest):
+    """The profile fails validation; ``problems`` maps each field to what is wrong with it."""
+
+    def __init__(self, problems: validation.Problems) -> None:
+        field, messages = next(iter(problems.items()))
+        super().__init__(f"{field}: {messages[0]}")
+        self.details = {"problems": problems}
+
+
+def _relaxations(profile: SandboxProfile) -> frozenset[str]:
+    return frozenset(profile.relaxations or ())
+
+
+def builtin_profile_blueprint(
+    profile: SandboxProfile, *, service_account: str | None
+) -> objects.Blueprint:
+    kwargs: dict[str, Any] = {}
+    if profile.command:
+        kwargs["command"] = profile.command
+    if profile.resources:
+        kwargs["resources"] = profile.resources
+    return objects.builtin_blueprint(
+        image=profile.image,
+        service_account=service_account,
+        args=profile.args,
+        env=profile.env,
+        volumes=profile.volumes,
+        volume_mounts=profile.volume_mounts,
+        labels=profile.pod_labels,
+        relaxations=_relaxations(profile),
+        runtime_class=runtime_class_for(profile.isolation),
+        ingress=profile.ingress,
+        egress=profile.egress,
+        **kwargs,
+    )
+
+
+def read_template(profile: SandboxProfile) -> dict[str, Any]:
+    problem = capabilities.current().extensions_problem()
+    if problem:
+        raise InvalidRequest(f"profile {profile.name!r} copies a SandboxTemplate, but {problem}")
+    try:
+        template = kube.get_object(
+            objects.SANDBOX_TEMPLATE, profile.template_namespace, profile.template_name
+        )
+    except kube.KubeError as exc:
+        raise KubernetesFailure(exc.message) from exc
+    if template is None:
+        raise InvalidRequest(
+            f'SandboxTemplate "{profile.template_name}" does not exist in namespace '
+            f'"{profile.template_namespace}"'
+        )
+    return template
+
+
+def template_profile_blueprint(profile: SandboxProfile) -> objects.Blueprint:
+    return objects.template_blueprint(
+        read_template(profile),
+        relaxations=_relaxations(profile),
+        runtime_class=runtime_class_for(profile.isolation),
+        ingress=profile.ingress,
+        egress=profile.egress,
+    )
+
+
+def profile_blueprint(profile: SandboxProfile, *, service_account: str | None) -> objects.Blueprint:
+    """Copy the profile's blueprint now (a template is read from the cluster)."""
+    if profile.source == ProfileSource.TEMPLATE:
+        blueprint = template_profile_blueprint(profile)
+        problems = objects.blueprint_problems(blueprint)
+        if problems:
+            raise InvalidRequest(f"profile {profile.name!r}: {problems[0]}")
+        return blueprint
+    return builtin_profile_blueprint(profile, service_account=service_account)
+
+
+# --- Validation and writes -------------------------------------------------------------------
+
+
+def profile_problems(profile: SandboxProfile, *, check_cluster: bool = True) -> validation.Problems:
+    problems: validation.Problems = {}
+    if not is_dns1123_label(profile.name):
+        validation._add(problems, "name", "must be a DNS-1123 label (lowercase, digits, '-')")
+    if profile.is_default and not profile.enabled:
+        validation._add(problems, "is_default", "a disabled profile cannot be the default")
+    if profile.source == ProfileSource.BUILTIN:
+        if not profile.image or any(char.isspace() for char in profile.image):
+            validation._add(problems, "image", "a built-in profile needs an image reference")
+        validation._strings(problems, "command", profile.command)
+        validation._strings(problems, "args", profile.args)
+        validation.check_env(problems, profile.env)
+        validation.check_resources(problems, profile.resources)
+        validation.check_labels(problems, profile.pod_labels)
+        if not problems:
+            validation.check_blueprint(
+                problems, builtin_profile_blueprint(profile, service_account=None), "blueprint"
+            )
+    elif profile.source == ProfileSource.TEMPLATE:
+        validation.check_template_reference(
+            problems, profile.template_namespace, profile.template_name
+        )
+    else:
+        validation._add(problems, "source", "must be builtin or template")
+    if profile.isolation not in Isolation.values:
+        validation._add(problems, "isolation", f"must be one of {', '.join(Isolation.values)}")
+    validation.check_relaxations(problems, profile.relaxations)
+    validation.check_network(problems, "egress", profile.egress, namespaces=False)
+    validation.check_network(problems, "ingress", profile.ingress, namespaces=True)
+    validation.check_rules(problems, profile.rules)
+    validation.check_sources(problems, profile.sources)
+    if check_cluster and not problems:
+        _cluster_problems(profile, problems)
+    return problems
+
+
+def _cluster_problems(profile: SandboxProfile, problems: validation.Problems) -> None:
+    found = capabilities.current()
+    runtime_class = runtime_class_for(profile.isolation)
+    if runtime_class and runtime_class not in found.runtime_classes:
+        have = ", ".join(found.runtime_classes) or "none"
+        validation._add(
+            problems,
+            "isolation",
+            f'{profile.isolation} needs the RuntimeClass "{runtime_class}", which this cluster '
+            f"does not have (it has: {have})",
+        )
+    if profile.source == ProfileSource.TEMPLATE:
+        try:
+            blueprint = template_profile_blueprint(profile)
+        except InvalidRequest as exc:
+            validation._add(problems, "template_name", exc.message)
+            return
+        validation.check_blueprint(problems, blueprint, "template_name")
+
+
+FIELDS = (
+    "description",
+    "enabled",
+    "is_default",
+    "source",
+    "image",
+    "command",
+    "args",
+    "env",
+    "resources",
+    "pod_labels",
+    "volumes",
+    "volume_mounts",
+    "template_namespace",
+    "template_name",
+    "isolation",
+    "relaxations",
+    "egress",
+    "ingress",
+    "rules",
+    "sources",
+)
+
+
+def profile_save(*, name: str, values: dict[str, Any], actor: str, create: bool) -> SandboxProfile:
+    """Create or update a profile from validated-shape values; refuses invalid ones."""
+    if create:
+        profile = SandboxProfile(name=name)
+    else:
+        found = SandboxProfile.objects.filter(name=name).first()
+        if found is None:
+            raise NotFound(f'profile "{name}" not found')
+        profile = found
+    for key, value in values.items():
+        if key not in FIELDS:
+            raise InvalidRequest(f'unknown profile field "{key}"')
+        setattr(profile, key, value)
+    profile.updated_by = actor
+    problems = profile_problems(profile)
+    if problems:
+        raise ProfileInvalid(problems)
+    try:
+        with transaction.atomic():
+            if profile.is_default:
+                # One default: taking the flag takes it from whoever had it.
+                SandboxProfile.objects.select_for_update().filter(is_default=True).exclude(
+                    name=name
+                ).update(is_default=False)
+            profile.save()
+            audit_record(
+                actor=actor,
+                action="profile.create" if create else "profile.update",
+                target_type="profile",
+                target=name,
+                payload={
+                    key: values[key] for key in sorted(values) if key not in ("rules", "sources")
+                },
+            )
+    except IntegrityError:
+        raise AlreadyExists(f'profile "{name}" already exists') from None
+    return profile
+
+
+def profile_delete(*, name: str, actor: str) -> None:
+    with transaction.atomic():
+        profile = SandboxProfile.objects.select_for_update().filter(name=name).first()
+        if profile is None:
+            raise NotFound(f'profile "{name}" not found')
+        in_use = profile.allocations.filter(phase__in=ACTIVE_PHASES).count()
+        if in_use:
+            raise Conflict(f'profile "{name}" is used by {in_use} active allocation(s)')
+        profile.delete()
+        audit_record(actor=actor, action="profile.delete", target_type="profile", target=name)
+
+
+def profile_for_allocation(name: str) -> SandboxProfile | None:
+    """The profile a direct allocation runs: the one named, or the default, or None for the
+    built-in runtime. Unknown or disabled names are the caller's error."""
+    if name:
+        profile = SandboxProfile.objects.filter(name=name, enabled=True).first()
+        if profile is None:
+            raise InvalidRequest(f'profile "{name}" does not exist or is disabled')
+        return profile
+    return SandboxProfile.objects.filter(is_default=True, enabled=True).first()

@@ -1,0 +1,73 @@
+"""The profile resource as the API shows and accepts it (JSON, camelCase)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextsvc.core.errors import InvalidRequest
+from contextsvc.core.jsonbody import reject_unknown_fields
+from profiles.models import SandboxProfile
+
+# API field → (model field, JSON type name, Python type)
+FIELDS: dict[str, tuple[str, str, type | tuple[type, ...]]] = {
+    "description": ("description", "a string", str),
+    "enabled": ("enabled", "a boolean", bool),
+    "default": ("is_default", "a boolean", bool),
+    "source": ("source", "a string", str),
+    "image": ("image", "a string", str),
+    "command": ("command", "a list", list),
+    "args": ("args", "a list", list),
+    "env": ("env", "a list", list),
+    "resources": ("resources", "an object", dict),
+    "podLabels": ("pod_labels", "an object", dict),
+    "volumes": ("volumes", "a list", list),
+    "volumeMounts": ("volume_mounts", "a list", list),
+    "isolation": ("isolation", "a string", str),
+    "relaxations": ("relaxations", "a list", list),
+    "egress": ("egress", "a list", list),
+    "ingress": ("ingress", "a list", list),
+    "rules": ("rules", "an object (settings.json)", dict),
+    "sources": ("sources", "an object (sources.json)", dict),
+}
+KNOWN = frozenset({"name", "template", *FIELDS})
+
+
+def parse_profile(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(name, model field values) from a request body; types are checked here, meaning in
+    the service."""
+    reject_unknown_fields(body, KNOWN)
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidRequest("name must be a non-empty string")
+    values: dict[str, Any] = {}
+    for key, (field, type_name, python_type) in FIELDS.items():
+        if key not in body or body[key] is None:
+            continue
+        value = body[key]
+        if not isinstance(value, python_type) or (
+            python_type is not bool and isinstance(value, bool)
+        ):
+            raise InvalidRequest(f"{key} must be {type_name}")
+        values[field] = value
+    template = body.get("template")
+    if template is not None:
+        if not isinstance(template, dict):
+            raise InvalidRequest("template must be an object with namespace and name")
+        reject_unknown_fields(template, {"namespace", "name"}, "template.")
+        for key in ("namespace", "name"):
+            if not isinstance(template.get(key), str):
+                raise InvalidRequest(f"template.{key} must be a string")
+        values["template_namespace"] = template["namespace"]
+        values["template_name"] = template["name"]
+    return name, values
+
+
+def profile_response(profile: SandboxProfile) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": profile.name}
+    for key, (field, _, _) in FIELDS.items():
+        body[key] = getattr(profile, field)
+    if profile.source == "template":
+        body["template"] = {"namespace": profile.template_namespace, "name": profile.template_name}
+    body["updatedAt"] = profile.updated_at.isoformat() if profile.updated_at else None
+    body["updatedBy"] = profile.updated_by
+    return body

@@ -1,0 +1,176 @@
+"""Checks a profile must pass before it is saved. Each problem names the field and, for
+lists, the offending entry, so an admin can fix exactly that line."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from approvals.rules.model import RuleSyntaxError, SourcesError
+from approvals.rules.settings import parse_settings
+from approvals.rules.sources import parse_sources
+from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
+from contextsvc.kube import objects
+from contextsvc.quantity import is_positive_quantity
+
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+Problems = dict[str, list[str]]
+
+
+def _add(problems: Problems, field: str, message: str) -> None:
+    problems.setdefault(field, []).append(message)
+
+
+def _strings(problems: Problems, field: str, value: Any) -> None:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        _add(problems, field, "must be a list of strings")
+
+
+def check_env(problems: Problems, env: Any) -> None:
+    if not isinstance(env, list):
+        _add(problems, "env", "must be a list of {name, value} objects")
+        return
+    seen: set[str] = set()
+    for index, item in enumerate(env):
+        where = f"env[{index}]"
+        if not isinstance(item, dict) or set(item) != {"name", "value"}:
+            _add(problems, "env", f"{where} must be an object with exactly name and value")
+            continue
+        name, value = item["name"], item["value"]
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            _add(problems, "env", f"{where}.name {name!r} is not a valid variable name")
+        elif name in seen:
+            _add(problems, "env", f"{where}.name {name!r} is set twice")
+        else:
+            seen.add(name)
+        if not isinstance(value, str):
+            _add(problems, "env", f"{where}.value must be a string")
+
+
+def check_resources(problems: Problems, resources: Any) -> None:
+    if not isinstance(resources, dict):
+        _add(problems, "resources", "must be an object with requests and/or limits")
+        return
+    for section, amounts in resources.items():
+        if section not in ("requests", "limits"):
+            _add(problems, "resources", f"unknown section {section!r} (requests or limits)")
+            continue
+        if not isinstance(amounts, dict):
+            _add(problems, "resources", f"{section} must be an object")
+            continue
+        for resource, quantity in amounts.items():
+            if not is_positive_quantity(quantity):
+                _add(
+                    problems,
+                    "resources",
+                    f"{section}.{resource} {quantity!r} is not a positive Kubernetes quantity",
+                )
+
+
+def check_labels(problems: Problems, labels: Any) -> None:
+    if not isinstance(labels, dict):
+        _add(problems, "pod_labels", "must be an object of label key to value")
+        return
+    for key, value in labels.items():
+        if not _LABEL_KEY.match(str(key)) or len(str(key)) > 316:
+            _add(problems, "pod_labels", f"{key!r} is not a valid label key")
+        if not isinstance(value, str) or len(value) > 63:
+            _add(
+                problems, "pod_labels", f"{key!r} must have a string value of at most 63 characters"
+            )
+
+
+def _ports(problems: Problems, field: str, where: str, rule: Mapping[str, Any]) -> None:
+    ports = rule.get("ports", [])
+    if not isinstance(ports, list) or not all(
+        isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535
+        for port in ports
+    ):
+        _add(problems, field, f"{where}.ports must be a list of port numbers 1-65535")
+    protocol = rule.get("protocol", "TCP")
+    if protocol not in PROTOCOLS:
+        _add(problems, field, f"{where}.protocol must be one of {', '.join(PROTOCOLS)}")
+
+
+def check_network(problems: Problems, field: str, rules: Any, *, namespaces: bool) -> None:
+    allowed = (
+        {"cidr", "ports", "protocol", "namespace"} if namespaces else {"cidr", "ports", "protocol"}
+    )
+    if not isinstance(rules, list):
+        _add(problems, field, "must be a list of rules")
+        return
+    for index, rule in enumerate(rules):
+        where = f"{field}[{index}]"
+        if not isinstance(rule, dict):
+            _add(problems, field, f"{where} must be an object")
+            continue
+        unknown = sorted(set(rule) - allowed)
+        if unknown:
+            _add(problems, field, f"{where} has unknown key {unknown[0]!r}")
+        targets = [key for key in ("cidr", "namespace") if key in rule]
+        if len(targets) != 1:
+            wanted = "cidr or namespace" if namespaces else "cidr"
+            _add(problems, field, f"{where} needs exactly one of: {wanted}")
+        elif targets[0] == "cidr":
+            try:
+                ipaddress.ip_network(str(rule["cidr"]), strict=True)
+            except ValueError:
+                _add(
+                    problems,
+                    field,
+                    f"{where}.cidr {rule['cidr']!r} is not a network like 10.0.0.0/8",
+                )
+        elif not is_dns1123_label(rule["namespace"]):
+            _add(
+                problems, field, f"{where}.namespace {rule['namespace']!r} is not a namespace name"
+            )
+        _ports(problems, field, where, rule)
+
+
+def check_rules(problems: Problems, rules: Any) -> None:
+    if rules in ({}, None):
+        return
+    try:
+        parse_settings(rules)
+    except RuleSyntaxError as exc:
+        _add(problems, "rules", str(exc))
+
+
+def check_sources(problems: Problems, sources: Any) -> None:
+    if sources in ({}, None):
+        return
+    try:
+        parse_sources(sources)
+    except SourcesError as exc:
+        _add(problems, "sources", str(exc))
+
+
+def check_blueprint(problems: Problems, blueprint: objects.Blueprint, field: str) -> None:
+    for problem in objects.blueprint_problems(blueprint):
+        _add(problems, field, problem)
+
+
+def check_relaxations(problems: Problems, relaxations: Any) -> None:
+    if not isinstance(relaxations, list) or not all(isinstance(r, str) for r in relaxations):
+        _add(problems, "relaxations", "must be a list of names")
+        return
+    choices = ", ".join(objects.Relaxation.ALL)
+    for relaxation in relaxations:
+        if relaxation not in objects.Relaxation.ALL:
+            _add(
+                problems, "relaxations", f"unknown relaxation {relaxation!r}; choose from {choices}"
+            )
+
+
+def check_template_reference(problems: Problems, namespace: str, name: str) -> None:
+    if not is_dns1123_label(namespace):
+        _add(problems, "template_namespace", "must be a namespace name")
+    if not is_dns1123_subdomain(name):
+        _add(problems, "template_name", "must be a SandboxTemplate name (DNS-1123 subdomain)")
