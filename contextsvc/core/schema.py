@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
-class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
+class BearerTokenScheme(OpenApiAuthenticationExtension):
     target_class = "contextsvc.core.auth.BearerTokenAuthentication"
     name = "bearerToken"
 
@@ -15,5 +15,5 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "An API client token (`manage.py api_client`), as contextctl sends $CS_TOKEN.",
+            "description": "An API client token (manage.py api_client); contextctl sends $CS_TOKEN.",
         }
