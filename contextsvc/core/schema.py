@@ -15,5 +15,5 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "An API client token (manage.py api_client); contextctl sends $CS_TOKEN.",
+            "description": "An API client token (manage.py api_client); contextctl sends it.",
         }
