@@ -180,7 +180,12 @@ def test_existing_pvc_read_only_survives_release(api: ApiClient, namespace: str)
     wait_ready(api, "consumer")
     sandbox = kube.get_object(objects.SANDBOX, namespace, "sandbox-consumer-0")
     assert sandbox is not None
-    assert sandbox["metadata"]["annotations"] == {
+    ours = {
+        key: value
+        for key, value in sandbox["metadata"]["annotations"].items()
+        if key.startswith("context.rossoctl.io/")  # the controller adds its own too
+    }
+    assert ours == {
         "context.rossoctl.io/replicas": "2",
         "context.rossoctl.io/workspace-read-only": "true",
         "context.rossoctl.io/workspace-claim": "artifacts",
@@ -446,7 +451,8 @@ def test_concurrent_reconciles_create_each_object_once(namespace: str) -> None:
     applied = allocation.events.filter(kind=AllocationEvent.Kind.APPLIED)
     assert applied.count() == 1
     assert sorted(applied.get().data["objects"]) == sorted(
-        [f"PersistentVolumeClaim/race-workspace-{i}" for i in range(3)]
+        ["NetworkPolicy/race-sandboxes"]
+        + [f"PersistentVolumeClaim/race-workspace-{i}" for i in range(3)]
         + [f"Sandbox/sandbox-race-{i}" for i in range(3)]
     )
     assert not allocation.events.filter(kind=AllocationEvent.Kind.FAILED).exists()

@@ -24,6 +24,7 @@ def process_specs(bind: str) -> list[ProcessSpec]:
         ProcessSpec("web", _manage("serve", "--bind", bind)),
         ProcessSpec("worker", _celery("worker", "--loglevel=INFO", "--concurrency=2")),
         ProcessSpec("beat", _celery("beat", "--loglevel=INFO")),
+        ProcessSpec("watcher", _manage("watch")),
     ]
 
 

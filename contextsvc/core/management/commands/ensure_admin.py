@@ -24,7 +24,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         user_model = get_user_model()
         username: str = options["username"]
-        password = os.environ.get("CS_ADMIN_PASSWORD")
+        password = os.environ.get("CS_ADMIN_PASSWORD") or None
         user = user_model.objects.filter(username=username).first()
         if user is not None and not password:
             self.stdout.write(
