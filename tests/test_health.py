@@ -39,3 +39,15 @@ def test_readyz_names_the_dependency_that_failed(
         "error: KubeNotConfigured: KUBECONFIG is not set and this process is not running "
         "inside a cluster"
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.cluster
+def test_readyz_is_ok_when_everything_answers(client: Client, kube_cluster: object) -> None:
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"postgres": "ok", "redis": "ok", "kubernetes": "ok"},
+    }

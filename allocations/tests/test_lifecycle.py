@@ -500,3 +500,31 @@ def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: 
         message="the claims to be rolled back",
     )
     assert kube.get_object(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
+
+
+def test_the_longest_name_makes_valid_kubernetes_names(api: ApiClient, namespace: str) -> None:
+    name = "n" * 49 + "1"  # 50 characters: sandbox-<name>-<i>, <name>-workspace-<i> still fit
+    create(
+        api,
+        {
+            "name": name,
+            "replicas": 2,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    assert wait_ready(api, name)["readyReplicas"] == 2
+    assert pool_objects(namespace, name)["pvcs"] == [f"{name}-workspace-0", f"{name}-workspace-1"]
+    too_long = api.post(
+        "/v1/sandbox-pools",
+        {
+            "name": name + "x",
+            "replicas": 1,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+    assert too_long.status_code == 400
+    assert too_long.json()["message"] == (
+        "name must be a lowercase Kubernetes name no longer than 50 characters"
+    )

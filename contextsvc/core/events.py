@@ -2,14 +2,21 @@
 
 Browsers subscribe to groups (``allocations``, ``allocation.<id>``, ``approvals``) through
 the dashboard's WebSocket consumers; a change that rolls back never announces anything.
+
+Sending happens on one long-lived event loop per process, fed by a queue: the caller (a
+request thread, a task, the watcher) never waits for Redis, the channel layer keeps its
+Redis connections across sends (``async_to_sync`` per send would open new ones each
+time), and events leave in the order they were committed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -23,18 +30,53 @@ def allocation_group(allocation_id: int) -> str:
     return f"allocation.{allocation_id}"
 
 
-def _send(groups: tuple[str, ...], event: dict[str, Any]) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    for group in groups:
-        try:
-            async_to_sync(layer.group_send)(group, {"type": "live.event", "event": event})
-        except Exception:  # a lost live event must never fail the change
-            logger.exception("could not publish %s to %s", event.get("type"), group)
+Message = tuple[tuple[str, ...], dict[str, Any]]
+
+
+class _Sender:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.queue: asyncio.Queue[Message] | None = None
+
+    def _start(self) -> tuple[asyncio.AbstractEventLoop, asyncio.Queue[Message]]:
+        # A forked child (a Celery worker process) must not reuse its parent's loop thread.
+        with self.lock:
+            if self.loop is None or self.queue is None or self.pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                queue: asyncio.Queue[Message] = asyncio.Queue()
+                threading.Thread(
+                    target=self._run, args=(loop, queue), name="live-events", daemon=True
+                ).start()
+                self.loop, self.queue, self.pid = loop, queue, os.getpid()
+            return self.loop, self.queue
+
+    def _run(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Message]) -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(self._drain(queue))
+
+    async def _drain(self, queue: asyncio.Queue[Message]) -> None:
+        layer = get_channel_layer()
+        while True:
+            groups, event = await queue.get()
+            if layer is None:
+                continue
+            for group in groups:
+                try:
+                    await layer.group_send(group, {"type": "live.event", "event": event})
+                except Exception:  # a lost live event must never stop the next ones
+                    logger.exception("could not publish %s to %s", event.get("type"), group)
+
+    def send(self, groups: tuple[str, ...], event: dict[str, Any]) -> None:
+        loop, queue = self._start()
+        loop.call_soon_threadsafe(queue.put_nowait, (groups, event))
+
+
+_sender = _Sender()
 
 
 def publish(*groups: str, event_type: str, data: dict[str, Any]) -> None:
     """Announce ``event_type`` to ``groups`` once the current transaction commits."""
     event = {"type": event_type, "data": data}
-    transaction.on_commit(lambda: _send(groups, event))
+    transaction.on_commit(lambda: _sender.send(groups, event))

@@ -1,0 +1,238 @@
+"""Observed state stays right when events are missed or watches expire, and Kubernetes
+errors are retried only when retrying can help."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from celery.exceptions import Retry
+from django.utils import timezone
+from kubernetes.client.exceptions import ApiException
+
+from allocations import services, watcher
+from allocations.models import Allocation, AllocationEvent, Phase
+from allocations.resync import resync_all
+from allocations.tasks import reconcile_allocation
+from allocations.v1 import PoolRequest
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from tests.support.kube import wait_for_phase
+from tests.support.processes import ManagedProcess, wait_until
+
+
+def start_watcher(process: ManagedProcess) -> None:
+    process.start()
+    wait_until(
+        lambda: "watching" in process.log_path.read_text(errors="replace"),
+        timeout=60,
+        message="the watcher to start again",
+    )
+
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.mark.usefixtures("service")
+def test_resync_and_a_restarted_watcher_repair_missed_events(
+    namespace: str, watcher_process: ManagedProcess
+) -> None:
+    request = PoolRequest(
+        "missed", 2, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
+    )
+    allocation = services.allocation_create(request=request, actor="user:test").allocation
+    wait_for_phase("missed", Phase.READY)
+    watcher_process.stop()
+    try:
+        # As if the watcher had never seen the Pods become Ready.
+        Allocation.objects.filter(pk=allocation.pk).update(
+            phase=Phase.PROVISIONING, ready_replicas=0
+        )
+
+        report = resync_all(adopt=False)
+
+        allocation.refresh_from_db()
+        assert (allocation.phase, allocation.ready_replicas) == (Phase.READY, 2)
+        assert report.changed == 1
+        assert report.requeued == []
+
+        Allocation.objects.filter(pk=allocation.pk).update(
+            phase=Phase.PROVISIONING, ready_replicas=0
+        )
+    finally:
+        start_watcher(watcher_process)
+    # A watcher that starts lists everything and fixes what it finds.
+    wait_for_phase("missed", Phase.READY)
+    allocation.refresh_from_db()
+    assert allocation.ready_replicas == 2
+
+
+def test_informer_relists_after_410_gone(
+    kube_cluster: Any,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kube.create_object(
+        objects.PVC,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": "seen",
+                "namespace": namespace,
+                "labels": objects.pool_labels("p"),
+            },
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    real_list = kube.list_raw
+    versions: list[str] = []
+
+    def list_then_expire(watchable: kube.Watchable) -> tuple[list[dict[str, Any]], str]:
+        items, version = real_list(watchable)
+        versions.append(version)
+        # The first list hands out a resourceVersion the API server has long forgotten, so
+        # the watch that follows it fails with 410 Gone.
+        return items, "1" if len(versions) == 1 else version
+
+    monkeypatch.setattr(kube, "list_raw", list_then_expire)
+    changes: list[tuple[str | None, str | None]] = []
+    stop = threading.Event()
+    informer = watcher.Informer(
+        kube.Watchable(objects.PVC, namespace, objects.MANAGED_SELECTOR),
+        "pvcs",
+        lambda old, new: changes.append(
+            (old["metadata"]["name"] if old else None, new["metadata"]["name"] if new else None)
+        ),
+        stop,
+    )
+    thread = threading.Thread(target=informer.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: informer.relists == 2, timeout=30, message="a relist after 410")
+        kube.delete_object(objects.PVC, namespace, "seen")
+        # The watch opened after the relist follows the deletion.
+        wait_until(
+            lambda: informer.items_for((namespace, "p")) == [],
+            timeout=30,
+            message="the informer to see the deletion",
+        )
+    finally:
+        stop.set()
+    assert len(versions) == 2
+    assert f"watch of persistentvolumeclaims in {namespace}" in caplog.text
+    assert "expired (410); relisting" in caplog.text
+    assert "failed" not in caplog.text
+    assert changes[0] == (None, "seen")
+    assert changes[-1] == ("seen", None)
+
+
+@pytest.fixture
+def unreachable_api(tmp_path: Path, kube_cluster: Any) -> Iterator[None]:
+    """Point this process's Kubernetes client at a closed loopback port."""
+    import os
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "dead",
+        "clusters": [
+            {
+                "name": "dead",
+                "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True},
+            }
+        ],
+        "users": [{"name": "dead", "user": {"token": "x"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}],
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(config))
+    previous = os.environ["KUBECONFIG"]
+    os.environ["KUBECONFIG"] = str(path)
+    kube.reset_api_client()
+    yield
+    os.environ["KUBECONFIG"] = previous
+    kube.reset_api_client()
+
+
+def _requested(namespace: str, age_seconds: float) -> Allocation:
+    allocation = Allocation.objects.create(
+        name="offline",
+        namespace=namespace,
+        replicas=1,
+        strategy="shared",
+        workspace_size="1Gi",
+        workspace_access_mode="ReadWriteMany",
+        requester="user:test",
+        blueprint=objects.builtin_blueprint(image="busybox:1.36").to_json(),
+    )
+    Allocation.objects.filter(pk=allocation.pk).update(
+        requested_at=timezone.now() - timezone.timedelta(seconds=age_seconds)
+    )
+    allocation.refresh_from_db()
+    return allocation
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("unreachable_api")
+def test_transient_errors_are_retried_within_the_deadline() -> None:
+    allocation = _requested("team1", age_seconds=0)
+
+    with pytest.raises(Retry):
+        reconcile_allocation.run(allocation.pk)
+
+    allocation.refresh_from_db()
+    assert allocation.phase == Phase.REQUESTED
+    assert allocation.reconcile_attempts == 1
+    retry = allocation.events.get(kind=AllocationEvent.Kind.RETRY)
+    assert retry.message.startswith("creating NetworkPolicy team1/offline-sandboxes: ")
+    assert "Connection refused" in retry.message
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("unreachable_api")
+def test_transient_errors_past_the_deadline_fail_the_allocation(settings: Any) -> None:
+    allocation = _requested("team1", age_seconds=settings.CS_RECONCILE_DEADLINE_SECONDS + 1)
+
+    assert reconcile_allocation.run(allocation.pk) == "failed"
+
+    allocation.refresh_from_db()
+    assert allocation.phase == Phase.FAILED
+    assert allocation.reason == "DeadlineExceeded"
+    assert allocation.message.startswith("creating NetworkPolicy team1/offline-sandboxes: ")
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "transient"),
+    [
+        (503, "ServiceUnavailable", True),
+        (429, "TooManyRequests", True),
+        (500, "InternalError", True),
+        (409, "Conflict", True),
+        (409, "AlreadyExists", False),
+        (422, "Invalid", False),
+        (403, "Forbidden", False),
+        (404, "NotFound", False),
+    ],
+)
+def test_error_classification(status: int, reason: str, transient: bool) -> None:
+    body = json.dumps({"kind": "Status", "reason": reason, "message": f"it said {reason}"})
+
+    error = kube.kube_error(ApiException(status=status, reason=reason, body=body), "doing x")
+
+    assert (error.status, error.reason, error.transient) == (status, reason, transient)
+    assert error.message == f"doing x: {status} it said {reason}"
+
+
+def test_connection_failures_are_transient() -> None:
+    error = kube.kube_error(ConnectionRefusedError("refused"), "listing")
+
+    assert (error.status, error.reason, error.transient) == (None, "Unreachable", True)
