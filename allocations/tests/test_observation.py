@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import timedelta
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,7 @@ def _requested(namespace: str, age_seconds: float) -> Allocation:
         blueprint=objects.builtin_blueprint(image="busybox:1.36").to_json(),
     )
     Allocation.objects.filter(pk=allocation.pk).update(
-        requested_at=timezone.now() - timezone.timedelta(seconds=age_seconds)
+        requested_at=timezone.now() - timedelta(seconds=age_seconds)
     )
     allocation.refresh_from_db()
     return allocation

@@ -29,9 +29,13 @@ def test_events_are_sent_after_commit_in_order_and_never_on_rollback() -> None:
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)(group, channel)
 
-    with pytest.raises(Rollback), transaction.atomic():
-        publish(group, event_type="allocation.changed", data={"n": 0})
-        raise Rollback
+    def publish_then_roll_back() -> None:
+        with transaction.atomic():
+            publish(group, event_type="allocation.changed", data={"n": 0})
+            raise Rollback
+
+    with pytest.raises(Rollback):
+        publish_then_roll_back()
     for n in (1, 2, 3):
         with transaction.atomic():
             publish(group, event_type="allocation.changed", data={"n": n})
