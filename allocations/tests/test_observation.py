@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import timedelta
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
