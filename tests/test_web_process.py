@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from http.cookiejar import CookieJar
@@ -71,3 +73,33 @@ def test_login_page_static_files_and_login(web_server: str) -> None:
     assert response.url == f"{web_server}/"
     assert "<h1>Overview</h1>" in landed
     assert "alice" in landed
+
+
+def test_oversized_body_is_refused_before_django(web_server: str) -> None:
+    body = b'{"name": "' + b"x" * (3 * 1024 * 1024) + b'"}'
+    request = urllib.request.Request(
+        f"{web_server}/v1/sandbox-pools",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+
+    with pytest.raises(urllib.error.HTTPError) as excinfo:
+        urllib.request.urlopen(request)
+
+    assert excinfo.value.code == 400
+    assert json.loads(excinfo.value.read()) == {
+        "error": "invalid_request",
+        "message": "request body must not exceed 1 MiB",
+    }
+
+
+def test_web_process_answers_concurrent_requests(web_server: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def fetch(_: int) -> int:
+        with urllib.request.urlopen(f"{web_server}/healthz") as response:
+            return int(response.status)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(fetch, range(40))) == [200] * 40

@@ -96,7 +96,7 @@ if env_bool("CS_DB_POOL", False):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": 1,
-        "max_size": env_int("CS_DB_POOL_MAX_SIZE", 10, minimum=1),
+        "max_size": env_int("CS_DB_POOL_MAX_SIZE", 20, minimum=1),
         "timeout": 10,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -163,6 +163,8 @@ CS_STUCK_AFTER_SECONDS = env_int("CS_STUCK_AFTER_SECONDS", 300, minimum=1)
 # --- Web ---------------------------------------------------------------------------------
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+# Requests one web process handles at once (threads running Django's handler).
+CS_WEB_THREADS = env_int("CS_WEB_THREADS", 16, minimum=1)
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024  # the v1 contract rejects bodies over 1 MiB
 
