@@ -12,6 +12,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from contextsvc.core import capabilities
 from contextsvc.kube.client import check_reachable
 
 logger = logging.getLogger(__name__)
@@ -66,4 +67,11 @@ def readyz(request: HttpRequest) -> JsonResponse:
         return JsonResponse(
             {"status": "unavailable", "failed": failed, "checks": results}, status=503
         )
-    return JsonResponse({"status": "ok", "checks": results})
+    # What the cluster lacks switches features off; it does not make the service unready.
+    found = capabilities.current()
+    features = {
+        "sandboxes": found.sandboxes,
+        "extensions": found.extensions,
+        "missing": list(found.missing),
+    }
+    return JsonResponse({"status": "ok", "checks": results, "features": features})

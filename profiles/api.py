@@ -22,6 +22,8 @@ from profiles import selectors, services, v1
 
 
 class ProfileCollectionApi(ServiceAPIView):
+    # Callers choose a profile by name, so they may list them.
+    read_scopes = (Scope.READ, Scope.ALLOCATIONS)
     write_scope = Scope.ADMIN
 
     @extend_schema(operation_id="profiles_list", responses={200: OpenApiTypes.OBJECT})
@@ -42,6 +44,7 @@ class ProfileCollectionApi(ServiceAPIView):
 
 
 class ProfileDetailApi(ServiceAPIView):
+    read_scopes = (Scope.READ, Scope.ALLOCATIONS)
     write_scope = Scope.ADMIN
 
     @extend_schema(operation_id="profiles_get", responses={200: OpenApiTypes.OBJECT})
@@ -116,6 +119,8 @@ class ProfileSourcesApi(_ProfileDocumentApi):
 
 
 class CapabilitiesApi(ServiceAPIView):
+    read_scopes = (Scope.READ, Scope.ALLOCATIONS, Scope.AGENT, Scope.APPROVER)
+
     @extend_schema(operation_id="capabilities", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         return Response(capabilities.current().as_dict())

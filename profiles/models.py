@@ -81,9 +81,9 @@ class SandboxProfile(models.Model):
         return self.name
 
 
-RUNTIME_CLASS = {Isolation.GVISOR: "gvisor", Isolation.KATA: "kata"}
+RUNTIME_CLASS: dict[str, str] = {Isolation.GVISOR: "gvisor", Isolation.KATA: "kata"}
 
 
 def runtime_class_for(isolation: str) -> str | None:
     """The RuntimeClass an isolation mode selects (None: the cluster default)."""
-    return RUNTIME_CLASS.get(Isolation(isolation))
+    return RUNTIME_CLASS.get(isolation)

@@ -50,4 +50,5 @@ def test_readyz_is_ok_when_everything_answers(client: Client, kube_cluster: obje
     assert response.json() == {
         "status": "ok",
         "checks": {"postgres": "ok", "redis": "ok", "kubernetes": "ok"},
+        "features": {"sandboxes": True, "extensions": True, "missing": []},
     }

@@ -49,7 +49,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """Every error leaves as ``{"error": CODE, "message": TEXT}``."""
     if isinstance(exc, ServiceError):
         if exc.status >= 500:
-            logger.error("request failed: %s", exc.message)
+            # 503 is a known state of the cluster (a missing CRD), not a fault of ours.
+            log = logger.warning if exc.status == 503 else logger.error
+            log("request failed: %s", exc.message)
         response = error_response(exc.status, exc.code, exc.message)
         response.data.update(exc.details)
         return response
@@ -76,5 +78,5 @@ class ServiceAPIView(APIView):
     # Sessions let a logged-in admin use the browsable docs; DRF enforces CSRF for them.
     authentication_classes = [BearerTokenAuthentication, SessionAuthentication]
     permission_classes = [ScopeRequired]
-    read_scope: str = "read"
+    read_scopes: tuple[str, ...] = ("read",)
     write_scope: str = "admin"

@@ -136,15 +136,17 @@ class BearerTokenAuthentication(BaseAuthentication):
 
 
 class ScopeRequired(BasePermission):
-    """Reads need ``read_scope``, writes ``write_scope``; set both on the view."""
+    """Writes need the view's ``write_scope``; reads need one of its ``read_scopes``, or the
+    right to write (whoever may change something may also look at it). ``admin`` may do
+    everything."""
 
     message = "this credential lacks the scope this endpoint needs"
 
     def has_permission(self, request: Request, view: Any) -> bool:
         scopes = principal_scopes(request.user)
+        write_scope = getattr(view, "write_scope", Scope.ADMIN)
+        if Scope.ADMIN in scopes or write_scope in scopes:
+            return True
         if request.method in SAFE_METHODS:
-            needed = getattr(view, "read_scope", Scope.READ)
-            # Whoever may change something may also look at it.
-            writers = {getattr(view, "write_scope", Scope.ADMIN), Scope.ADMIN}
-            return needed in scopes or bool(scopes & writers)
-        return getattr(view, "write_scope", Scope.ADMIN) in scopes or Scope.ADMIN in scopes
+            return bool(scopes & set(getattr(view, "read_scopes", (Scope.READ,))))
+        return False

@@ -57,6 +57,7 @@ CONTROLLER_MANAGER_PORT = 20257
 SCHEDULER_PORT = 20259
 SANDBOX_METRICS_PORT = 20280
 SANDBOX_HEALTH_PORT = 20281
+BARE_APISERVER_PORT = 17443
 PORTS: dict[str, int] = {
     "etcd client": ETCD_CLIENT_PORT,
     "etcd peer": ETCD_PEER_PORT,
@@ -1069,6 +1070,49 @@ def ensure_cluster() -> ClusterHandle:
 
 
 Kubeconfig = Path | str | None
+
+
+@contextlib.contextmanager
+def bare_apiserver() -> Iterator[Path]:
+    """A second API server over the running etcd, under a key prefix of its own: an empty
+    cluster with no CRDs and no controllers. Yields an admin kubeconfig for it.
+
+    It shows how the service behaves on a cluster without agent-sandbox, without touching
+    the CRDs every other test relies on. Needs the main cluster running (``ensure_cluster``).
+    """
+    state = running_state()
+    if state is None:
+        raise ClusterError("bare_apiserver() needs the test cluster running (ensure_cluster)")
+    if not _port_free(BARE_APISERVER_PORT):
+        raise ClusterError(f"port {BARE_APISERVER_PORT} on {HOST} is in use")
+    bins = build.ensure_built()
+    args = [
+        arg
+        for arg in _apiserver_args(bins)
+        if not arg.startswith(("--secure-port=", "--cert-dir="))
+    ] + [
+        f"--secure-port={BARE_APISERVER_PORT}",
+        f"--cert-dir={STATE_DIR / 'bare-apiserver-certs'}",
+        f"--etcd-prefix=/bare-{secrets.token_hex(4)}",
+    ]
+    proc = _spawn("bare-apiserver", args)
+    url = f"https://{HOST}:{BARE_APISERVER_PORT}"
+    try:
+        _wait(
+            "the bare API server",
+            lambda: _healthy(f"{url}/readyz", verify=True, token=state.admin_token),
+            time.monotonic() + START_TIMEOUT,
+            {"bare-apiserver": proc.pid},
+        )
+        config = yaml.safe_load(KUBECONFIG.read_text())
+        config["clusters"][0]["cluster"]["server"] = url
+        path = STATE_DIR / "bare.kubeconfig"
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        yield path
+    finally:
+        _stop_pid(proc.pid, args[0], "bare-apiserver")
+        proc.wait()
 
 
 def _api_for(kubeconfig: Kubeconfig) -> Any:

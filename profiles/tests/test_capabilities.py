@@ -1,0 +1,140 @@
+"""A cluster without agent-sandbox: features switch off with a clear answer, nothing crashes.
+
+The cluster here is a second, empty API server over the test etcd (testenv's
+``bare_apiserver``): no CRDs at all, then only the core Sandbox CRD."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from allocations.models import Allocation
+from contextsvc.core import capabilities
+from contextsvc.core.models import AuditEntry
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from contextsvc.testenv import bare_apiserver
+from contextsvc.testenv.cluster import sandbox_crds
+from profiles.models import SandboxProfile
+from tests.support.api import ApiClient, issue_token
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
+
+
+@pytest.fixture
+def bare_cluster(kube_cluster: object) -> Iterator[Path]:
+    previous = os.environ["KUBECONFIG"]
+    with bare_apiserver() as kubeconfig:
+        os.environ["KUBECONFIG"] = str(kubeconfig)
+        kube.reset_api_client()
+        try:
+            yield kubeconfig
+        finally:
+            os.environ["KUBECONFIG"] = previous
+            kube.reset_api_client()
+            capabilities.refresh()
+
+
+def install_core_crd_only() -> None:
+    core = next(
+        crd for crd in sandbox_crds() if crd["metadata"]["name"] == objects.SANDBOX.crd_name
+    )
+    kube.create_object(
+        objects.ApiKind(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            namespaced=False,
+        ),
+        core,
+    )
+    import time
+
+    deadline = time.monotonic() + 30
+    while kube.served_resources(objects.SANDBOX_GROUP, objects.AGENT_SANDBOX_VERSION) is None:
+        assert time.monotonic() < deadline, "the Sandbox CRD was not served in time"
+        time.sleep(0.2)
+
+
+MISSING_CORE = (
+    "the cluster does not serve sandboxes.agents.x-k8s.io/v1beta1: install the agent-sandbox "
+    "CRDs and controller"
+)
+
+
+def test_without_any_crd_allocations_answer_503_and_the_service_stays_healthy(
+    bare_cluster: Path,
+) -> None:
+    capabilities.refresh()
+    api = ApiClient(issue_token("serverless-harness", ["allocations"]))
+
+    created = api.post(
+        "/v1/sandbox-pools",
+        {"name": "p", "replicas": 1, "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"}},
+    )
+
+    assert created.status_code == 503
+    assert created.json() == {"error": "unavailable", "message": MISSING_CORE}
+    assert Allocation.objects.count() == 0
+    assert not AuditEntry.objects.filter(action="allocation.create").exists()
+    assert api.get("/v1/sandbox-pools").json() == {"items": []}
+    caps = api.get("/v1/capabilities").json()
+    assert (caps["sandboxes"], caps["extensions"]) == (False, False)
+    assert caps["missing"] == [
+        "sandboxes.agents.x-k8s.io",
+        "sandboxtemplates.extensions.agents.x-k8s.io",
+        "sandboxwarmpools.extensions.agents.x-k8s.io",
+        "sandboxclaims.extensions.agents.x-k8s.io",
+    ]
+    ready = Client().get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["features"] == {
+        "sandboxes": False,
+        "extensions": False,
+        "missing": caps["missing"],
+    }
+
+
+def test_without_extensions_warm_pools_and_template_profiles_answer_400(bare_cluster: Path) -> None:
+    install_core_crd_only()
+    capabilities.refresh()
+    api = ApiClient(issue_token("serverless-harness", ["allocations"]))
+    admin = ApiClient(issue_token("platform-admin", ["admin"]))
+    expected = (
+        "the agent-sandbox extensions are not installed in this cluster (missing "
+        "sandboxtemplates.extensions.agents.x-k8s.io/v1beta1, "
+        "sandboxwarmpools.extensions.agents.x-k8s.io/v1beta1, "
+        "sandboxclaims.extensions.agents.x-k8s.io/v1beta1); run the controller with "
+        "--extensions and apply its CRDs"
+    )
+
+    warm = api.post("/v1/sandbox-pools", {"name": "w", "replicas": 1, "warmPoolRef": "pool"})
+    profile = admin.post(
+        "/v1/profiles",
+        {"name": "t", "source": "template", "template": {"namespace": "default", "name": "x"}},
+    )
+
+    assert warm.status_code == 400
+    assert warm.json() == {
+        "error": "invalid_request",
+        "message": f"warm-pool allocations need {expected[4:]}",
+    }
+    assert profile.status_code == 400
+    assert profile.json()["problems"] == {
+        "template_name": [f"profile 't' copies a SandboxTemplate, but {expected}"],
+    }
+    assert Allocation.objects.count() == 0
+    assert SandboxProfile.objects.count() == 0
+    caps = api.get("/v1/capabilities").json()
+    assert (caps["sandboxes"], caps["extensions"]) == (True, False)
+    out = StringIO()
+    from django.core.management import call_command
+
+    call_command("check", stdout=out)
+    assert "no issues" in out.getvalue()

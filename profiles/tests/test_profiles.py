@@ -1,0 +1,544 @@
+"""Profiles against the real control plane: the Sandbox a profile produces, hardened by
+default, template copies, refusals on save, and the settings/sources documents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from allocations.models import Allocation, Phase
+from contextsvc.core.models import AuditEntry
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from profiles.models import SandboxProfile
+from tests.support.api import ApiClient, issue_token
+from tests.support.kube import wait_for_phase
+
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
+FIXTURES = Path(__file__).resolve().parents[2] / "approvals" / "tests" / "fixtures"
+
+
+@pytest.fixture
+def admin() -> ApiClient:
+    return ApiClient(issue_token("platform-admin", ["admin"]))
+
+
+@pytest.fixture
+def caller() -> ApiClient:
+    return ApiClient(issue_token("serverless-harness", ["allocations"]))
+
+
+@pytest.fixture
+def gvisor(service: None) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        kube.create_object(
+            objects.RUNTIME_CLASS,
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": "gvisor"},
+                "handler": "runsc",
+            },
+        )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    from contextsvc.core import capabilities
+
+    capabilities.refresh()
+
+
+def sandbox_pod_spec(namespace: str, name: str) -> dict[str, Any]:
+    wait_for_phase(name, Phase.READY)
+    sandbox = kube.get_object(objects.SANDBOX, namespace, f"sandbox-{name}-0")
+    assert sandbox is not None
+    return dict(sandbox["spec"]["podTemplate"]["spec"])
+
+
+HARDENED_POD = {
+    "seccompProfile": {"type": "RuntimeDefault"},
+    "runAsNonRoot": True,
+    "runAsUser": 10001,
+    "runAsGroup": 10001,
+    "fsGroup": 10001,
+}
+HARDENED_CONTAINER = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "runAsUser": 10001,
+    "runAsGroup": 10001,
+}
+
+
+@pytest.mark.usefixtures("gvisor")
+def test_builtin_profile_blueprint_is_used_hardened_and_fenced(
+    admin: ApiClient, caller: ApiClient, namespace: str
+) -> None:
+    created = admin.post(
+        "/v1/profiles",
+        {
+            "name": "python-data-agent",
+            "source": "builtin",
+            "image": "registry.example.com/agents/python:3.11",
+            "command": ["python", "-m", "agent"],
+            "args": ["--serve"],
+            "env": [{"name": "MODE", "value": "sandbox"}],
+            "resources": {
+                "requests": {"cpu": "250m", "memory": "512Mi"},
+                "limits": {"memory": "1Gi"},
+            },
+            "isolation": "gvisor",
+            "egress": [{"cidr": "10.20.0.0/16", "ports": [443]}],
+            "ingress": [{"namespace": "serverless-harness", "ports": [8080]}],
+        },
+    )
+    assert created.status_code == 201, created.content
+
+    response = caller.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "data",
+            "replicas": 1,
+            "namespace": namespace,
+            "profile": "python-data-agent",
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    assert response.status_code == 201
+    assert response.json()["profile"] == "python-data-agent"
+    wait_for_phase("data", Phase.READY)
+    spec = sandbox_pod_spec(namespace, "data")
+    [container] = spec["containers"]
+    assert container["image"] == "registry.example.com/agents/python:3.11"
+    assert container["command"] == ["python", "-m", "agent"]
+    assert container["args"] == ["--serve"]
+    assert container["env"] == [{"name": "MODE", "value": "sandbox"}]
+    assert container["resources"] == {
+        "requests": {"cpu": "250m", "memory": "512Mi"},
+        "limits": {"memory": "1Gi"},
+    }
+    assert container["volumeMounts"] == [
+        {"name": "workspace", "mountPath": "/workspace", "readOnly": False},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    assert container["securityContext"] == HARDENED_CONTAINER
+    assert spec["securityContext"] == HARDENED_POD
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["runtimeClassName"] == "gvisor"
+    assert spec["volumes"] == [
+        {
+            "name": "workspace",
+            "persistentVolumeClaim": {"claimName": "data-workspace-0", "readOnly": False},
+        },
+        {"name": "tmp", "emptyDir": {}},
+    ]
+    # The Pod the controller made carries the same spec.
+    [pod] = kube.list_objects(objects.POD, namespace, objects.pool_selector("data"))
+    assert pod["spec"]["runtimeClassName"] == "gvisor"
+    assert pod["spec"]["containers"][0]["securityContext"] == HARDENED_CONTAINER
+    policy = kube.get_object(objects.NETWORK_POLICY, namespace, "data-sandboxes")
+    assert policy is not None
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": {"context.rossoctl.io/pool": "data"}},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": "serverless-harness"}
+                        }
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": 8080}],
+            }
+        ],
+        "egress": [
+            {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+            {
+                "to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            },
+        ],
+    }
+
+    assert caller.delete("/v1/sandbox-pools/data").status_code == 204
+    wait_for_phase("data", Phase.RELEASED)
+    assert kube.get_object(objects.NETWORK_POLICY, namespace, "data-sandboxes") is None
+
+
+def test_builtin_runtime_is_hardened_with_a_deny_all_policy(
+    caller: ApiClient, namespace: str
+) -> None:
+    response = caller.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "plain",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    assert response.status_code == 201
+    assert "profile" not in response.json()
+    spec = sandbox_pod_spec(namespace, "plain")
+    assert spec["containers"][0]["image"] == "busybox:1.36"
+    assert spec["containers"][0]["securityContext"] == HARDENED_CONTAINER
+    assert spec["securityContext"] == HARDENED_POD
+    policy = kube.get_object(objects.NETWORK_POLICY, namespace, "plain-sandboxes")
+    assert policy is not None
+    assert policy["spec"].get("ingress", []) == []
+    assert policy["spec"]["egress"] == [
+        {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    ]
+
+
+def test_relaxations_are_explicit_and_only_switch_off_what_they_name(
+    admin: ApiClient, caller: ApiClient, namespace: str
+) -> None:
+    admin.post(
+        "/v1/profiles",
+        {
+            "name": "writer",
+            "source": "builtin",
+            "image": "busybox:1.36",
+            "relaxations": ["writable-root-filesystem"],
+        },
+    )
+
+    caller.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "relaxed",
+            "replicas": 1,
+            "namespace": namespace,
+            "profile": "writer",
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    spec = sandbox_pod_spec(namespace, "relaxed")
+    assert spec["containers"][0]["securityContext"] == {
+        **HARDENED_CONTAINER,
+        "readOnlyRootFilesystem": False,
+    }
+    assert spec["volumes"] == [
+        {
+            "name": "workspace",
+            "persistentVolumeClaim": {"claimName": "relaxed-workspace-0", "readOnly": False},
+        }
+    ]
+    assert spec["securityContext"] == HARDENED_POD
+
+
+def test_template_profile_copies_the_template_blueprint(
+    admin: ApiClient, caller: ApiClient, namespace: str
+) -> None:
+    kube.create_object(
+        objects.SANDBOX_TEMPLATE,
+        {
+            "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
+            "kind": "SandboxTemplate",
+            "metadata": {"name": "research", "namespace": namespace},
+            "spec": {
+                "podTemplate": {
+                    "metadata": {"labels": {"team": "research"}},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "agent",
+                                "image": "registry.example.com/research:7",
+                                "env": [{"name": "TEAM", "value": "research"}],
+                                "securityContext": {"runAsUser": 0},
+                            }
+                        ]
+                    },
+                }
+            },
+        },
+    )
+    created = admin.post(
+        "/v1/profiles",
+        {
+            "name": "research-agent",
+            "source": "template",
+            "template": {"namespace": namespace, "name": "research"},
+        },
+    )
+    assert created.status_code == 201, created.content
+
+    response = caller.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "copied",
+            "replicas": 2,
+            "namespace": namespace,
+            "profile": "research-agent",
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteMany"},
+        },
+    )
+
+    assert response.status_code == 201
+    wait_for_phase("copied", Phase.READY)
+    sandbox = kube.get_object(objects.SANDBOX, namespace, "sandbox-copied-1")
+    assert sandbox is not None
+    template = sandbox["spec"]["podTemplate"]
+    assert template["metadata"]["labels"] == {
+        "team": "research",
+        "context.rossoctl.io/pool": "copied",
+        "app.kubernetes.io/managed-by": "context-service",
+    }
+    [container] = template["spec"]["containers"]
+    assert container["image"] == "registry.example.com/research:7"
+    assert container["env"] == [{"name": "TEAM", "value": "research"}]
+    # The template asked for root; the hardened default wins because the profile does not
+    # relax it.
+    assert container["securityContext"] == HARDENED_CONTAINER
+    assert container["volumeMounts"][0] == {
+        "name": "workspace",
+        "mountPath": "/workspace",
+        "readOnly": False,
+    }
+    # Editing the template afterwards does not change this allocation (it was copied).
+    assert Allocation.objects.get(name="copied").blueprint["podSpec"]["containers"][0]["image"] == (
+        "registry.example.com/research:7"
+    )
+
+
+def test_template_that_mounts_the_workspace_is_refused_on_save(
+    admin: ApiClient, namespace: str
+) -> None:
+    kube.create_object(
+        objects.SANDBOX_TEMPLATE,
+        {
+            "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
+            "kind": "SandboxTemplate",
+            "metadata": {"name": "greedy", "namespace": namespace},
+            "spec": {
+                "podTemplate": {
+                    "metadata": {"labels": {"context.rossoctl.io/pool": "mine"}},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "busybox:1.36",
+                                "volumeMounts": [{"name": "w", "mountPath": "/workspace"}],
+                            }
+                        ],
+                        "volumes": [{"name": "w", "emptyDir": {}}],
+                    },
+                }
+            },
+        },
+    )
+
+    response = admin.post(
+        "/v1/profiles",
+        {
+            "name": "greedy",
+            "source": "template",
+            "template": {"namespace": namespace, "name": "greedy"},
+        },
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_request",
+        "message": 'template_name: pod label "context.rossoctl.io/pool" is set by Context Service and cannot be overridden',
+        "problems": {
+            "template_name": [
+                'pod label "context.rossoctl.io/pool" is set by Context Service and cannot be overridden',
+                'container "c" mounts "w" at /workspace, where the allocation\'s workspace goes',
+            ]
+        },
+    }
+    assert not SandboxProfile.objects.exists()
+    assert not AuditEntry.objects.filter(target_type="profile").exists()
+
+
+def test_missing_template_and_runtime_class_are_refused_on_save(
+    admin: ApiClient, namespace: str
+) -> None:
+    missing = admin.post(
+        "/v1/profiles",
+        {
+            "name": "ghost",
+            "source": "template",
+            "template": {"namespace": namespace, "name": "ghost"},
+        },
+    )
+    kata = admin.post(
+        "/v1/profiles",
+        {"name": "vm", "source": "builtin", "image": "busybox:1.36", "isolation": "kata"},
+    )
+
+    assert missing.status_code == 400
+    assert missing.json()["problems"] == {
+        "template_name": [f'SandboxTemplate "ghost" does not exist in namespace "{namespace}"'],
+    }
+    assert kata.status_code == 400
+    assert kata.json()["problems"]["isolation"][0].startswith(
+        'kata needs the RuntimeClass "kata", which this cluster does not have (it has: '
+    )
+    assert not SandboxProfile.objects.exists()
+
+
+def test_unknown_disabled_and_warm_pool_profiles(
+    admin: ApiClient, caller: ApiClient, namespace: str
+) -> None:
+    from tests.support.kube import make_warm_pool
+
+    admin.post(
+        "/v1/profiles",
+        {"name": "off", "source": "builtin", "image": "busybox:1.36", "enabled": False},
+    )
+    body = {
+        "replicas": 1,
+        "namespace": namespace,
+        "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+    }
+
+    unknown = caller.post("/v1/sandbox-pools", {"name": "u", "profile": "nope", **body})
+    disabled = caller.post("/v1/sandbox-pools", {"name": "d", "profile": "off", **body})
+
+    for response, name in ((unknown, "nope"), (disabled, "off")):
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": "invalid_request",
+            "message": f'profile "{name}" does not exist or is disabled',
+        }
+    assert Allocation.objects.count() == 0
+
+    make_warm_pool(namespace, "warm", replicas=1)
+    warm = caller.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "w",
+            "replicas": 1,
+            "namespace": namespace,
+            "warmPoolRef": "warm",
+            "profile": "off",
+        },
+    )
+    assert warm.status_code == 201
+    assert warm.json()["warnings"] == [
+        "profile is ignored for warm-pool allocations: the pool's SandboxTemplate decides the runtime"
+    ]
+    assert "profile" not in warm.json()
+    assert Allocation.objects.get(name="w").profile is None
+
+
+def test_the_default_profile_applies_when_none_is_named(
+    admin: ApiClient, caller: ApiClient, namespace: str
+) -> None:
+    admin.post(
+        "/v1/profiles",
+        {"name": "first", "source": "builtin", "image": "busybox:1.35", "default": True},
+    )
+    admin.post(
+        "/v1/profiles",
+        {"name": "second", "source": "builtin", "image": "busybox:1.36", "default": True},
+    )
+
+    response = caller.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "defaulted",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    assert response.json()["profile"] == "second"
+    assert list(SandboxProfile.objects.filter(is_default=True).values_list("name", flat=True)) == [
+        "second"
+    ]
+    assert sandbox_pod_spec(namespace, "defaulted")["containers"][0]["image"] == "busybox:1.36"
+
+
+def test_profile_writes_need_the_admin_scope(caller: ApiClient) -> None:
+    response = caller.post(
+        "/v1/profiles", {"name": "x", "source": "builtin", "image": "busybox:1.36"}
+    )
+
+    assert response.status_code == 403
+    assert not SandboxProfile.objects.exists()
+    assert caller.get("/v1/profiles").json() == {"items": []}  # callers may list profiles
+
+
+def test_a_profile_in_use_cannot_be_deleted(
+    admin: ApiClient, caller: ApiClient, namespace: str
+) -> None:
+    admin.post("/v1/profiles", {"name": "busy", "source": "builtin", "image": "busybox:1.36"})
+    caller.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "user",
+            "replicas": 1,
+            "namespace": namespace,
+            "profile": "busy",
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    refused = admin.delete("/v1/profiles/busy")
+
+    assert refused.status_code == 409
+    assert refused.json() == {
+        "error": "conflict",
+        "message": 'profile "busy" is used by 1 active allocation(s)',
+    }
+    assert SandboxProfile.objects.filter(name="busy").exists()
+
+
+def test_settings_and_sources_documents_import_round_trip_and_refuse_bad_entries(
+    admin: ApiClient,
+) -> None:
+    admin.post(
+        "/v1/profiles", {"name": "python-data-agent", "source": "builtin", "image": "busybox:1.36"}
+    )
+    settings_json = json.loads((FIXTURES / "settings.json").read_text())
+    sources_json = json.loads((FIXTURES / "sources.json").read_text())
+
+    put_settings = admin.client.put(
+        "/v1/profiles/python-data-agent/settings.json",
+        json.dumps(settings_json),
+        content_type="application/json",
+        headers=admin.headers,
+    )
+    put_sources = admin.client.put(
+        "/v1/profiles/python-data-agent/sources.json",
+        json.dumps(sources_json),
+        content_type="application/json",
+        headers=admin.headers,
+    )
+
+    assert put_settings.status_code == 200
+    assert put_sources.status_code == 200
+    assert admin.get("/v1/profiles/python-data-agent/settings.json").json() == settings_json
+    assert admin.get("/v1/profiles/python-data-agent/sources.json").json() == sources_json
+
+    broken = json.loads(json.dumps(settings_json))
+    broken["permissions"]["deny"][3] = "shell(chmod 777"
+    refused = admin.client.put(
+        "/v1/profiles/python-data-agent/settings.json",
+        json.dumps(broken),
+        content_type="application/json",
+        headers=admin.headers,
+    )
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "error": "invalid_request",
+        "message": 'permissions.deny[3]: "shell(chmod 777" is missing its closing parenthesis',
+    }
+    assert admin.get("/v1/profiles/python-data-agent/settings.json").json() == settings_json
