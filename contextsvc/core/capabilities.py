@@ -27,6 +27,9 @@ class Capabilities:
     warm_pools: bool = False
     claims: bool = False
     runtime_classes: tuple[str, ...] = ()
+    # What the dashboard shows and the profile form offers (extensions only).
+    template_list: tuple[str, ...] = ()  # "namespace/name"
+    warm_pool_list: tuple[dict[str, Any], ...] = ()
     error: str = ""
     detected_at: str = ""
     missing: tuple[str, ...] = field(default=())
@@ -67,6 +70,8 @@ class Capabilities:
         data["extensions"] = self.extensions
         data["runtime_classes"] = list(self.runtime_classes)
         data["missing"] = list(self.missing)
+        data["template_list"] = list(self.template_list)
+        data["warm_pool_list"] = [dict(pool) for pool in self.warm_pool_list]
         return data
 
 
@@ -77,6 +82,12 @@ def detect() -> Capabilities:
             kube.served_resources(objects.EXTENSIONS_GROUP, objects.AGENT_SANDBOX_VERSION) or set()
         )
         runtime_classes = tuple(kube.list_runtime_classes())
+        templates: list[dict[str, Any]] = []
+        pools: list[dict[str, Any]] = []
+        if objects.SANDBOX_TEMPLATE.plural in extensions:
+            templates = kube.list_objects(objects.SANDBOX_TEMPLATE, None)
+        if objects.SANDBOX_WARM_POOL.plural in extensions:
+            pools = kube.list_objects(objects.SANDBOX_WARM_POOL, None)
     except kube.KubeError as exc:
         return Capabilities(error=exc.message, detected_at=timezone.now().isoformat())
     found = {
@@ -98,6 +109,21 @@ def detect() -> Capabilities:
         claims=found["claims"],
         runtime_classes=runtime_classes,
         missing=tuple(kinds[key].crd_name for key, served in found.items() if not served),
+        template_list=tuple(
+            sorted(f"{t['metadata']['namespace']}/{t['metadata']['name']}" for t in templates)
+        ),
+        warm_pool_list=tuple(
+            {
+                "namespace": pool["metadata"]["namespace"],
+                "name": pool["metadata"]["name"],
+                "template": ((pool.get("spec") or {}).get("sandboxTemplateRef") or {}).get("name"),
+                "replicas": (pool.get("spec") or {}).get("replicas", 1),
+                "readyReplicas": (pool.get("status") or {}).get("readyReplicas", 0),
+            }
+            for pool in sorted(
+                pools, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])
+            )
+        ),
         detected_at=timezone.now().isoformat(),
     )
 
@@ -118,4 +144,6 @@ def current(*, max_age: timedelta = STALE_AFTER) -> Capabilities:
     data.pop("extensions", None)
     data["runtime_classes"] = tuple(data.get("runtime_classes") or ())
     data["missing"] = tuple(data.get("missing") or ())
+    data["template_list"] = tuple(data.get("template_list") or ())
+    data["warm_pool_list"] = tuple(data.get("warm_pool_list") or ())
     return Capabilities(**data)
