@@ -1,0 +1,434 @@
+"""sources.json narrowing: an operation that settings.json allows (or would ask about)
+becomes **deny** when it needs a resource sources.json does not declare — a blocked package,
+an unlisted registry, a git remote outside ``allowed_remotes``, a blocked or unlisted domain,
+a disabled package manager. When the resource is only known at run time (``pip install $P``)
+the answer is ask. Each verdict names the sources.json entry that decided.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from approvals.rules.fileargs import GIT_VALUED
+from approvals.rules.model import Decision, host_of_url
+from approvals.rules.patterns import compile_url_glob, host_matches, normalise_host
+from approvals.rules.sources import PackageManager, Registry, Sources
+from approvals.rules.words import Word, WordKind, names, split_arguments
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Decision  # DENY or ASK
+    entry: str | None  # the sources.json entry, e.g. package_managers.pip.blocked_packages[1]
+    reason: str
+
+
+def _deny(entry: str, reason: str) -> Verdict:
+    return Verdict(Decision.DENY, entry, reason)
+
+
+def _ask(reason: str, entry: str | None = None) -> Verdict:
+    return Verdict(Decision.ASK, entry, reason)
+
+
+# --- hosts ----------------------------------------------------------------------------------
+
+
+def check_host(host: str, sources: Sources, what: str) -> Verdict | None:
+    web = sources.web_access
+    if web is None:
+        return _deny("web_access", f"{what}: sources.json declares no web_access")
+    if not web.enabled:
+        return _deny("web_access.enabled", f"{what}: web access is disabled")
+    host = normalise_host(host)
+    for index, pattern in enumerate(web.blocked_domains):
+        if host_matches(pattern, host):
+            return _deny(
+                f"web_access.blocked_domains[{index}]", f"{what}: {host} is blocked ({pattern})"
+            )
+    if web.allowed_domains and not any(host_matches(p, host) for p in web.allowed_domains):
+        return _deny("web_access.allowed_domains", f"{what}: {host} is not an allowed domain")
+    return None
+
+
+# --- registries and remotes ---------------------------------------------------------------
+
+
+def _url_key(url: str) -> tuple[str, str, int | None, str] | None:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.hostname or parts.username or parts.password:
+        return None
+    path = parts.path if parts.path.endswith("/") else parts.path + "/"
+    return parts.scheme.lower(), parts.hostname.lower(), port, path
+
+
+def registry_for(url: str, registries: Sequence[Registry]) -> Registry | None:
+    """The registry whose URL is a prefix of ``url`` (scheme, host and port equal, path
+    under the registry's path; a user@ part never matches)."""
+    key = _url_key(url)
+    if key is None:
+        return None
+    for registry in registries:
+        registry_key = _url_key(registry.url)
+        if registry_key and key[:3] == registry_key[:3] and key[3].startswith(registry_key[3]):
+            return registry
+    return None
+
+
+def _manager(
+    sources: Sources, name: str, what: str
+) -> tuple[PackageManager | None, Verdict | None]:
+    manager = sources.manager(name)
+    if manager is None:
+        return None, _deny("package_managers", f"{what}: sources.json declares no {name}")
+    if not manager.enabled:
+        return None, _deny(f"package_managers.{name}.enabled", f"{what}: {name} is disabled")
+    return manager, None
+
+
+def _registry_verdict(manager: PackageManager, url: Word, what: str) -> Verdict | None:
+    if url.kind is WordKind.UNKNOWN:
+        return _ask(f"{what}: index {url.value} is only known at run time")
+    if registry_for(url.value, manager.registries) is None:
+        return _deny(
+            f"package_managers.{manager.name}.registries",
+            f"{what}: {url.value} is not a registry listed for {manager.name}",
+        )
+    return None
+
+
+def _blocked(manager: PackageManager, name: str) -> int:
+    wanted = _normalise_python(name) if manager.name == "pip" else name.lower()
+    for index, blocked in enumerate(manager.blocked_packages):
+        candidate = _normalise_python(blocked) if manager.name == "pip" else blocked.lower()
+        if candidate == wanted:
+            return index
+    return -1
+
+
+def remote_verdict(url: Word, sources: Sources, what: str) -> Verdict | None:
+    git = sources.git
+    if git is None:
+        return _deny("git", f"{what}: sources.json declares no git")
+    if not git.enabled:
+        return _deny("git.enabled", f"{what}: git is disabled")
+    if url.kind is WordKind.UNKNOWN:
+        return _ask(f"{what}: remote {url.value} is only known at run time")
+    value = url.value
+    if value.startswith(("/", "./", "../", "file://")) or value in {".", ".."}:
+        return None  # a local repository: no remote involved
+    if not any(compile_url_glob(glob).fullmatch(value) for glob in git.allowed_remotes):
+        return _deny("git.allowed_remotes", f"{what}: {value} is not an allowed remote")
+    return None
+
+
+# --- pip ----------------------------------------------------------------------------------
+
+_PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?$")
+_PIP_VALUED = names(
+    "--python --log --log-file --proxy --retries --timeout --exists-action --trusted-host "
+    "--cert --client-cert --cache-dir --use-feature --use-deprecated --keyring-provider "
+    "-i --index-url --extra-index-url -f --find-links -r --requirement -c --constraint "
+    "-e --editable -t --target --prefix --root --platform --python-version --implementation "
+    "--abi --only-binary --no-binary --progress-bar --src --upgrade-strategy --report "
+    "-C --config-settings --global-option --install-option -d --dest -w --wheel-dir"
+)
+_PIP_SUBCOMMANDS = {"install", "download", "wheel"}
+_REQUIREMENT = re.compile(
+    r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*"
+    r"((?:(?:===|==|!=|~=|>=|<=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*)\s*(;.*)?$",
+    re.DOTALL,
+)
+
+
+def _normalise_python(name: str) -> str:
+    """PEP 503: case-insensitive, runs of -, _ and . are the same."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _local(value: str) -> bool:
+    return (
+        value.startswith(("/", "./", "../", "~"))
+        or value in {".", ".."}
+        or ("/" not in value and value.endswith((".whl", ".tar.gz", ".zip")))
+    )
+
+
+def check_pip(words: Sequence[Word], sources: Sources) -> Verdict | None:
+    found, operands = split_arguments(words[1:], _PIP_VALUED)
+    if not operands or operands[0].value not in _PIP_SUBCOMMANDS:
+        return None
+    what = f"pip {operands[0].value}"
+    manager, verdict = _manager(sources, "pip", what)
+    if manager is None:
+        return verdict
+    for name, value in found:
+        if value is None:
+            continue
+        index_url = name in {"-i", "--index-url", "--extra-index-url"}
+        if index_url or (name in {"-f", "--find-links"} and not _local(value.value)):
+            verdict = _registry_verdict(manager, value, what)
+        elif name in {"-r", "--requirement"}:
+            verdict = _ask(f"{what}: the requirements file {value.value} is not checked")
+        elif name in {"-e", "--editable"} and not _local(value.value):
+            verdict = _package_url(manager, value, sources, what)
+        if verdict:
+            return verdict
+    for operand in operands[1:]:
+        verdict = _pip_requirement(manager, operand, sources, what)
+        if verdict:
+            return verdict
+    return None
+
+
+def _package_url(manager: PackageManager, url: Word, sources: Sources, what: str) -> Verdict:
+    value = url.value.split("@", 1)[1].strip() if " @ " in url.value else url.value
+    if value.startswith("git+"):
+        return remote_verdict(Word(value[4:].split("#")[0], url.kind), sources, what) or _ask(
+            f"{what}: installing from a git URL ({value}) is not judged by registries"
+        )
+    found = registry_for(value, manager.registries)
+    if found is None:
+        return _deny(
+            f"package_managers.{manager.name}.registries",
+            f"{what}: {value} is not under a registry listed for {manager.name}",
+        )
+    return _ask(f"{what}: direct URL {value} is not checked against blocked_packages")
+
+
+def _pip_requirement(
+    manager: PackageManager, operand: Word, sources: Sources, what: str
+) -> Verdict | None:
+    if operand.kind is WordKind.UNKNOWN:
+        return _ask(f"{what}: package {operand.value} is only known at run time")
+    value = operand.value
+    if "://" in value or value.startswith("git+") or " @ " in value:
+        return _package_url(manager, operand, sources, what)
+    if _local(value):
+        return None
+    match = _REQUIREMENT.match(value)
+    if not match:
+        return _ask(f"{what}: cannot read the requirement {value!r}")
+    index = _blocked(manager, match.group(1))
+    if index >= 0:
+        return _deny(
+            f"package_managers.pip.blocked_packages[{index}]",
+            f"{what}: package {match.group(1)} is blocked",
+        )
+    return None
+
+
+# --- npm / conda ------------------------------------------------------------------------------
+
+_NPM_INSTALL = {
+    "install", "i", "add", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal",
+    "isntall", "ci", "clean-install", "install-test", "it", "install-ci-test", "cit",
+    "update", "up", "upgrade", "exec", "x",
+}  # fmt: skip
+_NPM_VALUED = names("--registry --prefix --userconfig --cache --loglevel -w --workspace")
+
+
+def _npm_name(spec: str) -> str:
+    if spec.startswith("@"):
+        scope, _, rest = spec.partition("/")
+        return scope + "/" + rest.split("@", 1)[0]
+    return spec.split("@", 1)[0]
+
+
+def check_npm(words: Sequence[Word], sources: Sources, npx: bool) -> Verdict | None:
+    found, operands = split_arguments(words[1:], _NPM_VALUED)
+    if not npx:
+        if not operands or operands[0].value not in _NPM_INSTALL:
+            return None
+        operands = operands[1:]
+    what = "npx" if npx else f"npm {words[1].value if len(words) > 1 else ''}".strip()
+    manager, verdict = _manager(sources, "npm", what)
+    if manager is None:
+        return verdict
+    for name, value in found:
+        if name == "--registry" and value is not None:
+            verdict = _registry_verdict(manager, value, what)
+            if verdict:
+                return verdict
+    for operand in operands[:1] if npx else operands:
+        if operand.kind is WordKind.UNKNOWN:
+            return _ask(f"{what}: package {operand.value} is only known at run time")
+        spec = operand.value
+        if _local(spec):
+            continue
+        if ":" in spec and not spec.startswith("@"):
+            return _ask(f"{what}: {spec} is not a registry package")
+        index = _blocked(manager, _npm_name(spec))
+        if index >= 0:
+            return _deny(
+                f"package_managers.npm.blocked_packages[{index}]",
+                f"{what}: package {_npm_name(spec)} is blocked",
+            )
+    return None
+
+
+_CONDA_VALUED = names("-c --channel -n --name -p --prefix --file")
+
+
+def check_conda(words: Sequence[Word], sources: Sources) -> Verdict | None:
+    found, operands = split_arguments(words[1:], _CONDA_VALUED)
+    if not operands or operands[0].value not in {"install", "create", "update", "upgrade"}:
+        return None
+    what = f"{words[0].value} {operands[0].value}"
+    manager, verdict = _manager(sources, "conda", what)
+    if manager is None:
+        return verdict
+    for name, value in found:
+        if name in {"-c", "--channel"} and value is not None:
+            listed = any(value.value == registry.name for registry in manager.registries)
+            if not listed:
+                verdict = _registry_verdict(manager, value, what)
+                if verdict:
+                    return verdict
+        if name == "--file":
+            return _ask(f"{what}: the environment file is not checked")
+    for operand in operands[1:]:
+        if operand.kind is WordKind.UNKNOWN:
+            return _ask(f"{what}: package {operand.value} is only known at run time")
+        name = re.split(r"[=<>!~ ]", operand.value.split("::")[-1], maxsplit=1)[0]
+        index = _blocked(manager, name)
+        if index >= 0:
+            return _deny(
+                f"package_managers.conda.blocked_packages[{index}]",
+                f"{what}: package {name} is blocked",
+            )
+    return None
+
+
+# --- git --------------------------------------------------------------------------------------
+
+_GIT_CLONE_VALUED = GIT_VALUED
+_GIT_FETCH_VALUED = names(
+    "--depth --deepen --shallow-since --shallow-exclude -j --jobs --upload-pack --refmap "
+    "-o --server-option --negotiation-tip --filter --recurse-submodules-default "
+    "--receive-pack --exec --repo --push-option --signed -C -c --git-dir --work-tree --namespace"
+)
+
+
+def _remote_like(value: str) -> bool:
+    return (
+        "://" in value
+        or "::" in value
+        or bool(re.match(r"^[^/\s]+@[^/\s:]+:", value))
+        or bool(re.match(r"^[A-Za-z0-9.-]+\.[A-Za-z]{2,}:", value))
+        or value.startswith(("/", "./", "../"))
+    )
+
+
+def check_git(words: Sequence[Word], sources: Sources) -> Verdict | None:
+    """``words`` starts ``git SUBCOMMAND`` (global options were moved after it)."""
+    if len(words) < 2:
+        return None
+    subcommand = words[1].value
+    what = f"git {subcommand}"
+    rest = words[2:]
+    remotes: list[Word] = []
+    if subcommand == "clone":
+        _, operands = split_arguments(rest, _GIT_CLONE_VALUED)
+        remotes = operands[:1]
+        if not operands:
+            return None
+    elif subcommand in {"fetch", "pull", "push", "ls-remote"}:
+        found, operands = split_arguments(rest, _GIT_FETCH_VALUED)
+        remotes = [w for w in operands[:1] if w.kind is WordKind.UNKNOWN or _remote_like(w.value)]
+        remotes += [value for name, value in found if name == "--repo" and value is not None]
+    elif subcommand == "remote":
+        _, operands = split_arguments(rest, frozenset({"-t", "-m"}))
+        if operands[:1] and operands[0].value in {"add", "set-url"}:
+            remotes = operands[2:3]
+    elif subcommand == "submodule":
+        _, operands = split_arguments(rest, frozenset({"-b", "--branch", "--name", "--depth"}))
+        if operands[:1] and operands[0].value == "add":
+            remotes = operands[1:2]
+    else:
+        return None
+    if sources.git is None or not sources.git.enabled:
+        return remote_verdict(Word(""), sources, what)
+    for remote in remotes:
+        verdict = remote_verdict(remote, sources, what)
+        if verdict:
+            return verdict
+    return None
+
+
+# --- fetchers ---------------------------------------------------------------------------------
+
+_FETCHERS = {"curl", "wget", "aria2c", "http", "https", "xh"}
+_FETCH_VALUED = {
+    "curl": names(
+        "-o --output -T --upload-file -d --data --data-binary --data-raw --data-ascii "
+        "--data-urlencode -F --form -H --header -u --user -X --request -K --config -x --proxy "
+        "-e --referer -A --user-agent -b --cookie -c --cookie-jar --url -m --max-time "
+        "--connect-timeout --retry -w --write-out --resolve --connect-to -D --dump-header"
+    ),
+    "wget": names(
+        "-O --output-document -o --output-file -a --append-output -P --directory-prefix "
+        "-i --input-file -U --user-agent --header -e --execute -t --tries -T --timeout"
+    ),
+}
+_REDIRECTING = {
+    "-x", "--proxy", "--resolve", "--connect-to", "--doh-url", "--preproxy", "-e", "--execute",
+    "-i", "--input-file", "-K", "--config",
+}  # fmt: skip
+_HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
+
+
+def _url_host(value: str) -> str | None:
+    if "://" in value:
+        return host_of_url(value)
+    # curl and wget accept "example.com/path" and default to http.
+    return host_of_url("http://" + value)
+
+
+def check_fetch(program: str, words: Sequence[Word], sources: Sources) -> Verdict | None:
+    found, operands = split_arguments(words[1:], _FETCH_VALUED.get(program, frozenset()))
+    for name, _ in found:
+        if name in _REDIRECTING:
+            return _ask(f"{program} {name} can redirect the connection or read URLs from a file")
+    urls = operands + [value for name, value in found if name == "--url" and value is not None]
+    if program in {"http", "https", "xh"} and urls and urls[0].value.upper() in _HTTP_METHODS:
+        urls = urls[1:2]
+    elif program in {"http", "https", "xh"}:
+        urls = urls[:1]
+    for url in urls:
+        if url.kind is WordKind.UNKNOWN:
+            return _ask(f"{program}: URL {url.value} is only known at run time")
+        host = _url_host(url.value)
+        if host is None:
+            return _ask(f"{program}: cannot find the host in {url.value!r}")
+        verdict = check_host(host, sources, program)
+        if verdict:
+            return verdict
+    return None
+
+
+def check_command(words: Sequence[Word], sources: Sources) -> Verdict | None:
+    """The sources.json verdict on one simple command (its effective words)."""
+    if not words:
+        return None
+    program = words[0].value.rsplit("/", 1)[-1]
+    if _PIP_NAME.match(program):
+        return check_pip(words, sources)
+    if program in {"npm", "npx", "pnpm", "yarn"}:
+        if program in {"pnpm", "yarn"}:
+            return _manager(sources, "npm", program)[1]
+        return check_npm(words, sources, npx=program == "npx")
+    if program in {"conda", "mamba", "micromamba"}:
+        return check_conda(words, sources)
+    if program == "git":
+        return check_git(words, sources)
+    if program in _FETCHERS:
+        return check_fetch(program, words, sources)
+    return None

@@ -1,0 +1,773 @@
+"""The rule engine: what is allowed, rule semantics, explanations, parsers, proposals."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import bashlex
+import pytest
+
+from approvals.rules import (
+    Decision,
+    Direction,
+    FileAction,
+    FileOperation,
+    Kind,
+    NetworkOperation,
+    OperationError,
+    Part,
+    RuleSet,
+    RuleSyntaxError,
+    ShellOperation,
+    Sources,
+    SourcesError,
+    evaluate,
+    fastparse,
+    operation_from_dict,
+    parse_rule,
+    parse_settings,
+    parse_sources,
+    propose_allow_rule,
+    rule_matches,
+)
+from approvals.rules.shell import decompose
+from approvals.rules.words import scan_word
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CTX = "ctx-1"
+
+
+def seed_settings() -> dict[str, Any]:
+    return json.loads((FIXTURES / "settings.json").read_text())
+
+
+def seed_sources() -> dict[str, Any]:
+    return json.loads((FIXTURES / "sources.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def rules() -> RuleSet:
+    return parse_settings(seed_settings())
+
+
+@pytest.fixture(scope="module")
+def sources() -> Sources:
+    return parse_sources(seed_sources())
+
+
+def policy(**lists: list[str]) -> RuleSet:
+    return parse_settings({"permissions": lists})
+
+
+def decide(command: str, rule_set: RuleSet, source_set: Sources | None = None) -> Decision:
+    return evaluate(
+        ShellOperation(command), rules=rule_set, sources=source_set, context_id=CTX
+    ).decision
+
+
+# --- the seed's policy allows what agents need -------------------------------------------------
+
+ALLOWED = [
+    "grep -r error logs/",
+    "ls -la",
+    "ls",
+    "git status",
+    "git log --oneline | head -5",
+    "pip install pandas",
+    "pip install 'pandas[excel]>=2' numpy==1.26",
+    "pip install --index-url https://pypi.org/simple/ requests",
+    "python3 -m pip install numpy",
+    "/workspace/ctx-1/.venv/bin/pip install pandas",
+    "cat ${WORKSPACE}/x",
+    'cat "$WORKSPACE/data.csv"',
+    "cat /etc/os-release",
+    "python3 scripts/analyze.py --input data/in.csv",
+    "VIRTUAL_ENV=/workspace/ctx-1/.venv PATH=/workspace/ctx-1/.venv/bin:$PATH python3 x.py",
+    "git clone https://github.com/pandas-dev/pandas repos/pandas",
+    "find . -name '*.py' -exec grep -l TODO {} \\;",
+    "mkdir -p out && cp data/a.csv out/",
+    "sort data.txt | uniq -c | sort -rn > out/counts.txt",
+    "echo done > output/status.txt 2>/dev/null",
+    "cd data && ls",
+    "time ls",
+    "timeout 30 python3 train.py",
+    "awk -F, '{print $1}' data.csv",
+    "sed 's/a/b/g' data.txt > out.txt",
+    "sed -n '1,5p;$p' data.txt",
+    "bash -c 'ls -la && pwd'",
+    "bash <<'EOF'\nls\nEOF",
+    "cat > scripts/run.py <<'EOF'\nprint('hi')\nEOF",
+    'echo "rows: $(wc -l < data.csv)"',
+    'for f in data/*.csv; do echo "$f"; done > out/files.txt',
+    "diff <(sort a.txt) <(sort b.txt)",
+    "grep -c x data.txt || true",
+]
+
+
+@pytest.mark.parametrize("command", ALLOWED)
+def test_seed_allows_everyday_commands(command: str, rules: RuleSet, sources: Sources) -> None:
+    evaluation = evaluate(ShellOperation(command), rules=rules, sources=sources, context_id=CTX)
+
+    assert evaluation.decision == Decision.ALLOW, evaluation.parts
+
+
+@pytest.mark.parametrize(
+    ("operation", "decision", "rule"),
+    [
+        (FileOperation(FileAction.READ, "/workspace/ctx-1/data.csv"), Decision.ALLOW,
+         "file(read:${WORKSPACE}/**)"),
+        (FileOperation(FileAction.WRITE, "data/out.csv"), Decision.ALLOW,
+         "file(write:${WORKSPACE}/**)"),
+        (FileOperation(FileAction.DELETE, "/workspace/ctx-1/tmp/x"), Decision.ALLOW,
+         "file(delete:${WORKSPACE}/**)"),
+        (FileOperation(FileAction.READ, "/workspace/ctx-2/data.csv"), Decision.ASK, None),
+        (FileOperation(FileAction.READ, "/etc/shadow"), Decision.DENY, "file(read:/etc/shadow:*)"),
+        (FileOperation(FileAction.WRITE, "../../etc/passwd"), Decision.DENY,
+         "file(write:/etc/**:*)"),
+        (FileOperation(FileAction.READ, "/proc/1/environ"), Decision.DENY, "file(read:/proc/**:*)"),
+        (NetworkOperation("pypi.org"), Decision.DENY, "network(outbound:*)"),
+    ],
+)  # fmt: skip
+def test_seed_file_and_network_operations(
+    operation: Any, decision: Decision, rule: str | None, rules: RuleSet, sources: Sources
+) -> None:
+    evaluation = evaluate(operation, rules=rules, sources=sources, context_id=CTX)
+
+    assert (evaluation.decision, evaluation.rule) == (decision, rule)
+
+
+# --- matching semantics ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "command", "decision"),
+    [
+        ("shell(ls *)", "ls", Decision.ALLOW),
+        ("shell(ls *)", "ls -la", Decision.ALLOW),
+        ("shell(ls *)", "lsof", Decision.ASK),
+        ("shell(ls:*)", "ls -la", Decision.ALLOW),
+        ("shell(ls:*)", "lsof -i", Decision.ASK),
+        ("shell(ls)", "ls", Decision.ALLOW),
+        ("shell(ls)", "ls -la", Decision.ASK),
+        ("shell(git * main)", "git push origin main", Decision.ALLOW),
+        ("shell(git * main)", "git main", Decision.ALLOW),
+        ("shell(git * main)", "git push origin main2", Decision.ASK),
+        ("shell(npm run test:*)", "npm run test -- --watch", Decision.ALLOW),
+        ("shell(npm run test:*)", "npm run test-e2e", Decision.ASK),
+        ("shell(./scripts/*.sh)", "./scripts/build.sh", Decision.ALLOW),
+        ("shell(./scripts/*.sh)", "./scripts/build.sh --fast", Decision.ASK),
+        ("shell(py*)", "python3 x.py", Decision.ALLOW),
+        ("shell", "anything --goes", Decision.ALLOW),
+        ("shell(*)", "anything | at all", Decision.ALLOW),
+        ("shell(ls:*)", "/bin/ls -la", Decision.ALLOW),  # trusted bin directory
+        ("shell(ls:*)", "./ls -la", Decision.ASK),  # a workspace file named ls is not ls
+        ("shell(ls:*)", "ls *.py", Decision.ALLOW),
+        ("shell(git status:*)", "git -C repo status", Decision.ALLOW),
+    ],
+)
+def test_shell_pattern_semantics(rule: str, command: str, decision: Decision) -> None:
+    assert decide(command, policy(allow=[rule])) == decision
+
+
+def test_a_deny_catches_paths_to_the_program_that_an_allow_would_not() -> None:
+    rule_set = policy(allow=["shell(ls:*)"], deny=["shell(curl:*)"])
+
+    assert decide("./curl x", rule_set) == Decision.DENY
+    assert decide("/opt/tools/curl x", rule_set) == Decision.DENY
+    assert decide("./ls", rule_set) == Decision.ASK
+
+
+@pytest.mark.parametrize(
+    ("lists", "command", "decision", "rule"),
+    [
+        # deny beats a more specific allow
+        ({"allow": ["shell(git push origin main)"], "deny": ["shell(git push:*)"]},
+         "git push origin main", Decision.DENY, "shell(git push:*)"),
+        # ask beats allow
+        ({"allow": ["shell(git:*)"], "ask": ["shell(git push:*)"]},
+         "git push", Decision.ASK, "shell(git push:*)"),
+        # deny beats ask
+        ({"ask": ["shell(git push:*)"], "deny": ["shell(git push --force:*)"]},
+         "git push --force", Decision.DENY, "shell(git push --force:*)"),
+        # unmatched is ask, never allow
+        ({"allow": ["shell(ls:*)"]}, "whoami", Decision.ASK, None),
+        # global options cannot dodge a subcommand deny
+        ({"allow": ["shell(git:*)"], "deny": ["shell(git push:*)"]},
+         "git -C repo push", Decision.DENY, "shell(git push:*)"),
+        # a variable that could be the denied subcommand makes it ask
+        ({"allow": ["shell(git:*)"], "deny": ["shell(git push:*)"]},
+         "git $SUB origin", Decision.ASK, "shell(git push:*)"),
+        # the first matching rule of the list is reported
+        ({"deny": ["shell(rm:*)", "shell(rm -rf:*)"]}, "rm -rf x", Decision.DENY, "shell(rm:*)"),
+        # file rules: deny wins over allow for the same path
+        ({"allow": ["file(write:${WORKSPACE}/**)"], "deny": ["file(write:**/.git/**)"]},
+         "echo x > .git/config", Decision.DENY, "file(write:**/.git/**)"),
+    ],
+)  # fmt: skip
+def test_precedence(lists: dict[str, list[str]], command: str, decision: Decision,
+                    rule: str | None) -> None:  # fmt: skip
+    rule_set = policy(**{"allow": ["shell(echo:*)"], **lists})
+    evaluation = evaluate(ShellOperation(command), rules=rule_set, sources=None, context_id=CTX)
+
+    assert (evaluation.decision, evaluation.rule) == (decision, rule)
+
+
+def test_workspace_and_context_id_expand_per_context() -> None:
+    rule_set = policy(allow=["file(read:${WORKSPACE}/**)", "shell(cat /srv/${CONTEXT_ID}/*)"])
+
+    def read(path: str, context_id: str) -> Decision:
+        operation = FileOperation(FileAction.READ, path)
+        return evaluate(operation, rules=rule_set, sources=None, context_id=context_id).decision
+
+    assert read("/workspace/ctx-1/a.csv", "ctx-1") == Decision.ALLOW
+    assert read("/workspace/ctx-2/a.csv", "ctx-1") == Decision.ASK
+    assert read("/workspace/ctx-1/../ctx-2/a.csv", "ctx-1") == Decision.ASK
+    assert read("a.csv", "ctx-2") == Decision.ALLOW  # relative: inside the context's workspace
+    assert decide("cat /srv/ctx-1/notes.txt", rule_set) == Decision.ALLOW
+    assert decide("cat /srv/ctx-2/notes.txt", rule_set) == Decision.ASK
+
+
+def test_context_workspace_template_overrides_the_default() -> None:
+    rule_set = parse_settings(
+        {
+            "context_workspace": "/data/agents/${CONTEXT_ID}/ws",
+            "permissions": {"allow": ["file(write:${WORKSPACE}/**)", "shell(echo:*)"]},
+        }
+    )
+
+    evaluation = evaluate(
+        ShellOperation("echo x > out.txt"), rules=rule_set, sources=None, context_id="c9"
+    )
+
+    assert evaluation.decision == Decision.ALLOW
+    assert evaluation.parts[1].text == "write /data/agents/c9/ws/out.txt"
+
+
+@pytest.mark.parametrize(
+    ("glob", "path", "matches"),
+    [
+        ("/srv/**/*.csv", "/srv/a.csv", True),
+        ("/srv/**/*.csv", "/srv/a/b/c.csv", True),
+        ("/srv/*.csv", "/srv/a/b.csv", False),
+        ("*.pem", "/workspace/ctx-1/keys/a.pem", True),
+        ("data/*.csv", "/workspace/ctx-1/data/a.csv", True),
+        ("data/*.csv", "/workspace/ctx-1/data/sub/a.csv", False),
+        ("/srv/**", "/srv", True),
+        ("/srv/?.txt", "/srv/a.txt", True),
+        ("/srv/[ab].txt", "/srv/c.txt", False),
+        ("/srv/\\*.txt", "/srv/*.txt", True),
+        ("/srv/\\*.txt", "/srv/a.txt", False),
+    ],
+)
+def test_path_globs_are_gitignore_style(glob: str, path: str, matches: bool) -> None:
+    operation = FileOperation(FileAction.READ, path)
+
+    assert rule_matches(f"file(read:{glob})", operation, CTX) is matches
+
+
+@pytest.mark.parametrize(
+    ("pattern", "host", "matches"),
+    [
+        ("*", "anything.example", True),
+        ("*.example.com", "api.example.com", True),
+        ("*.example.com", "a.b.example.com", True),
+        ("*.example.com", "example.com", False),
+        ("*.example.com", "badexample.com", False),
+        ("pypi.org", "pypi.org", True),
+        ("pypi.org", "files.pypi.org", False),
+    ],
+)
+def test_host_patterns(pattern: str, host: str, matches: bool) -> None:
+    rule = f"network(outbound:{pattern})"
+
+    assert rule_matches(rule, NetworkOperation(host), CTX) is matches
+    assert rule_matches(rule, NetworkOperation(host, direction=Direction.INBOUND), CTX) is False
+
+
+def test_ask_list_and_harmless_builtins() -> None:
+    rule_set = policy(allow=["shell(ls:*)"], ask=["file(read:**/.env)"])
+
+    assert decide("cd data && ls", rule_set) == Decision.ALLOW
+    assert decide("cat .env", policy(allow=["shell(cat:*)"], ask=["file(read:**/.env)"])) == (
+        Decision.ASK
+    )
+    assert decide("true", rule_set) == Decision.ALLOW
+    assert decide("./true", rule_set) == Decision.ASK
+
+
+# --- explanations ------------------------------------------------------------------------------
+
+
+def test_every_part_is_explained(rules: RuleSet, sources: Sources) -> None:
+    evaluation = evaluate(
+        ShellOperation("timeout 5 curl https://x.example > /etc/out; echo $(whoami)"),
+        rules=rules,
+        sources=sources,
+        context_id=CTX,
+    )
+
+    assert evaluation.decision == Decision.DENY
+    assert evaluation.parts == (
+        Part(Kind.SHELL, "timeout 5 curl https://x.example > /etc/out", Decision.DENY,
+             "denied: shell(curl:*)", "shell(curl:*)"),
+        Part(Kind.FILE, "write /etc/out", Decision.DENY,
+             "denied: file(write:/etc/**:*) (via > /etc/out)", "file(write:/etc/**:*)"),
+        Part(Kind.SHELL, "echo $(whoami)", Decision.ALLOW, "allowed: shell(echo:*)",
+             "shell(echo:*)"),
+        Part(Kind.SHELL, "whoami", Decision.ASK, "no rule matched (in command substitution)"),
+    )  # fmt: skip
+    assert evaluation.rule == "shell(curl:*)"
+    assert evaluation.deciding_part == evaluation.parts[0]
+
+
+def test_sources_entry_is_named(rules: RuleSet, sources: Sources) -> None:
+    evaluation = evaluate(
+        ShellOperation("pip install pandas pyautogui"), rules=rules, sources=sources, context_id=CTX
+    )
+
+    assert evaluation.to_dict() == {
+        "decision": "deny",
+        "normalised": "pip install pandas pyautogui",
+        "rule": None,
+        "sources_entry": "package_managers.pip.blocked_packages[1]",
+        "parts": [
+            {
+                "kind": "shell",
+                "text": "pip install pandas pyautogui",
+                "decision": "deny",
+                "rule": None,
+                "sources_entry": "package_managers.pip.blocked_packages[1]",
+                "reason": "pip install: package pyautogui is blocked",
+            }
+        ],
+    }
+
+
+def test_unparseable_command_is_asked_with_the_parser_message(rules: RuleSet) -> None:
+    evaluation = evaluate(ShellOperation("echo 'open"), rules=rules, sources=None, context_id=CTX)
+
+    assert evaluation.decision == Decision.ASK
+    assert evaluation.parts[0].reason.startswith("unparseable: unexpected EOF")
+
+
+# --- sources.json narrowing ------------------------------------------------------------------
+
+WEB = {
+    "web_access": {
+        "enabled": True,
+        "allowed_domains": ["pypi.org", "*.githubusercontent.com"],
+        "blocked_domains": ["*.internal", "metadata.google.internal"],
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "sources_json", "decision", "entry"),
+    [
+        ("curl https://pypi.org/simple/", WEB, Decision.ALLOW, None),
+        ("curl -sL raw.githubusercontent.com/x/y", WEB, Decision.ALLOW, None),
+        ("curl http://metadata.google.internal/", WEB, Decision.DENY,
+         "web_access.blocked_domains[0]"),
+        ("curl https://example.com", WEB, Decision.DENY, "web_access.allowed_domains"),
+        ("curl http://169.254.169.254/latest", WEB, Decision.DENY, "web_access.allowed_domains"),
+        ("curl $URL", WEB, Decision.ASK, None),
+        ("curl --proxy http://p:1 https://pypi.org", WEB, Decision.ASK, None),
+        ("curl https://pypi.org", {"web_access": {"enabled": False}}, Decision.DENY,
+         "web_access.enabled"),
+        ("curl https://pypi.org", {}, Decision.DENY, "web_access"),
+        ("pip install pandas", {"package_managers": {"pip": {"enabled": False}}}, Decision.DENY,
+         "package_managers.pip.enabled"),
+        ("pip install pandas", {}, Decision.DENY, "package_managers"),
+        ("pip install Foo.Bar",
+         {"package_managers": {"pip": {"enabled": True, "blocked_packages": ["foo_bar"]}}},
+         Decision.DENY, "package_managers.pip.blocked_packages[0]"),
+        ("git clone https://github.com/a/b", {"git": {"enabled": False}}, Decision.DENY,
+         "git.enabled"),
+        ("ls", {}, Decision.ALLOW, None),
+    ],
+)  # fmt: skip
+def test_sources_narrow_allowed_commands(
+    command: str, sources_json: dict[str, Any], decision: Decision, entry: str | None
+) -> None:
+    rule_set = policy(allow=["shell(curl:*)", "shell(pip install:*)", "shell(git clone:*)",
+                             "shell(ls:*)"])  # fmt: skip
+    evaluation = evaluate(
+        ShellOperation(command),
+        rules=rule_set,
+        sources=parse_sources(sources_json),
+        context_id=CTX,
+    )
+
+    assert (evaluation.decision, evaluation.sources_entry) == (decision, entry)
+
+
+def test_network_operation_is_narrowed_by_web_access() -> None:
+    rule_set = policy(allow=["network(outbound:*)"])
+    narrowing = parse_sources(WEB)
+
+    def check(host: str) -> tuple[Decision, str | None]:
+        evaluation = evaluate(
+            NetworkOperation(host), rules=rule_set, sources=narrowing, context_id=CTX
+        )
+        return evaluation.decision, evaluation.sources_entry
+
+    assert check("pypi.org") == (Decision.ALLOW, None)
+    assert check("metadata.google.internal") == (Decision.DENY, "web_access.blocked_domains[0]")
+    assert check("evil.example") == (Decision.DENY, "web_access.allowed_domains")
+
+
+def test_without_sources_nothing_is_narrowed(rules: RuleSet) -> None:
+    assert decide("pip install pyautogui", rules, None) == Decision.ALLOW
+
+
+# --- parsers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"permissions": {"allow": ["shell(ls:*)", "shell(cat:*)", "shell(wc:*)", "shell(grep"]}},
+         'permissions.allow[3]: "shell(grep" is missing its closing parenthesis'),
+        ({"permissions": {"deny": ["Bash(curl:*)"]}},
+         'permissions.deny[0]: "Bash(curl:*)" has unknown kind "Bash" '
+         "(expected shell, file or network)"),
+        ({"permissions": {"allow": ["file(exec:/tmp/**)"]}},
+         'permissions.allow[0]: "file(exec:/tmp/**)" has unknown file action "exec" '
+         "(expected read, write or delete)"),
+        ({"permissions": {"allow": ["file(/tmp/**)"]}},
+         'permissions.allow[0]: "file(/tmp/**)" needs ACTION:PATH-GLOB, '
+         "e.g. file(read:${WORKSPACE}/**)"),
+        ({"permissions": {"allow": "shell(ls:*)"}},
+         "permissions.allow: expected a list of rule strings, got string"),
+        ({"permissions": {"ask": ["shell(ls:*)", 5]}},
+         "permissions.ask[1]: expected a rule string, got number"),
+        ({"permissions": {"allow": [""]}}, 'permissions.allow[0]: "" is empty'),
+        ({"permissions": {"allow": ["shell()"]}},
+         'permissions.allow[0]: "shell()" has an empty specifier'),
+        ({"permissions": {"allow": ["shell(ls))"]}},
+         'permissions.allow[0]: "shell(ls))" has unbalanced parentheses'),
+        ({"permissions": {"allow": ["shell(ls \u200b)"]}},
+         'permissions.allow[0]: "shell(ls \\u200b)" contains a control or invisible character '
+         "(U+200B ZERO WIDTH SPACE)"),
+        ({"permissions": {"allow": ["file(read:${HOME}/**)"]}},
+         'permissions.allow[0]: "file(read:${HOME}/**)" uses unknown variable ${HOME} '
+         "(known: ${WORKSPACE}, ${CONTEXT_ID})"),
+        ({"permissions": {"allow": ["network(outbound:*.example.*)"]}},
+         'permissions.allow[0]: "network(outbound:*.example.*)" has a host pattern that '
+         "may only use a leading '*.' wildcard"),
+        ({"permissions": {"allow": ["network(pypi.org)"]}},
+         'permissions.allow[0]: "network(pypi.org)" needs DIRECTION:HOST-PATTERN, '
+         "e.g. network(outbound:pypi.org)"),
+        ({"permissions": {"alow": []}},
+         'permissions: unknown key "alow" (expected allow, ask, deny)'),
+        ({"permision": {}},
+         'settings.json: unknown key "permision" (expected context_workspace, permissions)'),
+        (["shell(ls)"], "settings.json: expected an object, got list"),
+        ({"permissions": []}, "permissions: expected an object, got list"),
+        ({"context_workspace": "/workspace/shared"},
+         'context_workspace: "/workspace/shared" must contain ${CONTEXT_ID} so every context '
+         "gets its own workspace"),
+    ],
+)  # fmt: skip
+def test_settings_errors_name_the_entry(settings: Any, message: str) -> None:
+    with pytest.raises(RuleSyntaxError) as raised:
+        parse_settings(settings)
+
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("sources_json", "message"),
+    [
+        ({"package_managers": {"pip": {"enabled": True, "blocked_packages": ["a", 5]}}},
+         "package_managers.pip.blocked_packages[1]: expected a string, got number"),
+        ({"package_managers": {"pip": {"blocked_packages": []}}},
+         'package_managers.pip: missing required key "enabled"'),
+        ({"package_managers": {"pip": {"enabled": "yes"}}},
+         "package_managers.pip.enabled: expected true or false, got string"),
+        ({"package_managers": {"pip": {"enabled": True,
+                                       "registries": [{"name": "x", "url": "ftp://x"}]}}},
+         'package_managers.pip.registries[0].url: "ftp://x" is not an http(s) URL with a host'),
+        ({"package_managers": {"pip": {"enabled": True, "mirrors": []}}},
+         'package_managers.pip: unknown key "mirrors" '
+         "(expected enabled, registries, max_install_size_mb, blocked_packages)"),
+        ({"web_acess": {}},
+         'sources.json: unknown key "web_acess" '
+         "(expected agent_type, package_managers, web_access, git, runtime)"),
+        ({"web_access": {"enabled": True, "allowed_domains": "pypi.org"}},
+         "web_access.allowed_domains: expected a list of strings, got string"),
+        ({"web_access": {"enabled": True, "blocked_domains": ["*.internal", "evil.*"]}},
+         "web_access.blocked_domains[1]: \"evil.*\" may only use a leading '*.' wildcard"),
+        ({"git": {"enabled": True, "allowed_remotes": [3]}},
+         "git.allowed_remotes[0]: expected a string, got number"),
+        ({"runtime": {"max_memory_mb": -1}},
+         "runtime.max_memory_mb: expected a positive integer, got -1"),
+    ],
+)  # fmt: skip
+def test_sources_errors_name_the_entry(sources_json: Any, message: str) -> None:
+    with pytest.raises(SourcesError) as raised:
+        parse_sources(sources_json)
+
+    assert str(raised.value) == message
+
+
+def test_settings_round_trip_reproduces_the_seed() -> None:
+    parsed = parse_settings(seed_settings())
+
+    assert parsed.to_json() == seed_settings()
+    assert parse_settings(parsed.to_json()) == parsed
+    assert (len(parsed.allow), len(parsed.ask), len(parsed.deny)) == (39, 0, 16)
+
+
+def test_sources_round_trip_reproduces_the_seed() -> None:
+    parsed = parse_sources(seed_sources())
+
+    assert parsed.to_json() == seed_sources()
+    assert parse_sources(parsed.to_json()) == parsed
+
+
+def test_round_trip_keeps_the_ask_list() -> None:
+    data = {"permissions": {"allow": ["shell(ls:*)"], "ask": ["shell(git push:*)"], "deny": []}}
+
+    assert parse_settings(data).to_json() == data
+
+
+def test_file_rule_trailing_legacy_suffix_means_nothing() -> None:
+    assert parse_rule("file(read:/etc/shadow:*)").pattern == "/etc/shadow"
+    assert parse_rule("file(write:/etc/**:*)").pattern == "/etc/**"
+    assert parse_rule("shell(grep:*)").pattern == "grep:*"
+    assert parse_rule("shell").pattern is None
+    assert parse_rule("shell(*)").pattern is None
+
+
+# --- operations --------------------------------------------------------------------------
+
+
+def test_operation_from_dict() -> None:
+    assert operation_from_dict({"kind": "shell", "command": "ls"}) == ShellOperation("ls")
+    assert operation_from_dict({"kind": "file", "action": "read", "path": "/w/a"}) == (
+        FileOperation(FileAction.READ, "/w/a")
+    )
+    assert operation_from_dict({"kind": "network", "url": "https://PyPI.org:443/simple"}) == (
+        NetworkOperation("pypi.org", url="https://PyPI.org:443/simple")
+    )
+    assert operation_from_dict({"kind": "network", "host": "pypi.org"}).to_dict() == {
+        "kind": "network",
+        "host": "pypi.org",
+        "direction": "outbound",
+    }
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "message"),
+    [
+        ({"kind": "shell"}, "command", "command: is required"),
+        ({"kind": "shell", "command": 5}, "command", "command: must be a string, got number"),
+        ({"kind": "exec"}, "kind", "kind: must be one of shell, file, network; got 'exec'"),
+        ({"kind": "file", "action": "exec", "path": "/x"}, "action",
+         "action: must be read, write or delete; got 'exec'"),
+        ({"kind": "file", "action": "read", "path": "/x", "mode": "r"}, "mode",
+         "mode: is not a field of a file operation"),
+        ({"kind": "network"}, "host", "host: is required (or give a url)"),
+        ({"kind": "network", "url": "pypi.org/simple"}, "url",
+         "url: is not an absolute URL with a host: 'pypi.org/simple'"),
+        ({"kind": "network", "url": "https://pypi.org/", "host": "evil.example"}, "host",
+         "host: 'evil.example' does not match the url's host 'pypi.org'"),
+        ({"kind": "network", "host": "pypi.org", "direction": "sideways"}, "direction",
+         "direction: must be outbound or inbound; got 'sideways'"),
+    ],
+)  # fmt: skip
+def test_operation_errors_name_the_field(data: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(OperationError) as raised:
+        operation_from_dict(data)
+
+    assert (raised.value.field, str(raised.value)) == (field, message)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_context_id_must_be_a_safe_directory_name(rules: RuleSet) -> None:
+    with pytest.raises(OperationError) as raised:
+        evaluate(ShellOperation("ls"), rules=rules, sources=None, context_id="../etc")
+
+    assert raised.value.field == "context_id"
+
+
+# --- approve and allow similar ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("operation", "proposal"),
+    [
+        (ShellOperation("pip install pandas"), "shell(pip install pandas:*)"),
+        (ShellOperation("pip install pandas==2.0"), "shell(pip install:*)"),
+        (ShellOperation("git clone https://github.com/a/b"), "shell(git clone:*)"),
+        (ShellOperation("ls && make test"), "shell(make test:*)"),
+        (ShellOperation("ls > /srv/out/a.txt"), "file(write:/srv/out/*)"),
+        (ShellOperation("python3 -c 'print(1)'"), None),  # no rule could allow inline code
+        (ShellOperation("curl https://x.example; make"), None),  # denied anyway
+        (FileOperation(FileAction.READ, "/workspace/ctx-1/data/a.csv"),
+         "file(read:${WORKSPACE}/data/*)"),
+        (FileOperation(FileAction.WRITE, "/srv/x/a[1].csv"), "file(write:/srv/x/*)"),
+        (NetworkOperation("pypi.org"), "network(outbound:pypi.org)"),
+    ],
+)  # fmt: skip
+def test_propose_allow_rule(operation: Any, proposal: str | None) -> None:
+    allow = ["shell(ls:*)", "shell(python3:*)", "file(write:${WORKSPACE}/**)"]
+    rule_set = policy(allow=allow, deny=["shell(curl:*)"])
+
+    assert propose_allow_rule(operation, rules=rule_set, sources=None, context_id=CTX) == proposal
+    if proposal is not None:  # the proposal really allows the operation
+        widened = policy(allow=[*allow, proposal], deny=["shell(curl:*)"])
+        result = evaluate(operation, rules=widened, sources=None, context_id=CTX)
+        assert result.decision == Decision.ALLOW
+
+
+@pytest.mark.parametrize(
+    ("rule", "operation", "matches"),
+    [
+        ("shell(pip install pandas:*)", ShellOperation("pip install pandas"), True),
+        ("shell(pip install pandas:*)", ShellOperation("pip install pandas --upgrade"), True),
+        ("shell(pip install pandas:*)", ShellOperation("pip install pandas-evil"), False),
+        ("shell(pip install pandas:*)", ShellOperation("cd x && pip install pandas"), True),
+        ("shell(pip install pandas:*)", FileOperation(FileAction.READ, "/x"), False),
+        ("file(read:${WORKSPACE}/data/*)", FileOperation(FileAction.READ, "data/a.csv"), True),
+        ("file(read:${WORKSPACE}/data/*)",
+         FileOperation(FileAction.READ, "/workspace/ctx-2/data/a.csv"), False),
+        ("file(read:${WORKSPACE}/data/*)", FileOperation(FileAction.WRITE, "data/a.csv"), False),
+        ("network(outbound:pypi.org)", NetworkOperation("pypi.org"), True),
+        ("network(outbound:pypi.org)", NetworkOperation("evil.example"), False),
+    ],
+)  # fmt: skip
+def test_rule_matches(rule: str, operation: Any, matches: bool) -> None:
+    assert rule_matches(rule, operation, CTX) is matches
+
+
+def test_rule_matches_rejects_a_malformed_rule() -> None:
+    with pytest.raises(RuleSyntaxError) as raised:
+        rule_matches("shell(ls", ShellOperation("ls"), CTX)
+
+    assert str(raised.value) == 'rule: "shell(ls" is missing its closing parenthesis'
+
+
+# --- the fast parser builds exactly bashlex's tree ---------------------------------------
+
+
+def _shape(node: Any) -> Any:
+    """A bashlex tree without word values, parameter and tilde nodes (none is used: values
+    come from scan_word)."""
+    if isinstance(node, list):
+        return [
+            _shape(item)
+            for item in node
+            if getattr(item, "kind", None) not in {"parameter", "tilde"}
+        ]
+    if isinstance(node, bashlex.ast.node):
+        return {key: _shape(value) for key, value in vars(node).items() if key != "word"}
+    return node
+
+
+PLAIN = [
+    "ls;",
+    "ls &",
+    "a | b",
+    "a && b | c || d; e &",
+    'X=1 Y="a b" ls',
+    "ls > f 2>&1",
+    "ls >&2",
+    "ls &> f",
+    "cat < f >> g 2>>h",
+    "echo \"${X}y\" a$X '$HOME'",
+    "echo a2>f",
+    "grep -r 'error' logs/ | sort | uniq -c | head -20",
+    "find . -name '*.py' -exec grep -l TODO {} \\; | xargs wc -l",
+    "awk -F, '{s+=$3} END {print s}' data.csv",
+    "echo done",
+    "'cu'\"rl\" x",
+    "ls ~/x a~b ${X:-a}",
+    "ls -la # comment; curl x",
+]
+
+
+@pytest.mark.parametrize("command", PLAIN)
+def test_fast_parser_matches_bashlex(command: str) -> None:
+    fast = fastparse.parse(command)
+
+    assert fast is not None
+    assert _shape(fast) == _shape(bashlex.parse(command))
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo $(ls)", "if true; then ls; fi", "ls a#b", "cat <<EOF\nx\nEOF", "{ ls; }", "a\nb",
+     "echo ${X:-$(ls)}", "ls |& cat", "echo 'a$(b)'", "time ls", "echo \u00e9"],
+)  # fmt: skip
+def test_fast_parser_leaves_the_rest_to_bashlex(command: str) -> None:
+    assert fastparse.parse(command) is None
+
+
+def test_fast_parser_agrees_with_bashlex_on_random_lines() -> None:
+    alphabet = [
+        "ls", "a", "x=1", "X=$Y", '"q $Z r"', "'s t'", "*.py", "2>&1", ">", ">>", "<", "2>",
+        "&>", "f", "|", "&&", "||", ";", "&", " ", "$A", "${B}c", "-la", "a=b", "1", "12",
+        "done", '"', "'", 'e"f"g', "{}", "{a,b}", "}", "{", "\\;", "\\ ", "if", "then", "for",
+        "[[", "]]", "time", "!", "'$a'", "'\"'", '"x\'y"', "'{print $1}'", "'$(x)'", "'a\\b'",
+        "~", "~/x", "a~b", "#", " # c", "${X:-a}", "${#X}",
+    ]  # fmt: skip
+    rng = random.Random(20)
+    compared = 0
+    for _ in range(15000):
+        line = "".join(rng.choice(alphabet) + rng.choice(["", " "]) for _ in range(8))
+        fast = fastparse.parse(line)
+        if fast is None:
+            continue
+        compared += 1
+        assert _shape(fast) == _shape(bashlex.parse(line)), line
+    assert compared > 1000
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'ls; for f in *.csv; do cat "$f"; done',
+        'ls && echo "$(date)" > out.txt && git status',
+        "cd data && cat <<'EOF' > x.py\nprint(1)\nEOF\nls",
+        "ls & echo `whoami` && ls",
+        "grep x y || { ls; curl z; }",
+        "ls; time curl x",
+        "ls; if true; then cat /etc/shadow; fi",
+        'ls; echo "$(echo ")")"; curl',
+        "cd /etc; (cd /workspace/c); cat shadow",
+    ],
+)
+def test_plain_prefix_then_bashlex_reads_like_bashlex_alone(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    split = decompose(command, workspace="/workspace/c", context_id="c")
+    assert fastparse.parse_prefix(command)[1] > 0  # the prefix really was read separately
+    monkeypatch.setattr(fastparse, "parse_prefix", lambda text: ([], 0))
+
+    assert split == decompose(command, workspace="/workspace/c", context_id="c")
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("plain", "plain"),
+        ("'a b'", "a b"),
+        ("\"cu\"'rl'", "curl"),
+        ("c\\u\\rl", "curl"),
+        ('"a\\"b"', 'a"b'),
+        ('"a\\nb"', "a\\nb"),
+        ("'$HOME'", "$HOME"),
+        ('"$WORKSPACE/x"', "/workspace/c/x"),
+        ("${WORKSPACE}/x", "/workspace/c/x"),
+        ("$HOME/x", None),
+        ("$(ls)", None),
+        ("`ls`", None),
+    ],
+)
+def test_scan_word_removes_quotes_like_bash(raw: str, value: str | None) -> None:
+    assert scan_word(raw, {"WORKSPACE": "/workspace/c"}).value == value
