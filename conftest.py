@@ -115,6 +115,29 @@ def watcher_process(
         watcher.stop()
 
 
+@pytest.fixture(scope="session")
+def web_server(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
+    """The real web process (``manage.py serve``: uvicorn, the HTTP bridge, Channels) on a
+    free loopback port, against the test database. Yields its base URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    server = ManagedProcess(
+        "web", manage_argv("serve", "--bind", f"127.0.0.1:{port}"), child_env()
+    ).start()
+
+    def listening() -> bool:
+        server.assert_running()
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        wait_until(listening, timeout=30, message="the web process to listen")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _flush_survives_background_writers() -> Iterator[None]:
     """Transactional tests end with a TRUNCATE of every table while the worker and the

@@ -9,7 +9,7 @@ import sys
 def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.test")
     names = argv or ["all"]
-    known = {"allocations"}
+    known = {"allocations", "approvals"}
     if "all" in names:
         names = sorted(known)
     for name in names:
@@ -20,6 +20,10 @@ def main(argv: list[str]) -> int:
             from bench import allocations
 
             allocations.run()
+        elif name == "approvals":
+            from bench import approvals
+
+            approvals.run()
     return 0
 
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("v1/", include("allocations.urls")),
     path("v1/", include("profiles.urls")),
+    path("v1/", include("approvals.urls")),
     path("admin/", admin.site.urls),
     path("", include("frontend.urls")),
 ]

@@ -4,44 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from http.cookiejar import CookieJar
 from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth import get_user_model
 
-from tests.support.processes import ManagedProcess, child_env, manage_argv, wait_until
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def web_server(transactional_db: None) -> Iterator[str]:
-    port = free_port()
-    server = ManagedProcess(
-        "web", manage_argv("serve", "--bind", f"127.0.0.1:{port}"), child_env()
-    ).start()
-
-    def listening() -> bool:
-        server.assert_running()
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    try:
-        wait_until(listening, timeout=30, message="uvicorn to listen")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
-
-
+@pytest.mark.django_db(transaction=True)
 def test_login_page_static_files_and_login(web_server: str) -> None:
     get_user_model().objects.create_user("alice", password="correct horse battery")
     jar = CookieJar()

@@ -18,6 +18,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from approvals.rules import ShellOperation, evaluate, parse_settings, parse_sources
@@ -107,16 +108,21 @@ def _percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--evaluations", type=int, default=10_000)
-    parser.add_argument("--warmup", type=int, default=1_000)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
+@dataclass(frozen=True)
+class Measurement:
+    evaluations: int
+    warmup: int
+    mean_length: float
+    max_length: int
+    decisions: dict[str, int]
+    rows: list[tuple[str, list[float]]]  # (what, milliseconds per evaluation)
+
+
+def measure(*, evaluations: int = 10_000, warmup: int = 1_000, seed: int = 1) -> Measurement:
     rules = parse_settings(json.loads((FIXTURES / "settings.json").read_text()))
     sources = parse_sources(json.loads((FIXTURES / "sources.json").read_text()))
-    lines = commands(args.warmup + args.evaluations, args.seed)
-    for line in lines[: args.warmup]:
+    lines = commands(warmup + evaluations, seed)
+    for line in lines[:warmup]:
         evaluate(ShellOperation(line), rules=rules, sources=sources, context_id="ctx-bench")
     timings: list[float] = []
     cpu: list[float] = []
@@ -124,7 +130,7 @@ def main() -> None:
     slow: list[float] = []
     decisions: dict[str, int] = {}
     gc.collect()
-    for line in lines[args.warmup :]:
+    for line in lines[warmup:]:
         operation = ShellOperation(line)
         started, started_cpu = time.perf_counter(), time.thread_time()
         evaluation = evaluate(operation, rules=rules, sources=sources, context_id="ctx-bench")
@@ -133,17 +139,33 @@ def main() -> None:
         timings.append(elapsed)
         (fast if parse_prefix(line)[1] == len(line) else slow).append(elapsed)
         decisions[evaluation.decision.value] = decisions.get(evaluation.decision.value, 0) + 1
-    lengths = [len(line) for line in lines[args.warmup :]]
-    print(f"evaluate(): {len(timings)} shell commands after {args.warmup} warm-up")
-    print(f"  command length: mean {statistics.mean(lengths):.0f}, max {max(lengths)} chars")
-    print(f"  decisions: {dict(sorted(decisions.items()))}")
-    rows = [
-        ("wall clock, all lines", timings),
-        ("  plain lines (fast parser only)", fast),
-        ("  lines needing bashlex", slow),
-        ("CPU time of this thread, all", cpu),
-    ]
-    for name, samples in rows:
+    lengths = [len(line) for line in lines[warmup:]]
+    return Measurement(
+        evaluations=len(timings),
+        warmup=warmup,
+        mean_length=statistics.mean(lengths),
+        max_length=max(lengths),
+        decisions=dict(sorted(decisions.items())),
+        rows=[
+            ("wall clock, all lines", timings),
+            ("plain lines (fast parser only)", fast),
+            ("lines needing bashlex", slow),
+            ("CPU time of this thread, all", cpu),
+        ],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evaluations", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=1_000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    result = measure(evaluations=args.evaluations, warmup=args.warmup, seed=args.seed)
+    print(f"evaluate(): {result.evaluations} shell commands after {result.warmup} warm-up")
+    print(f"  command length: mean {result.mean_length:.0f}, max {result.max_length} chars")
+    print(f"  decisions: {result.decisions}")
+    for name, samples in result.rows:
         if samples:
             print(
                 f"  {name:33} n={len(samples):5}  p50 {_percentile(samples, 0.50):.3f} ms  "

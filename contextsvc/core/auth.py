@@ -94,42 +94,49 @@ def actor_of(principal: Any) -> str:
     return f"user:{principal.get_username()}"
 
 
+class InvalidCredentials(Exception):
+    """A bearer token was sent but is malformed, unknown, expired or revoked."""
+
+
+def principal_from_header(header: str) -> tuple[ApiPrincipal, ApiToken] | None:
+    """The principal of an ``Authorization`` header value; None when it is not a bearer
+    token at all (another scheme)."""
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    credentials = credentials.strip()
+    if not credentials or " " in credentials:
+        raise InvalidCredentials("malformed bearer token")
+    token = (
+        ApiToken.objects.select_related("client").filter(token_hash=hash_token(credentials)).first()
+    )
+    now = timezone.now()
+    if (
+        token is None
+        or token.revoked_at is not None
+        or (token.expires_at is not None and token.expires_at <= now)
+        or not token.client.is_active
+    ):
+        raise InvalidCredentials("invalid or revoked token")
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    principal = ApiPrincipal(
+        client_id=token.client_id, name=token.client.name, scopes=frozenset(token.client.scopes)
+    )
+    return principal, token
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     """``Authorization: Bearer cs_…`` as ``contextctl`` sends it with ``$CS_TOKEN``."""
-
-    keyword = "bearer"
 
     def authenticate(self, request: Request) -> tuple[ApiPrincipal, ApiToken] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None
-        scheme, _, credentials = header.partition(" ")
-        if scheme.lower() != self.keyword:
-            return None
-        credentials = credentials.strip()
-        if not credentials or " " in credentials:
-            raise exceptions.AuthenticationFailed("malformed bearer token")
-        token = (
-            ApiToken.objects.select_related("client")
-            .filter(token_hash=hash_token(credentials))
-            .first()
-        )
-        now = timezone.now()
-        if (
-            token is None
-            or token.revoked_at is not None
-            or (token.expires_at is not None and token.expires_at <= now)
-            or not token.client.is_active
-        ):
-            raise exceptions.AuthenticationFailed("invalid or revoked token")
-        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        principal = ApiPrincipal(
-            client_id=token.client_id,
-            name=token.client.name,
-            scopes=frozenset(token.client.scopes),
-        )
-        return principal, token
+        try:
+            return principal_from_header(header)
+        except InvalidCredentials as exc:
+            raise exceptions.AuthenticationFailed(str(exc)) from None
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="context-service"'

@@ -118,6 +118,11 @@ CHANNEL_LAYERS = {
 # How often beat recomputes every allocation from list calls (the watcher's safety net).
 CS_RESYNC_INTERVAL_SECONDS = env_int("CS_RESYNC_INTERVAL_SECONDS", 30, minimum=1)
 
+# How long an operation waits for a human before it expires (= denied), and the most an
+# agent may ask for.
+CS_APPROVAL_DEADLINE_SECONDS = env_int("CS_APPROVAL_DEADLINE_SECONDS", 300, minimum=1)
+CS_APPROVAL_MAX_DEADLINE_SECONDS = env_int("CS_APPROVAL_MAX_DEADLINE_SECONDS", 3600, minimum=1)
+
 # --- Celery ------------------------------------------------------------------------------
 
 CELERY_BROKER_URL = REDIS_URL
@@ -139,6 +144,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "cluster-capabilities": {
         "task": "contextsvc.core.tasks.refresh_capabilities",
         "schedule": 60.0,
+    },
+    "approvals-expire": {
+        "task": "approvals.tasks.expire_due",
+        "schedule": 5.0,
     },
     "allocations-resync": {
         "task": "allocations.tasks.resync",

@@ -1,0 +1,223 @@
+"""The approval queue API (v1 additions). Agents submit operations with their own tokens
+(scope ``agent``) and see only their own requests; deciding needs ``approver``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from approvals import selectors, services
+from contextsvc.core.api import ServiceAPIView
+from contextsvc.core.auth import actor_of, principal_scopes
+from contextsvc.core.errors import InvalidRequest
+from contextsvc.core.jsonbody import read_json_object, reject_unknown_fields
+from contextsvc.core.models import Scope
+
+OBJECT = OpenApiTypes.OBJECT
+CHECK_FIELDS = frozenset(
+    {
+        "contextId",
+        "agentType",
+        "agentInstance",
+        "allocation",
+        "namespace",
+        "operation",
+        "deadlineSeconds",
+    }
+)
+DECISION_FIELDS = frozenset({"decision", "reason", "scope", "expiresInSeconds", "rule"})
+
+
+def own_requests_only(request: Request) -> str | None:
+    """An agent-only credential sees and cancels only the requests it made."""
+    scopes = principal_scopes(request.user)
+    if scopes & {Scope.READ, Scope.APPROVER, Scope.ADMIN}:
+        return None
+    return actor_of(request.user)
+
+
+def _string(body: dict[str, Any], key: str, *, required: bool = False) -> str:
+    value = body.get(key)
+    if value is None or value == "":
+        if required:
+            raise InvalidRequest(f"{key} is required")
+        return ""
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{key} must be a string")
+    return value
+
+
+def _integer(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if type(value) is not int:
+        raise InvalidRequest(f"{key} must be an integer")
+    return value
+
+
+class ApprovalCollectionApi(ServiceAPIView):
+    read_scopes = (Scope.READ, Scope.AGENT, Scope.APPROVER)
+    write_scope = Scope.AGENT
+
+    @extend_schema(
+        operation_id="approvals_check",
+        request=OBJECT,
+        responses={200: OBJECT, 202: OBJECT},
+        description="Decide an operation now (200 allow/deny) or queue it for a human (202).",
+    )
+    def post(self, request: Request) -> Response:
+        body = read_json_object(request._request)
+        reject_unknown_fields(body, CHECK_FIELDS)
+        operation = body.get("operation")
+        if not isinstance(operation, dict):
+            raise InvalidRequest("operation must be an object")
+        result = services.approval_check(
+            operation=operation,
+            context_id=_string(body, "contextId", required=True),
+            agent_type=_string(body, "agentType", required=True),
+            agent_instance=_string(body, "agentInstance"),
+            allocation=_string(body, "allocation"),
+            namespace=_string(body, "namespace"),
+            deadline_seconds=_integer(body, "deadlineSeconds"),
+            actor=actor_of(request.user),
+        )
+        if result.request is None:
+            return Response({"decision": result.decision, "evaluation": result.evaluation})
+        return Response(
+            {**selectors.approval_json(result.request), "decision": "ask"},
+            status=202,
+            headers={"Location": f"/v1/approvals/{result.request.pk}"},
+        )
+
+    @extend_schema(
+        operation_id="approvals_list",
+        parameters=[
+            OpenApiParameter(name, OpenApiTypes.STR)
+            for name in ("status", "agentType", "contextId", "allocation", "limit", "offset")
+        ],
+        responses={200: OBJECT},
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        found = selectors.approval_list(
+            status=params.get("status"),
+            agent_type=params.get("agentType"),
+            context_id=params.get("contextId"),
+            allocation=params.get("allocation"),
+            requested_by=own_requests_only(request),
+        )
+        try:
+            limit = min(max(int(params.get("limit", 100)), 1), 500)
+            offset = max(int(params.get("offset", 0)), 0)
+        except ValueError:
+            raise InvalidRequest("limit and offset must be integers") from None
+        page = found.select_related("grant")[offset : offset + limit]
+        return Response(
+            {"items": [selectors.approval_json(item) for item in page], "count": found.count()}
+        )
+
+
+class ApprovalDetailApi(ServiceAPIView):
+    """GET without ``wait``; with ``?wait=N`` the request is served by the long-poll
+    consumer (approvals/consumers.py), which answers in this same shape."""
+
+    read_scopes = (Scope.READ, Scope.AGENT, Scope.APPROVER)
+
+    @extend_schema(
+        operation_id="approvals_get",
+        parameters=[
+            OpenApiParameter(
+                "wait",
+                OpenApiTypes.INT,
+                description="long-poll: seconds (max 60) to wait for a decision",
+            )
+        ],
+        responses={200: OBJECT},
+    )
+    def get(self, request: Request, request_id: str) -> Response:
+        parsed = selectors.parse_request_id(request_id)
+        services.expire_if_due(parsed)
+        found = selectors.approval_get(request_id=parsed, requested_by=own_requests_only(request))
+        return Response(selectors.approval_json(found))
+
+
+class ApprovalDecisionApi(ServiceAPIView):
+    write_scope = Scope.APPROVER
+
+    @extend_schema(operation_id="approvals_decide", request=OBJECT, responses={200: OBJECT})
+    def post(self, request: Request, request_id: str) -> Response:
+        parsed = selectors.parse_request_id(request_id)
+        body = read_json_object(request._request)
+        reject_unknown_fields(body, DECISION_FIELDS)
+        decision = _string(body, "decision", required=True)
+        actor = actor_of(request.user)
+        reason = _string(body, "reason")
+        if decision == "approve":
+            decided = services.approval_approve(request_id=parsed, actor=actor, reason=reason)
+        elif decision == "deny":
+            decided = services.approval_deny(request_id=parsed, actor=actor, reason=reason)
+        elif decision == "approve_similar":
+            decided, _ = services.approval_approve_similar(
+                request_id=parsed,
+                actor=actor,
+                scope=_string(body, "scope", required=True),
+                expires_in_seconds=_integer(body, "expiresInSeconds"),
+                rule=_string(body, "rule") or None,
+                reason=reason,
+            )
+        else:
+            raise InvalidRequest("decision must be approve, deny or approve_similar")
+        return Response(selectors.approval_json(decided))
+
+
+class ApprovalCancelApi(ServiceAPIView):
+    write_scope = Scope.AGENT
+
+    @extend_schema(operation_id="approvals_cancel", request=None, responses={200: OBJECT})
+    def post(self, request: Request, request_id: str) -> Response:
+        parsed = selectors.parse_request_id(request_id)
+        # Agents cancel only their own; the lookup 404s otherwise.
+        selectors.approval_get(request_id=parsed, requested_by=own_requests_only(request))
+        cancelled = services.approval_cancel(request_id=parsed, actor=actor_of(request.user))
+        return Response(selectors.approval_json(cancelled))
+
+
+class ApprovalSimilarApi(ServiceAPIView):
+    read_scopes = (Scope.READ, Scope.APPROVER)
+
+    @extend_schema(operation_id="approvals_similar", responses={200: OBJECT})
+    def get(self, request: Request, request_id: str) -> Response:
+        found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+        rule = request.query_params.get("rule") or services.proposed_rule(found)
+        return Response(
+            {"rule": rule, "matches": services.similar_count(found, rule) if rule else 0}
+        )
+
+
+class GrantCollectionApi(ServiceAPIView):
+    read_scopes = (Scope.READ, Scope.APPROVER)
+
+    @extend_schema(
+        operation_id="grants_list",
+        parameters=[OpenApiParameter("active", OpenApiTypes.BOOL)],
+        responses={200: OBJECT},
+    )
+    def get(self, request: Request) -> Response:
+        active = request.query_params.get("active") in ("1", "true", "yes")
+        return Response(
+            {"items": [selectors.grant_json(g) for g in selectors.grant_list(active=active)]}
+        )
+
+
+class GrantDetailApi(ServiceAPIView):
+    write_scope = Scope.APPROVER
+
+    @extend_schema(operation_id="grants_revoke", responses={204: None})
+    def delete(self, request: Request, grant_id: int) -> Response:
+        services.grant_revoke(grant_id=grant_id, actor=actor_of(request.user))
+        return Response(status=204)

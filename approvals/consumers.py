@@ -1,0 +1,130 @@
+"""``GET /v1/approvals/{id}?wait=N``: the agent's long-poll, as an async consumer.
+
+It subscribes to the request's channel-layer group before it reads the request, so a
+decision committed in between is never missed, then waits — without holding a thread —
+until the decision's event arrives, the request's deadline passes, or ``wait`` seconds are
+up, and answers with the request as ``GET /v1/approvals/{id}`` shows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qs
+from uuid import UUID
+
+from channels.db import DatabaseSyncToAsync
+from channels.generic.http import AsyncHttpConsumer
+from channels.layers import get_channel_layer
+from django.utils import timezone
+
+from approvals import selectors, services
+from contextsvc.core.auth import (
+    InvalidCredentials,
+    actor_of,
+    principal_from_header,
+    principal_scopes,
+)
+from contextsvc.core.errors import NotFound
+from contextsvc.core.models import Scope
+
+MAX_WAIT = 60.0
+READERS = {Scope.READ, Scope.AGENT, Scope.APPROVER, Scope.ADMIN}
+# Expiry is decided by the database clock; waking a little after the deadline makes sure
+# the request reads as expired rather than waiting for the next event that never comes.
+DEADLINE_GRACE = 0.05
+
+
+def _in_thread(function: Any) -> Any:
+    """Run a database read on the thread pool, not on Django's one "main" thread: waiters
+    are independent, and one slow read must not hold up every other waiter's answer."""
+    return DatabaseSyncToAsync(function, thread_sensitive=False)
+
+
+@_in_thread
+def _authenticate(header: str) -> tuple[str, frozenset[str]] | None:
+    found = principal_from_header(header)
+    if found is None:
+        return None
+    principal, _ = found
+    return actor_of(principal), principal_scopes(principal)
+
+
+@_in_thread
+def _read(request_id: UUID, requested_by: str | None) -> dict[str, Any]:
+    services.expire_if_due(request_id)
+    return selectors.approval_json(
+        selectors.approval_get(request_id=request_id, requested_by=requested_by)
+    )
+
+
+class ApprovalWaitConsumer(AsyncHttpConsumer):
+    async def handle(self, body: bytes) -> None:
+        status, payload = await self._answer()
+        headers = [(b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store")]
+        if status == 401:
+            headers.append((b"WWW-Authenticate", b'Bearer realm="context-service"'))
+        await self.send_response(status, json.dumps(payload).encode(), headers=headers)
+
+    async def _answer(self) -> tuple[int, dict[str, Any]]:
+        headers = dict(self.scope.get("headers") or [])
+        header = headers.get(b"authorization", b"").decode("latin-1")
+        try:
+            found = await _authenticate(header) if header else None
+        except InvalidCredentials as exc:
+            return 401, {"error": "unauthorized", "message": str(exc)}
+        if found is None:
+            return 401, {
+                "error": "unauthorized",
+                "message": "Authentication credentials were not provided.",
+            }
+        actor, scopes = found
+        if not scopes & READERS:
+            return 403, {
+                "error": "forbidden",
+                "message": "this credential lacks the scope this endpoint needs",
+            }
+        own_only = None if scopes & {Scope.READ, Scope.APPROVER, Scope.ADMIN} else actor
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        try:
+            wait = min(max(float(query.get("wait", ["0"])[0]), 0.0), MAX_WAIT)
+        except ValueError:
+            return 400, {"error": "invalid_request", "message": "wait must be a number of seconds"}
+        try:
+            request_id = selectors.parse_request_id(self.scope["url_route"]["kwargs"]["request_id"])
+            return 200, await self._wait(request_id, own_only, wait)
+        except NotFound as exc:
+            return 404, {"error": "not_found", "message": exc.message}
+
+    async def _wait(self, request_id: UUID, own_only: str | None, wait: float) -> dict[str, Any]:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        group = services.request_group(request_id)
+        await layer.group_add(group, channel)
+        try:
+            state = await _read(request_id, own_only)
+            until = time.monotonic() + wait
+            while state["status"] == "pending":
+                to_deadline = (
+                    datetime.fromisoformat(state["deadline"]) - timezone.now()
+                ).total_seconds() + DEADLINE_GRACE
+                timeout = min(until - time.monotonic(), to_deadline)
+                if timeout <= 0:
+                    break
+                message = None
+                with contextlib.suppress(TimeoutError):
+                    message = await asyncio.wait_for(layer.receive(channel), timeout)
+                event = (message or {}).get("event") or {}
+                if event.get("type") == "approval.decided" and event["data"]["id"] == state["id"]:
+                    # The event carries the request as the API shows it: no second read.
+                    return dict(event["data"])
+                state = await _read(request_id, own_only)
+                if time.monotonic() >= until:
+                    break
+            return state
+        finally:
+            await layer.group_discard(group, channel)

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class Status(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    DENIED = "denied", "Denied"
+    EXPIRED = "expired", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class ApprovalRequest(models.Model):
+    """One agent operation that no rule decided, waiting for a human."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    context_id = models.CharField(max_length=253)
+    agent_type = models.CharField(max_length=63, help_text="The profile whose rules applied.")
+    agent_instance = models.CharField(max_length=253, blank=True)
+    allocation = models.CharField(max_length=50, blank=True)
+    namespace = models.CharField(max_length=63, blank=True)
+    operation = models.JSONField(help_text="The operation as the agent sent it.")
+    kind = models.CharField(max_length=16)
+    normalised = models.TextField(help_text="Sanitised for reviewers (hidden characters escaped).")
+    evaluation = models.JSONField(help_text="The rule evaluation, part by part.")
+    risk = models.CharField(max_length=8)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    requested_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    deadline = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.CharField(max_length=200, blank=True)
+    reason = models.TextField(blank=True)
+    grant = models.ForeignKey(
+        "Grant", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "deadline"], name="approval_status_deadline"),
+            models.Index(fields=["agent_type", "-created_at"], name="approval_agent_type"),
+            models.Index(fields=["context_id", "-created_at"], name="approval_context"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.kind} {self.status}"
+
+
+class Grant(models.Model):
+    """A narrower allow rule from "approve and allow similar", for one context or one agent
+    type, optionally until a time. Revocable; never broader than the rule it names."""
+
+    class Scope(models.TextChoices):
+        CONTEXT = "context", "This context"
+        AGENT_TYPE = "agent_type", "This agent type"
+
+    rule = models.CharField(max_length=4096)
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    agent_type = models.CharField(max_length=63)
+    context_id = models.CharField(max_length=253, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=200)
+    source = models.ForeignKey(
+        ApprovalRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope="agent_type") | ~Q(context_id=""), name="grant_context_scoped"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule} ({self.scope})"

@@ -1,0 +1,113 @@
+"""Reads for approval requests and grants (PostgreSQL only)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.db.models import QuerySet
+
+from approvals.models import ApprovalRequest, Grant, Status
+from contextsvc.core.errors import InvalidRequest, NotFound
+
+
+def parse_request_id(raw: str) -> UUID:
+    try:
+        return UUID(raw)
+    except ValueError:
+        raise NotFound(f'approval request "{raw}" not found') from None
+
+
+def approval_get(*, request_id: UUID, requested_by: str | None = None) -> ApprovalRequest:
+    """``requested_by`` limits the lookup to one caller's own requests (agents)."""
+    found = ApprovalRequest.objects.select_related("grant").filter(pk=request_id)
+    if requested_by is not None:
+        found = found.filter(requested_by=requested_by)
+    request = found.first()
+    if request is None:
+        raise NotFound(f'approval request "{request_id}" not found')
+    return request
+
+
+def approval_list(
+    *,
+    status: str | None = None,
+    agent_type: str | None = None,
+    context_id: str | None = None,
+    allocation: str | None = None,
+    requested_by: str | None = None,
+) -> QuerySet[ApprovalRequest]:
+    found = ApprovalRequest.objects.all()
+    if status:
+        if status not in Status.values:
+            raise InvalidRequest(f"status must be one of {', '.join(Status.values)}")
+        found = found.filter(status=status)
+    for field, value in (
+        ("agent_type", agent_type),
+        ("context_id", context_id),
+        ("allocation", allocation),
+        ("requested_by", requested_by),
+    ):
+        if value:
+            found = found.filter(**{field: value})
+    return found.order_by("-created_at")
+
+
+def grant_list(*, active: bool | None = None) -> QuerySet[Grant]:
+    from django.db.models import Q
+    from django.utils import timezone
+
+    grants = Grant.objects.all()
+    if active:
+        grants = grants.filter(revoked_at__isnull=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+        )
+    return grants.order_by("-created_at")
+
+
+DECISION = {
+    Status.APPROVED: "allow",
+    Status.DENIED: "deny",
+    Status.EXPIRED: "deny",
+    Status.CANCELLED: "deny",
+}
+
+
+def grant_json(grant: Grant) -> dict[str, Any]:
+    return {
+        "id": grant.pk,
+        "rule": grant.rule,
+        "scope": grant.scope,
+        "agentType": grant.agent_type,
+        "contextId": grant.context_id or None,
+        "expiresAt": grant.expires_at.isoformat() if grant.expires_at else None,
+        "createdAt": grant.created_at.isoformat(),
+        "createdBy": grant.created_by,
+        "revokedAt": grant.revoked_at.isoformat() if grant.revoked_at else None,
+        "revokedBy": grant.revoked_by or None,
+    }
+
+
+def approval_json(request: ApprovalRequest) -> dict[str, Any]:
+    """What agents and reviewers see of a request. ``decision`` is what the agent must do:
+    null while pending, allow when approved, deny otherwise (an expired request is denied)."""
+    return {
+        "id": str(request.pk),
+        "status": request.status,
+        "decision": DECISION.get(Status(request.status)),
+        "contextId": request.context_id,
+        "agentType": request.agent_type,
+        "agentInstance": request.agent_instance or None,
+        "allocation": request.allocation or None,
+        "operation": request.operation,
+        "normalised": request.normalised,
+        "evaluation": request.evaluation,
+        "risk": request.risk,
+        "requestedBy": request.requested_by,
+        "createdAt": request.created_at.isoformat(),
+        "deadline": request.deadline.isoformat(),
+        "decidedAt": request.decided_at.isoformat() if request.decided_at else None,
+        "decidedBy": request.decided_by or None,
+        "reason": request.reason or None,
+        "grant": grant_json(request.grant) if request.grant else None,
+    }

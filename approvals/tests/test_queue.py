@@ -1,0 +1,353 @@
+"""The approval queue through the API: immediate decisions, pending requests, final and
+idempotent decisions, grants, expiry, cancellation, and who may see what."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from approvals.models import ApprovalRequest, Grant, Status
+from contextsvc.core.models import AuditEntry
+from profiles.services import profile_save
+from tests.support.api import ApiClient, issue_token
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RULES = {
+    "permissions": {
+        "allow": ["shell(ls:*)", "shell(git status:*)", "file(read:${WORKSPACE}/**)"],
+        "deny": ["shell(curl:*)", "shell(sudo:*)"],
+    }
+}
+
+
+@pytest.fixture(autouse=True)
+def profile(kube_cluster: object) -> None:
+    profile_save(
+        name="data-agent",
+        create=True,
+        actor="user:test",
+        values={"source": "builtin", "image": "busybox:1.36", "rules": RULES},
+    )
+
+
+@pytest.fixture
+def agent() -> ApiClient:
+    return ApiClient(issue_token("agent-1", ["agent"]))
+
+
+@pytest.fixture
+def approver() -> ApiClient:
+    return ApiClient(issue_token("alice", ["approver"]))
+
+
+def ask(agent: ApiClient, command: str, context: str = "ctx-1", **extra: Any) -> Any:
+    return agent.post(
+        "/v1/approvals",
+        {
+            "contextId": context,
+            "agentType": "data-agent",
+            "operation": {"kind": "shell", "command": command},
+            **extra,
+        },
+    )
+
+
+def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
+    allowed = ask(agent, "ls -la")
+    denied = ask(agent, "ls && curl https://evil.example")
+
+    assert allowed.status_code == 200
+    assert allowed.json()["decision"] == "allow"
+    assert allowed.json()["evaluation"]["rule"] == "shell(ls:*)"
+    assert denied.status_code == 200
+    body = denied.json()
+    assert body["decision"] == "deny"
+    assert body["evaluation"]["rule"] == "shell(curl:*)"
+    assert [(part["text"], part["decision"]) for part in body["evaluation"]["parts"]] == [
+        ("ls", "allow"),
+        ("curl https://evil.example", "deny"),
+    ]
+    assert ApprovalRequest.objects.count() == 0
+    assert list(
+        AuditEntry.objects.filter(action__startswith="approval.").values_list("action", "actor")
+    ) == [
+        ("approval.refuse", "api:agent-1"),
+    ]
+
+
+def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
+    response = ask(agent, "pip install pandas", allocation="pool-a", agentInstance="pod-7")
+
+    assert response.status_code == 202
+    body = response.json()
+    assert response["Location"] == f"/v1/approvals/{body['id']}"
+    assert (
+        body["decision"],
+        body["status"],
+        body["contextId"],
+        body["allocation"],
+        body["agentInstance"],
+        body["risk"],
+    ) == ("ask", "pending", "ctx-1", "pool-a", "pod-7", "medium")
+    assert body["evaluation"]["parts"][0]["decision"] == "ask"
+    assert body["evaluation"]["parts"][0]["rule"] is None
+    request = ApprovalRequest.objects.get()
+    assert request.requested_by == "api:agent-1"
+    assert 295 <= (request.deadline - request.created_at).total_seconds() <= 301
+    assert AuditEntry.objects.filter(action="approval.request", target=str(request.pk)).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            {
+                "contextId": "../etc",
+                "agentType": "data-agent",
+                "operation": {"kind": "shell", "command": "ls"},
+            },
+            "context_id: must be 1-253 of A-Z a-z 0-9 . _ : @ + - ; got '../etc'",
+        ),
+        (
+            {
+                "contextId": "c",
+                "agentType": "ghost",
+                "operation": {"kind": "shell", "command": "ls"},
+            },
+            'agent type "ghost" has no enabled profile',
+        ),
+        (
+            {"contextId": "c", "agentType": "data-agent", "operation": {"kind": "exec"}},
+            "kind: must be one of shell, file, network; got 'exec'",
+        ),
+        (
+            {
+                "contextId": "c",
+                "agentType": "data-agent",
+                "operation": {"kind": "file", "action": "chmod", "path": "x"},
+            },
+            "action: must be read, write or delete; got 'chmod'",
+        ),
+        (
+            {"contextId": "c", "agentType": "data-agent", "operation": "ls"},
+            "operation must be an object",
+        ),
+        (
+            {"agentType": "data-agent", "operation": {"kind": "shell", "command": "ls"}},
+            "contextId is required",
+        ),
+        (
+            {
+                "contextId": "c",
+                "agentType": "data-agent",
+                "operation": {"kind": "shell", "command": "x"},
+                "deadlineSeconds": 0,
+            },
+            "deadlineSeconds must be between 1 and 3600",
+        ),
+        (
+            {
+                "contextId": "c",
+                "agentType": "data-agent",
+                "operation": {"kind": "shell", "command": "x"},
+                "priority": "high",
+            },
+            'unknown field "priority"',
+        ),
+    ],
+)
+def test_bad_requests_are_refused_and_change_nothing(
+    agent: ApiClient, body: dict[str, Any], message: str
+) -> None:
+    response = agent.post("/v1/approvals", body)
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "invalid_request", "message": message}
+    assert ApprovalRequest.objects.count() == 0
+
+
+def test_a_decision_is_final_and_a_second_one_is_refused(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    request_id = ask(agent, "pip install pandas").json()["id"]
+
+    first = approver.post(
+        f"/v1/approvals/{request_id}/decision", {"decision": "deny", "reason": "not today"}
+    )
+    second = approver.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"})
+
+    assert first.status_code == 200
+    assert (
+        first.json()["status"],
+        first.json()["decision"],
+        first.json()["reason"],
+        first.json()["decidedBy"],
+    ) == ("denied", "deny", "not today", "api:alice")
+    assert second.status_code == 409
+    assert second.json() == {
+        "error": "conflict",
+        "message": f"approval request {request_id} is already denied",
+    }
+    assert ApprovalRequest.objects.get().status == Status.DENIED
+    assert list(
+        AuditEntry.objects.filter(target=request_id).values_list("action", flat=True).order_by("id")
+    ) == [
+        "approval.request",
+        "approval.deny",
+    ]
+
+
+def test_concurrent_deciders_produce_exactly_one_decision(agent: ApiClient) -> None:
+    request_id = ask(agent, "pip install pandas").json()["id"]
+    deciders = [ApiClient(issue_token(f"approver-{i}", ["approver"])) for i in range(6)]
+    barrier = threading.Barrier(len(deciders))
+    results: list[tuple[int, str]] = []
+
+    def decide(index: int) -> None:
+        barrier.wait()
+        decision = "approve" if index % 2 else "deny"
+        response = deciders[index].post(
+            f"/v1/approvals/{request_id}/decision", {"decision": decision}
+        )
+        results.append((response.status_code, decision))
+        connection.close()
+
+    threads = [threading.Thread(target=decide, args=(i,)) for i in range(len(deciders))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    winners = [decision for status, decision in results if status == 200]
+    assert len(winners) == 1
+    assert sorted(status for status, _ in results) == [200, 409, 409, 409, 409, 409]
+    final = ApprovalRequest.objects.get()
+    assert final.status == {"approve": Status.APPROVED, "deny": Status.DENIED}[winners[0]]
+    assert AuditEntry.objects.filter(action__in=["approval.approve", "approval.deny"]).count() == 1
+
+
+def test_approve_and_allow_similar_grants_a_scoped_narrow_rule(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    request_id = ask(agent, "pip install pandas", context="ctx-1").json()["id"]
+    preview = approver.get(f"/v1/approvals/{request_id}/similar").json()
+    assert preview == {"rule": "shell(pip install pandas:*)", "matches": 1}
+
+    decided = approver.post(
+        f"/v1/approvals/{request_id}/decision",
+        {"decision": "approve_similar", "scope": "context", "expiresInSeconds": 3600},
+    )
+
+    assert decided.status_code == 200
+    grant = decided.json()["grant"]
+    assert (grant["rule"], grant["scope"], grant["contextId"], grant["agentType"]) == (
+        "shell(pip install pandas:*)",
+        "context",
+        "ctx-1",
+        "data-agent",
+    )
+    assert ask(agent, "pip install pandas --quiet", context="ctx-1").json()["decision"] == "allow"
+    assert ask(agent, "pip install pandas", context="ctx-2").json()["decision"] == "ask"
+    assert ask(agent, "pip install numpy", context="ctx-1").json()["decision"] == "ask"
+    # A grant never beats a deny.
+    assert ask(agent, "pip install pandas && curl x", context="ctx-1").json()["decision"] == "deny"
+
+    revoked = approver.delete(f"/v1/grants/{grant['id']}")
+    assert revoked.status_code == 204
+    assert ask(agent, "pip install pandas", context="ctx-1").json()["decision"] == "ask"
+    assert approver.delete(f"/v1/grants/{grant['id']}").status_code == 409
+    assert list(
+        AuditEntry.objects.filter(target_type="grant")
+        .values_list("action", flat=True)
+        .order_by("id")
+    ) == [
+        "grant.create",
+        "grant.revoke",
+    ]
+
+
+def test_agent_type_grants_cover_every_context_until_they_expire(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    request_id = ask(agent, "pip install pandas").json()["id"]
+    approver.post(
+        f"/v1/approvals/{request_id}/decision",
+        {"decision": "approve_similar", "scope": "agent_type", "rule": "shell(pip install:*)"},
+    )
+
+    assert ask(agent, "pip install numpy", context="elsewhere").json()["decision"] == "allow"
+    Grant.objects.update(expires_at="2000-01-01T00:00:00Z")
+    assert ask(agent, "pip install numpy", context="elsewhere").json()["decision"] == "ask"
+
+
+def test_a_reviewer_rule_must_match_the_operation(agent: ApiClient, approver: ApiClient) -> None:
+    request_id = ask(agent, "pip install pandas").json()["id"]
+
+    response = approver.post(
+        f"/v1/approvals/{request_id}/decision",
+        {"decision": "approve_similar", "scope": "context", "rule": "shell(npm:*)"},
+    )
+
+    assert response.status_code == 400
+    assert (
+        response.json()["message"]
+        == "rule 'shell(npm:*)' does not match the operation it would approve"
+    )
+    assert ApprovalRequest.objects.get().status == Status.PENDING
+    assert not Grant.objects.exists()
+
+
+def test_expiry_means_deny_and_cannot_be_decided_after(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    request_id = ask(agent, "pip install pandas", deadlineSeconds=1).json()["id"]
+    time.sleep(1.2)
+
+    state = agent.get(f"/v1/approvals/{request_id}").json()
+    late = approver.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"})
+
+    assert (state["status"], state["decision"], state["reason"], state["decidedBy"]) == (
+        "expired",
+        "deny",
+        "deadline passed",
+        "system:approvals",
+    )
+    assert late.status_code == 409
+    assert late.json()["message"] == f"approval request {request_id} is already expired"
+    assert AuditEntry.objects.filter(action="approval.expire", target=request_id).count() == 1
+
+
+def test_agents_see_and_cancel_only_their_own_requests(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    other = ApiClient(issue_token("agent-2", ["agent"]))
+    request_id = ask(agent, "pip install pandas").json()["id"]
+
+    assert other.get(f"/v1/approvals/{request_id}").status_code == 404
+    assert other.post(f"/v1/approvals/{request_id}/cancel").status_code == 404
+    assert other.get("/v1/approvals").json() == {"items": [], "count": 0}
+    assert (
+        other.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"}).status_code
+        == 403
+    )
+
+    cancelled = agent.post(f"/v1/approvals/{request_id}/cancel")
+    assert cancelled.status_code == 200
+    assert cancelled.json()["status"] == "cancelled"
+    assert approver.get("/v1/approvals", status="cancelled").json()["count"] == 1
+
+
+def test_list_filters(agent: ApiClient, approver: ApiClient) -> None:
+    ask(agent, "pip install a", context="c1")
+    ask(agent, "pip install b", context="c2")
+
+    listed = approver.get("/v1/approvals", contextId="c2").json()
+
+    assert listed["count"] == 1
+    assert listed["items"][0]["normalised"] == "pip install b"
+    assert approver.get("/v1/approvals", status="nope").status_code == 400

@@ -1,0 +1,152 @@
+"""Approval benchmarks (issue: human-in-the-loop approvals).
+
+1. The rule engine: ``evaluate()`` per shell command up to 200 characters, a realistic mix,
+   every line new (nothing cached), under the seed's settings.json and sources.json.
+2. Decision to waiting client: agents long-poll ``GET /v1/approvals/{id}?wait=30`` through the
+   real web process; the benchmark decides over HTTP and measures, on one clock, from just
+   before the decision request is sent to the moment the waiting client has its answer.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+
+from approvals.rules.bench import measure
+from bench.harness import Http, service_stack
+from bench.report import machine, now, percentile, write_section
+
+DECISIONS = int(os.environ.get("BENCH_DECISIONS", "200"))
+CONCURRENT_WAITERS = int(os.environ.get("BENCH_WAITERS", "10"))
+
+
+def _tokens() -> tuple[str, str]:
+    from contextsvc.core import services
+
+    suffix = uuid.uuid4().hex[:6]
+    agent = services.api_client_create(
+        name=f"bench-agent-{suffix}", scopes=["agent"], actor="system:bench"
+    )
+    approver = services.api_client_create(
+        name=f"bench-approver-{suffix}", scopes=["approver"], actor="system:bench"
+    )
+    return (
+        services.api_token_issue(client=agent, actor="system:bench")[1],
+        services.api_token_issue(client=approver, actor="system:bench")[1],
+    )
+
+
+def one_decision(web_url: str, agent_token: str, approver_token: str, index: int) -> float:
+    """One agent waits on its request while an approver decides it; seconds from just
+    before the decision is sent to the agent holding the answer. Runs in its own process,
+    so that neither side's timing waits on another thread's hold of the GIL."""
+    agent = Http(web_url, agent_token)
+    status, pending = agent.request(
+        "POST",
+        "/v1/approvals",
+        {
+            "contextId": f"ctx-{index}",
+            "agentType": "bench-agent",
+            "operation": {"kind": "shell", "command": f"pip install package-{index}"},
+        },
+    )
+    assert status == 202, pending
+    decided_at: list[float] = []
+
+    def decide() -> None:
+        time.sleep(0.3)  # let the agent's long-poll settle into waiting
+        approver = Http(web_url, approver_token)
+        decided_at.append(time.perf_counter())
+        code, _ = approver.request(
+            "POST", f"/v1/approvals/{pending['id']}/decision", {"decision": "approve"}
+        )
+        approver.close()
+        assert code == 200
+
+    decider = threading.Thread(target=decide)
+    decider.start()
+    code, state = agent.request("GET", f"/v1/approvals/{pending['id']}?wait=30")
+    answered = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
+    decider.join()
+    agent.close()
+    assert code == 200 and state["status"] == "approved", state
+    return answered - decided_at[0]
+
+
+def bench_long_poll(web_url: str) -> list[float]:
+    from profiles.services import profile_save
+
+    profile_save(
+        name="bench-agent",
+        create=True,
+        actor="system:bench",
+        values={
+            "source": "builtin",
+            "image": "busybox:1.36",
+            "rules": {"permissions": {"allow": ["shell(ls:*)"], "deny": []}},
+        },
+    )
+    agent_token, approver_token = _tokens()
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(CONCURRENT_WAITERS, mp_context=spawn) as pool:
+        futures = [
+            pool.submit(one_decision, web_url, agent_token, approver_token, index)
+            for index in range(DECISIONS)
+        ]
+        return [future.result() for future in futures]
+
+
+def run() -> None:
+    from contextsvc.testenv import ensure_cluster
+
+    engine = measure()
+    cluster = ensure_cluster()
+    try:
+        with service_stack(
+            database="contextsvc_bench", kubeconfig=str(cluster.kubeconfig)
+        ) as stack:
+            latencies = bench_long_poll(stack.web_url)
+    finally:
+        if cluster.started_here:
+            cluster.stop()
+
+    def row(samples: list[float]) -> str:
+        return (
+            f"p50 {percentile(samples, 50):.3f} ms, p99 {percentile(samples, 99):.3f} ms, "
+            f"max {max(samples):.3f} ms"
+        )
+
+    rows = "\n".join(
+        f"| {name} | {len(samples)} | {row(samples)} |" for name, samples in engine.rows if samples
+    )
+    ms = [s * 1000 for s in latencies]
+    body = f"""
+## Approvals
+
+Measured {now()} on {machine()}. Command: `make bench` (`python -m bench approvals`).
+
+**Rule engine**: `evaluate()` on {engine.evaluations} distinct shell commands (after
+{engine.warmup} warm-up), one to three chained, mean {engine.mean_length:.0f} and max
+{engine.max_length} characters, the seed's settings.json and sources.json; decisions
+{engine.decisions}. Target: p99 ≤ 2 ms per check.
+
+| lines | n | per evaluation |
+|---|---|---|
+{rows}
+
+**Decision → waiting client**: {DECISIONS} pending requests, {CONCURRENT_WAITERS} agents
+long-polling at a time through the web process (uvicorn, async consumer, Redis channel
+layer), each agent and its approver in a process of their own; from just before the
+approver's `POST …/decision` is sent to the waiting agent holding its answer. Target: p99 ≤
+250 ms.
+
+| n | p50 | p99 | max |
+|---|---|---|---|
+| {len(ms)} | {percentile(ms, 50):.1f} ms | {percentile(ms, 99):.1f} ms | {max(ms):.1f} ms |
+"""
+    write_section("approvals", body)
+    print(body)

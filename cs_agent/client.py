@@ -1,0 +1,189 @@
+"""Ask Context Service whether an operation may run, waiting for a human when it must."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+LONG_POLL_SECONDS = 30.0
+# The server holds a long-poll open this long at most; the socket waits a little longer.
+SOCKET_SLACK = 15.0
+
+
+class ApprovalError(Exception):
+    """Context Service could not be asked, or refused the request itself (HTTP 4xx/5xx)."""
+
+    def __init__(self, message: str, status: int | None = None, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the agent may do. ``allowed`` is the only thing an executor needs to look at;
+    everything else explains it. ``status`` is ``allow``/``deny`` for an immediate rule
+    decision, or the request's final status (``approved``, ``denied``, ``expired``,
+    ``cancelled``), or ``timeout`` / ``error`` when no answer came (both deny)."""
+
+    allowed: bool
+    status: str
+    reason: str | None = None
+    request_id: str | None = None
+    evaluation: dict[str, Any] = field(default_factory=dict)
+
+
+class ApprovalClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        agent_type: str,
+        agent_instance: str | None = None,
+        allocation: str | None = None,
+        request_timeout: float = 10.0,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ApprovalError(f"Context Service URL must be http(s), got {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.agent_type = agent_type
+        self.agent_instance = agent_instance or socket.gethostname()
+        self.allocation = allocation
+        self.request_timeout = request_timeout
+
+    @classmethod
+    def from_env(cls) -> ApprovalClient:
+        """``CS_URL``, ``CS_TOKEN``, ``CS_AGENT_TYPE`` and optionally ``CS_AGENT_INSTANCE``,
+        ``CS_ALLOCATION``."""
+        missing = [
+            name for name in ("CS_URL", "CS_TOKEN", "CS_AGENT_TYPE") if not os.environ.get(name)
+        ]
+        if missing:
+            raise ApprovalError(f"set {', '.join(missing)} to reach Context Service")
+        return cls(
+            os.environ["CS_URL"],
+            os.environ["CS_TOKEN"],
+            agent_type=os.environ["CS_AGENT_TYPE"],
+            agent_instance=os.environ.get("CS_AGENT_INSTANCE"),
+            allocation=os.environ.get("CS_ALLOCATION"),
+        )
+
+    # --- HTTP -------------------------------------------------------------------------------
+
+    def _call(
+        self, method: str, path: str, body: Any = None, *, timeout: float | None = None
+    ) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(  # noqa: S310 - the operator configures the URL
+            self.base_url + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        seconds = timeout or self.request_timeout
+        try:
+            # The scheme was checked in __init__: only http(s) URLs get here.
+            with urllib.request.urlopen(request, timeout=seconds) as response:  # noqa: S310
+                return int(response.status), json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = json.loads(exc.read() or b"null")
+            except ValueError:
+                detail = None
+            message = detail.get("message") if isinstance(detail, dict) else exc.reason
+            raise ApprovalError(
+                f"{method} {path}: {exc.code} {message}", exc.code, detail
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise ApprovalError(f"{method} {path}: {exc}") from None
+
+    # --- The protocol ----------------------------------------------------------------------
+
+    def submit(
+        self, operation: dict[str, Any], context_id: str, *, deadline_seconds: int | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "contextId": context_id,
+            "agentType": self.agent_type,
+            "agentInstance": self.agent_instance,
+            "operation": operation,
+        }
+        if self.allocation:
+            body["allocation"] = self.allocation
+        if deadline_seconds is not None:
+            body["deadlineSeconds"] = deadline_seconds
+        _, answer = self._call("POST", "/v1/approvals", body)
+        return dict(answer)
+
+    def wait(self, request_id: str, *, timeout: float) -> dict[str, Any]:
+        """Long-poll until the request is decided (or expires) or ``timeout`` passes."""
+        until = time.monotonic() + timeout
+        path = f"/v1/approvals/{quote(request_id)}"
+        while True:
+            wait = max(0.0, min(LONG_POLL_SECONDS, until - time.monotonic()))
+            _, state = self._call("GET", f"{path}?wait={wait:.1f}", timeout=wait + SOCKET_SLACK)
+            if state["status"] != "pending" or time.monotonic() >= until or wait == 0:
+                return dict(state)
+
+    def cancel(self, request_id: str) -> dict[str, Any]:
+        _, state = self._call("POST", f"/v1/approvals/{quote(request_id)}/cancel")
+        return dict(state)
+
+    def check(
+        self,
+        operation: dict[str, Any],
+        context_id: str,
+        *,
+        timeout: float = 300.0,
+        deadline_seconds: int | None = None,
+        on_pending: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Verdict:
+        """Allowed or not. Blocks while a human decides, up to ``timeout`` seconds.
+
+        Fails closed: an error, a timeout or an expired request is a denial. ``on_pending``
+        is called once with the pending request (its id, deadline and the rule evaluation)
+        before blocking — the place to tell a user that input is required."""
+        try:
+            answer = self.submit(operation, context_id, deadline_seconds=deadline_seconds)
+            if answer["decision"] in ("allow", "deny"):
+                return Verdict(
+                    answer["decision"] == "allow",
+                    answer["decision"],
+                    evaluation=answer.get("evaluation") or {},
+                )
+            if on_pending is not None:
+                on_pending(answer)
+            state = self.wait(answer["id"], timeout=timeout)
+            if state["status"] == "pending":
+                self.cancel(answer["id"])
+                return Verdict(False, "timeout", f"no decision within {timeout:.0f}s", answer["id"])
+            return Verdict(
+                state["decision"] == "allow",
+                state["status"],
+                state.get("reason"),
+                answer["id"],
+                state.get("evaluation") or {},
+            )
+        except ApprovalError as exc:
+            return Verdict(False, "error", str(exc))
+
+    # --- Conveniences ----------------------------------------------------------------------
+
+    def shell(self, command: str, context_id: str, **kwargs: Any) -> Verdict:
+        return self.check({"kind": "shell", "command": command}, context_id, **kwargs)
+
+    def file(self, action: str, path: str, context_id: str, **kwargs: Any) -> Verdict:
+        return self.check({"kind": "file", "action": action, "path": path}, context_id, **kwargs)
+
+    def network(self, host: str, context_id: str, **kwargs: Any) -> Verdict:
+        return self.check({"kind": "network", "host": host}, context_id, **kwargs)
