@@ -31,8 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--agent-type", default=os.environ.get("CS_AGENT_TYPE"))
     check.add_argument("--context-id", required=True)
     check.add_argument("--timeout", type=float, default=300.0)
-    check.add_argument("--deadline-seconds", type=int, default=None,
-                       help="how long a human may take before the request expires (= deny)")
+    check.add_argument(
+        "--deadline-seconds",
+        type=int,
+        default=None,
+        help="how long a human may take before the request expires (= deny)",
+    )
     check.add_argument("kind", choices=["shell", "file", "network"])
     check.add_argument("what", nargs="+", help="shell: COMMAND; file: ACTION PATH; network: HOST")
     args = parser.parse_args(argv)
@@ -57,8 +61,13 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    verdict = client.check(operation, args.context_id, timeout=args.timeout,
-                           deadline_seconds=args.deadline_seconds, on_pending=pending)
+    verdict = client.check(
+        operation,
+        args.context_id,
+        timeout=args.timeout,
+        deadline_seconds=args.deadline_seconds,
+        on_pending=pending,
+    )
     print(json.dumps(asdict(verdict)))
     if verdict.status == "error":
         return 2
