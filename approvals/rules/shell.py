@@ -1479,11 +1479,16 @@ def _parse_with_bashlex(text: str) -> tuple[list[Any], str]:
     """bashlex.parse, working around two of its gaps: the ``time`` keyword and quoted
     here-document delimiters (``<<'EOF'``). Removing the quotes around a delimiter never
     changes which characters are quoted elsewhere (each rewrite drops a matched pair), and the
-    body of every here-document is treated as if it were expanded anyway."""
+    body of every here-document is treated as if it were expanded anyway. A text with a
+    here-document goes to ``fastparse`` first, which builds the same trees (or raises the same
+    error for a missing delimiter) when it can."""
     if "<<" in text:
         text = _QUOTED_HEREDOC.sub(
             lambda m: f"<<{m.group(1)}{m.group(2) or m.group(3) or m.group(4)}", text
         )
+        fast = fastparse.parse_or_raise(text)  # bashlex's trees or error, when it can tell
+        if fast is not None:
+            return fast, text
     try:
         return bashlex.parse(text), text
     except NotImplementedError as error:
