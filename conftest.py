@@ -24,6 +24,14 @@ from tests.support.processes import (
 )
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests last (after pytest-django's own ordering): Playwright keeps an event
+    loop running in the test thread until the session ends, and ``async_to_sync`` refuses
+    to run in a thread with a running loop."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
 @pytest.fixture(scope="session")
 def kube_cluster() -> Iterator[ClusterHandle]:
     """The local control plane (reused if one from this checkout is running, otherwise

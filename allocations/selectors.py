@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 
 from allocations.models import VISIBLE_PHASES, Allocation, ContextResource, Phase
@@ -53,3 +55,98 @@ def context_list_visible(*, namespace: str) -> QuerySet[ContextResource]:
     return ContextResource.objects.filter(
         namespace=namespace, status__in=VISIBLE_CONTEXT_STATUSES
     ).order_by("name")
+
+
+# --- Dashboard reads ----------------------------------------------------------------------
+
+
+def allocation_phase_counts() -> dict[str, int]:
+    """Allocations per phase (released ones are history and not counted)."""
+    from django.db.models import Count
+
+    counts = dict(
+        Allocation.objects.exclude(phase=Phase.RELEASED)
+        .values_list("phase")
+        .annotate(n=Count("id"))
+        .values_list("phase", "n")
+    )
+    return {phase: counts.get(phase, 0) for phase in Phase.values if phase != Phase.RELEASED}
+
+
+def allocation_needs_attention(
+    *, stuck_after_seconds: int, limit: int = 20
+) -> list[dict[str, Any]]:
+    """Failed allocations and those provisioning for longer than they should, with why."""
+    from datetime import timedelta
+
+    from django.db.models import Q
+    from django.utils import timezone
+
+    cutoff = timezone.now() - timedelta(seconds=stuck_after_seconds)
+    found = Allocation.objects.filter(
+        Q(phase=Phase.FAILED)
+        | Q(phase__in=(Phase.REQUESTED, Phase.PROVISIONING), requested_at__lt=cutoff)
+        | Q(phase=Phase.RELEASING, release_requested_at__lt=cutoff)
+    ).order_by("requested_at")[:limit]
+    items = []
+    for allocation in found:
+        if allocation.phase == Phase.FAILED:
+            why = f"failed: {allocation.reason} — {allocation.message}"
+        elif allocation.phase == Phase.RELEASING:
+            why = "release has not finished: objects remain in the cluster"
+        else:
+            why = (
+                f"{allocation.ready_replicas}/{allocation.replicas} ready after "
+                f"{int((timezone.now() - allocation.requested_at).total_seconds() // 60)} min"
+                + (f"; last error: {allocation.message}" if allocation.message else "")
+            )
+        items.append({"allocation": allocation, "why": why})
+    return items
+
+
+def allocation_page(
+    *,
+    phase: str = "",
+    strategy: str = "",
+    namespace: str = "",
+    text: str = "",
+    page: int = 1,
+    per_page: int = 50,
+) -> tuple[list[Allocation], int]:
+    """One page of the allocations table and the number of matching rows: two queries,
+    whatever the page or the table size."""
+    # Released allocations are history: shown only when asked for by phase.
+    found = (
+        Allocation.objects.filter(phase=phase)
+        if phase
+        else Allocation.objects.exclude(phase=Phase.RELEASED)
+    )
+    if strategy:
+        found = found.filter(strategy=strategy)
+    if namespace:
+        found = found.filter(namespace=namespace)
+    if text:
+        found = found.filter(name__icontains=text)
+    total = found.count()
+    offset = (max(page, 1) - 1) * per_page
+    rows = list(found.order_by("-requested_at", "-id")[offset : offset + per_page])
+    return rows, total
+
+
+def allocation_row(allocation: Allocation) -> dict[str, Any]:
+    """One allocation as the dashboard shows it, in page snapshots and in live events alike
+    (so a stale snapshot plus the events equals a fresh snapshot)."""
+    return {
+        "id": allocation.pk,
+        "name": allocation.name,
+        "namespace": allocation.namespace,
+        "strategy": allocation.strategy,
+        "profile": allocation.profile_name,
+        "phase": allocation.phase,
+        "readyReplicas": allocation.ready_replicas,
+        "replicas": allocation.replicas,
+        "reason": allocation.reason,
+        "message": allocation.message,
+        "requester": allocation.requester,
+        "requestedAt": allocation.requested_at.isoformat() if allocation.requested_at else None,
+    }

@@ -111,3 +111,20 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
         "reason": request.reason or None,
         "grant": grant_json(request.grant) if request.grant else None,
     }
+
+
+def approval_pending_summary(*, near_seconds: int = 60) -> dict[str, Any]:
+    """How many requests wait, since when, and which are about to expire."""
+    from datetime import timedelta
+
+    from django.db.models import Count, Min
+    from django.utils import timezone
+
+    pending = ApprovalRequest.objects.filter(status=Status.PENDING)
+    summary = pending.aggregate(count=Count("id"), oldest=Min("created_at"))
+    near = list(
+        pending.filter(deadline__lte=timezone.now() + timedelta(seconds=near_seconds)).order_by(
+            "deadline"
+        )[:20]
+    )
+    return {"count": summary["count"], "oldest": summary["oldest"], "near_deadline": near}

@@ -1,4 +1,5 @@
-"""``python -m bench [allocations|rules|dashboard|all]``."""
+"""``python -m bench [allocations|approvals|dashboard|all]``: each rewrites its section of
+docs/performance.md."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.test")
     names = argv or ["all"]
-    known = {"allocations", "approvals"}
+    known = {"allocations", "approvals", "dashboard"}
     if "all" in names:
         names = sorted(known)
     for name in names:
@@ -24,6 +25,10 @@ def main(argv: list[str]) -> int:
             from bench import approvals
 
             approvals.run()
+        elif name == "dashboard":
+            from bench import dashboard
+
+            dashboard.run()
     return 0
 
 

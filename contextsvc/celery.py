@@ -6,12 +6,22 @@ import os
 import sys
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.local")
 
 app = Celery("contextsvc")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_ready.connect
+def _report_at_start(**kwargs: object) -> None:
+    """Show a new worker on the dashboard at once, not at beat's next heartbeat."""
+    from contextsvc.core.models import ProcessHeartbeat
+    from contextsvc.core.services import heartbeat_record
+
+    heartbeat_record(kind=ProcessHeartbeat.Kind.WORKER)
 
 
 def _fail_fast_on_bad_configuration() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import path
 
-websocket_urlpatterns: list[URLPattern] = []
+from frontend.consumers import LiveConsumer
+
+websocket_urlpatterns = [path("ws/live/", LiveConsumer.as_asgi())]

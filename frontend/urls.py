@@ -1,12 +1,58 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from frontend import views
+from frontend.views import admin_pages, allocations, approvals, overview, profiles
 
 app_name = "frontend"
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
+    path("", overview.overview, name="overview"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("allocations/", allocations.allocation_list, name="allocations"),
+    path("allocations/new/", allocations.allocation_create, name="allocation-new"),
+    path("allocations/<int:allocation_id>/", allocations.allocation_detail, name="allocation"),
+    path(
+        "allocations/<int:allocation_id>/objects/",
+        allocations.allocation_objects,
+        name="allocation-objects",
+    ),
+    path(
+        "allocations/<int:allocation_id>/timeline/",
+        allocations.allocation_timeline,
+        name="allocation-timeline",
+    ),
+    path(
+        "allocations/<int:allocation_id>/release/",
+        allocations.allocation_release,
+        name="allocation-release",
+    ),
+    path("approvals/", approvals.approval_queue, name="approvals"),
+    path("approvals/<str:request_id>/decide/", approvals.approval_decide, name="approval-decide"),
+    path(
+        "approvals/<str:request_id>/similar/", approvals.approval_similar, name="approval-similar"
+    ),
+    path("grants/<int:grant_id>/revoke/", approvals.grant_revoke, name="grant-revoke"),
+    path("profiles/", profiles.profile_list, name="profiles"),
+    path("profiles/new/", profiles.profile_edit, name="profile-new"),
+    path("profiles/<str:name>/", profiles.profile_detail, name="profile"),
+    path("profiles/<str:name>/edit/", profiles.profile_edit, name="profile-edit"),
+    path(
+        "profiles/<str:name>/<str:document>.json",
+        profiles.profile_document,
+        name="profile-document",
+    ),
+    path(
+        "profiles/<str:name>/<str:document>/import/",
+        profiles.profile_document_import,
+        name="profile-import",
+    ),
+    path("clients/", admin_pages.client_list, name="clients"),
+    path("clients/<int:client_id>/token/", admin_pages.client_token, name="client-token"),
+    path("tokens/<int:token_id>/revoke/", admin_pages.token_revoke, name="token-revoke"),
+    path("users/", admin_pages.user_list, name="users"),
+    path("users/<int:user_id>/role/", admin_pages.user_role_change, name="user-role"),
+    path("users/<int:user_id>/active/", admin_pages.user_active, name="user-active"),
+    path("audit/", admin_pages.audit_log, name="audit"),
+    path("cluster/", admin_pages.cluster, name="cluster"),
 ]

@@ -32,6 +32,8 @@ def production_env(**overrides: str | None) -> dict[str, str | None]:
         "CS_SANDBOX_IMAGE": "registry.example.com/sandbox:1",
         "DATABASE_URL": "postgres://u:p@127.0.0.1:1/db",
         "REDIS_URL": settings.REDIS_URL,
+        # Set for the browser tests' own thread when they ran first; never in production.
+        "DJANGO_ALLOW_ASYNC_UNSAFE": None,
     }
     env.update(overrides)
     return env

@@ -12,10 +12,13 @@ from urllib.parse import urlencode
 import pytest
 from django.contrib.auth import get_user_model
 
+from contextsvc.core.users import user_set_role
+
 
 @pytest.mark.django_db(transaction=True)
 def test_login_page_static_files_and_login(web_server: str) -> None:
-    get_user_model().objects.create_user("alice", password="correct horse battery")
+    user = get_user_model().objects.create_user("alice", password="correct horse battery")
+    user_set_role(user=user, role="viewer", actor="test")
     jar = CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
 

@@ -9,5 +9,16 @@ class CoreConfig(AppConfig):
     verbose_name = "Context Service"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         # Registers the bearer-token scheme with drf-spectacular.
         from contextsvc.core import schema  # noqa: F401
+
+        post_migrate.connect(_create_role_groups, sender=self)
+
+
+def _create_role_groups(**kwargs: object) -> None:
+    """The viewer, approver and admin groups exist in every database."""
+    from contextsvc.core.users import ensure_role_groups
+
+    ensure_role_groups()

@@ -14,7 +14,8 @@ def record_heartbeat() -> int:
 
 @shared_task(name="contextsvc.core.tasks.refresh_capabilities", ignore_result=True)
 def refresh_capabilities() -> dict[str, object]:
-    """Scheduled by beat (and run at worker start): re-detect what the cluster serves."""
+    """Scheduled by beat: re-detect what the cluster serves (read paths also refresh a
+    stale record on demand)."""
     from contextsvc.core import capabilities
 
     return capabilities.refresh().as_dict()

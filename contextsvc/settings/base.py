@@ -68,6 +68,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "frontend.access.role_context",
             ],
         },
     },
@@ -123,6 +124,16 @@ CS_RESYNC_INTERVAL_SECONDS = env_int("CS_RESYNC_INTERVAL_SECONDS", 30, minimum=1
 CS_APPROVAL_DEADLINE_SECONDS = env_int("CS_APPROVAL_DEADLINE_SECONDS", 300, minimum=1)
 CS_APPROVAL_MAX_DEADLINE_SECONDS = env_int("CS_APPROVAL_MAX_DEADLINE_SECONDS", 3600, minimum=1)
 
+# Agent workspaces (seed 001): one RWX PVC per agent type per namespace.
+CS_WORKSPACE_STORAGE_CLASS = env_optional("CS_WORKSPACE_STORAGE_CLASS")
+CS_WORKSPACE_INITIAL_SIZE = env_str("CS_WORKSPACE_INITIAL_SIZE", "5Gi")
+CS_WORKSPACE_MAX_SIZE = env_str("CS_WORKSPACE_MAX_SIZE", "20Gi")
+CS_WORKSPACE_EXPAND_AT_PERCENT = env_int("CS_WORKSPACE_EXPAND_AT_PERCENT", 80, minimum=1)
+# Provisioners whose volumes grow by themselves (EFS): never patched.
+CS_ELASTIC_PROVISIONERS = env_list("CS_ELASTIC_PROVISIONERS", ["efs.csi.aws.com"])
+CS_CONTEXT_TTL_SECONDS = env_int("CS_CONTEXT_TTL_SECONDS", 7 * 24 * 3600, minimum=60)
+CS_CLEANUP_IMAGE = env_str("CS_CLEANUP_IMAGE", "busybox:1.36")
+
 # --- Celery ------------------------------------------------------------------------------
 
 CELERY_BROKER_URL = REDIS_URL
@@ -148,6 +159,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "approvals-expire": {
         "task": "approvals.tasks.expire_due",
         "schedule": 5.0,
+    },
+    "workspaces-housekeeping": {
+        "task": "allocations.tasks.workspace_housekeeping",
+        "schedule": 60.0,
     },
     "allocations-resync": {
         "task": "allocations.tasks.resync",

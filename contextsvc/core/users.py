@@ -1,0 +1,72 @@
+"""People and their roles: viewer (read everything), approver (viewer + decide approvals),
+admin (everything). A role is a Django group; superusers are admins."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group, User
+from django.db import transaction
+
+from contextsvc.core.auth import Role, user_role
+from contextsvc.core.errors import InvalidRequest
+from contextsvc.core.services import audit_record
+
+RANK = {Role.VIEWER: 1, Role.APPROVER: 2, Role.ADMIN: 3}
+
+
+def ensure_role_groups() -> None:
+    for role in Role.ALL:
+        Group.objects.get_or_create(name=role)
+
+
+def has_role(user: object, needed: str) -> bool:
+    role = user_role(user)  # type: ignore[arg-type]
+    return role is not None and RANK[role] >= RANK[needed]
+
+
+@transaction.atomic
+def user_set_role(*, user: User, role: str, actor: str) -> User:
+    if role not in Role.ALL:
+        raise InvalidRequest(f"role must be one of {', '.join(Role.ALL)}")
+    ensure_role_groups()
+    previous = user_role(user)
+    user.groups.remove(*Group.objects.filter(name__in=Role.ALL))
+    user.groups.add(Group.objects.get(name=role))
+    audit_record(
+        actor=actor,
+        action="user.role",
+        target_type="user",
+        target=user.get_username(),
+        payload={"from": previous, "to": role},
+    )
+    return user
+
+
+@transaction.atomic
+def user_create(*, username: str, password: str, role: str, actor: str) -> User:
+    if User.objects.filter(username=username).exists():
+        raise InvalidRequest(f'user "{username}" already exists')
+    user = User(username=username)
+    user.set_password(password)
+    user.full_clean()
+    user.save()
+    audit_record(
+        actor=actor,
+        action="user.create",
+        target_type="user",
+        target=username,
+        payload={"role": role},
+    )
+    return user_set_role(user=user, role=role, actor=actor)
+
+
+@transaction.atomic
+def user_set_active(*, user: User, active: bool, actor: str) -> User:
+    user.is_active = active
+    user.save(update_fields=["is_active"])
+    audit_record(
+        actor=actor,
+        action="user.activate" if active else "user.deactivate",
+        target_type="user",
+        target=user.get_username(),
+    )
+    return user

@@ -1,0 +1,56 @@
+"""The dashboard's WebSocket: one per page, authenticated by the session, origin-checked
+(see contextsvc/asgi.py); a snapshot on connect, then typed events."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from contextsvc.core.auth import Role
+from contextsvc.core.users import has_role
+from frontend import live
+
+FORBIDDEN = 4403
+
+
+class LiveConsumer(AsyncJsonWebsocketConsumer):
+    groups_joined: list[str]
+
+    async def connect(self) -> None:
+        self.groups_joined = []
+        user = self.scope.get("user")
+        allowed = (
+            user is not None
+            and user.is_authenticated
+            and await database_sync_to_async(has_role)(user, Role.VIEWER)
+        )
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.topic = (query.get("topic") or [""])[0]
+        self.ids = [int(i) for i in (query.get("ids") or [""])[0].split(",") if i.isdigit()]
+        groups = live.groups_for(self.topic)
+        if not allowed or not groups:
+            await self.close(code=FORBIDDEN)
+            return
+        for group in groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        self.groups_joined = groups
+        await self.accept()
+        await self.send_snapshot()
+
+    async def send_snapshot(self) -> None:
+        data = await database_sync_to_async(live.snapshot)(self.topic, self.ids)
+        await self.send_json({"type": "snapshot", "topic": self.topic, "data": data})
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "resync":
+            await self.send_snapshot()
+
+    async def disconnect(self, code: int) -> None:
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def live_event(self, message: dict[str, Any]) -> None:
+        await self.send_json(message["event"])

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.db.models import QuerySet
+
+from contextsvc.core.auth import Role
+from contextsvc.core.models import Scope
+from profiles.models import SandboxProfile
+
+STRATEGIES = [
+    ("dedicated", "Dedicated: one ReadWriteOnce PVC per sandbox"),
+    ("shared", "Shared: one ReadWriteMany PVC for all sandboxes"),
+    ("existing", "Existing PVC, mounted read-only or read-write"),
+    ("warmpool", "Claims from a warm pool"),
+]
+
+
+class AllocationForm(forms.Form):
+    """Collects what the v1 request needs; the v1 parser (allocations/v1.py) validates it,
+    so the form refuses exactly what the API refuses, with the same messages."""
+
+    name = forms.CharField(max_length=200)
+    namespace = forms.CharField(
+        max_length=200, required=False, help_text="Default: the service's namespace"
+    )
+    replicas = forms.CharField(max_length=20, initial="1")
+    strategy = forms.ChoiceField(choices=STRATEGIES, widget=forms.RadioSelect, initial="dedicated")
+    size = forms.CharField(max_length=64, required=False, initial="1Gi")
+    storage_class = forms.CharField(max_length=253, required=False)
+    claim_name = forms.CharField(max_length=253, required=False)
+    read_only = forms.BooleanField(required=False, initial=True)
+    warm_pool = forms.CharField(max_length=253, required=False)
+    profile = forms.ChoiceField(required=False)
+
+    def __init__(self, *args: Any, profiles: QuerySet[SandboxProfile], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        profile_field = self.fields["profile"]
+        assert isinstance(profile_field, forms.ChoiceField)
+        profile_field.choices = [("", "— default —")] + [
+            (p.name, f"{p.name}{' (default)' if p.is_default else ''}") for p in profiles
+        ]
+
+    def v1_body(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        replicas_text = data["replicas"].strip()
+        body: dict[str, Any] = {
+            "name": data["name"].strip(),
+            "replicas": int(replicas_text)
+            if replicas_text.lstrip("-").isdigit()
+            else replicas_text,
+        }
+        if data["namespace"].strip():
+            body["namespace"] = data["namespace"].strip()
+        if data["profile"]:
+            body["profile"] = data["profile"]
+        strategy = data["strategy"]
+        if strategy == "warmpool":
+            body["warmPoolRef"] = data["warm_pool"].strip()
+        elif strategy == "existing":
+            body["workspace"] = {
+                "claimName": data["claim_name"].strip(),
+                "readOnly": data["read_only"],
+            }
+        else:
+            workspace = {
+                "size": data["size"].strip(),
+                "accessMode": "ReadWriteMany" if strategy == "shared" else "ReadWriteOnce",
+            }
+            if data["storage_class"].strip():
+                workspace["storageClass"] = data["storage_class"].strip()
+            body["workspace"] = workspace
+        return body
+
+
+class DecisionForm(forms.Form):
+    decision = forms.ChoiceField(
+        choices=[
+            ("approve", "Approve"),
+            ("deny", "Deny"),
+            ("approve_similar", "Approve and allow similar"),
+        ]
+    )
+    reason = forms.CharField(max_length=1000, required=False)
+    scope = forms.ChoiceField(
+        choices=[("context", "this context"), ("agent_type", "this agent type")], required=False
+    )
+    expires_in = forms.TypedChoiceField(
+        choices=[("3600", "1 hour"), ("86400", "1 day"), ("604800", "7 days"), ("", "never")],
+        required=False,
+        coerce=int,
+        empty_value=None,
+    )
+    rule = forms.CharField(max_length=4096, required=False)
+
+
+class ApiClientForm(forms.Form):
+    name = forms.SlugField(max_length=64)
+    description = forms.CharField(max_length=255, required=False)
+    scopes = forms.MultipleChoiceField(choices=Scope.choices, widget=forms.CheckboxSelectMultiple)
+
+
+class UserForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    password = forms.CharField(widget=forms.PasswordInput, min_length=12)
+    role = forms.ChoiceField(choices=[(role, role) for role in Role.ALL])
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=[(role, role) for role in Role.ALL])
+
+
+class DocumentUploadForm(forms.Form):
+    document = forms.FileField(help_text="settings.json or sources.json")

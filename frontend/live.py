@@ -1,0 +1,49 @@
+"""Page snapshots for the live dashboard. A browser receives one when its WebSocket opens
+(and again when it reconnects), then applies typed events; events carry the same row
+shapes as snapshots, so a stale snapshot plus the events equals a fresh snapshot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocations.models import VISIBLE_PHASES, Allocation
+from allocations.selectors import allocation_phase_counts, allocation_row
+from approvals.models import ApprovalRequest, Status
+from approvals.selectors import approval_json
+from contextsvc.core import events
+
+SNAPSHOT_ROWS = 500
+
+
+def groups_for(topic: str) -> list[str]:
+    """Channel-layer groups a page listens to; unknown topics get none."""
+    if topic == "allocations":
+        return [events.ALLOCATIONS]
+    if topic.startswith("allocation:") and topic.split(":", 1)[1].isdigit():
+        return [events.allocation_group(int(topic.split(":", 1)[1]))]
+    if topic == "approvals":
+        return [events.APPROVALS]
+    if topic == "overview":
+        return [events.ALLOCATIONS, events.APPROVALS]
+    return []
+
+
+def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
+    if topic == "allocations":
+        found = Allocation.objects.filter(phase__in=VISIBLE_PHASES)
+        if ids:
+            found = Allocation.objects.filter(pk__in=ids[:SNAPSHOT_ROWS])
+        rows = found.order_by("-requested_at", "-id")[:SNAPSHOT_ROWS]
+        return {"rows": {str(row.pk): allocation_row(row) for row in rows}}
+    if topic.startswith("allocation:"):
+        allocation = Allocation.objects.filter(pk=int(topic.split(":", 1)[1])).first()
+        return {"rows": {str(allocation.pk): allocation_row(allocation)} if allocation else {}}
+    if topic == "approvals":
+        pending = ApprovalRequest.objects.filter(status=Status.PENDING).select_related("grant")
+        return {"pending": {str(r.pk): approval_json(r) for r in pending.order_by("deadline")}}
+    if topic == "overview":
+        return {
+            "counts": allocation_phase_counts(),
+            "pending": ApprovalRequest.objects.filter(status=Status.PENDING).count(),
+        }
+    return {}

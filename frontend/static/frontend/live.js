@@ -1,0 +1,341 @@
+// Context Service dashboard: live updates and small enhancements. No framework: the pages
+// are rendered by the server and work without this script; it keeps them current.
+//
+// One WebSocket per page (/ws/live/?topic=...). On connect the server sends a snapshot,
+// then typed events; on reconnect a fresh snapshot replaces whatever was missed. Events
+// carry the same shapes as snapshots, so applying them to a stale snapshot gives a fresh one.
+"use strict";
+
+const Live = {
+  state: { rows: {}, pending: {} },
+  socket: null,
+  attempts: 0,
+  handlers: {},
+
+  start() {
+    const topic = document.body.dataset.liveTopic;
+    if (!topic) return;
+    this.topic = topic;
+    this.ids = document.body.dataset.liveIds || "";
+    this.indicator = document.getElementById("live-indicator");
+    this.connect();
+  },
+
+  connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const query = new URLSearchParams({ topic: this.topic });
+    if (this.ids) query.set("ids", this.ids);
+    const socket = new WebSocket(`${scheme}://${location.host}/ws/live/?${query}`);
+    this.socket = socket;
+    this.show("connecting", "connecting…");
+    socket.onopen = () => { this.attempts = 0; this.show("live", "● live"); };
+    socket.onmessage = (message) => this.receive(JSON.parse(message.data));
+    socket.onclose = () => {
+      this.show("offline", "○ reconnecting…");
+      const delay = Math.min(1000 * 2 ** this.attempts++, 15000);
+      setTimeout(() => this.connect(), delay);
+    };
+  },
+
+  show(state, text) {
+    if (!this.indicator) return;
+    this.indicator.dataset.state = state;
+    this.indicator.textContent = text;
+  },
+
+  receive(message) {
+    if (message.type === "snapshot") {
+      this.state = { rows: {}, pending: {}, ...message.data };
+      (this.handlers.snapshot || (() => {}))(this.state);
+      return;
+    }
+    const handler = this.handlers[message.type];
+    if (handler) handler(message.data);
+  },
+};
+window.Live = Live;
+
+// --- shared pieces --------------------------------------------------------------------------
+
+function setBar(element, ready, total) {
+  const bar = element.querySelector('[data-field="bar"]');
+  if (!bar) return;
+  bar.querySelector(".fill").style.width = `${total ? Math.round((100 * ready) / total) : 0}%`;
+  bar.querySelector('[data-field="ready"]').textContent = `${ready}/${total}`;
+  bar.title = `${ready}/${total} ready`;
+}
+
+function setPhase(element, phase) {
+  const badge = element.querySelector('[data-field="phase"]');
+  if (!badge) return;
+  badge.textContent = phase;
+  badge.className = `badge phase-${phase}`;
+}
+
+function renderRow(row) {
+  const element = document.querySelector(`[data-id="${row.id}"]`);
+  if (!element) return false;
+  setBar(element, row.readyReplicas, row.replicas);
+  setPhase(element, row.phase);
+  return true;
+}
+
+function csrfToken(form) {
+  const input = form.querySelector('input[name="csrfmiddlewaretoken"]');
+  return input ? input.value : "";
+}
+
+// --- allocations list and detail -------------------------------------------------------------
+
+function allocationHandlers() {
+  const onRow = (row) => {
+    Live.state.rows[String(row.id)] = row;
+    if (!renderRow(row)) {
+      const notice = document.getElementById("new-allocations");
+      if (notice) notice.hidden = false;
+    }
+  };
+  return {
+    snapshot(state) { Object.values(state.rows).forEach(renderRow); },
+    "allocation.created": onRow,
+    "allocation.changed": (row) => {
+      onRow(row);
+      const reason = document.querySelector('[data-field="reason"]');
+      if (reason) {
+        reason.textContent = `${row.reason} ${row.message}`.trim();
+        reason.hidden = !reason.textContent;
+      }
+      refreshFragment("timeline");
+      refreshObjects();
+    },
+  };
+}
+
+async function refreshFragment(id) {
+  const target = document.getElementById(id);
+  if (!target || !target.dataset.src) return;
+  const response = await fetch(target.dataset.src, { credentials: "same-origin" });
+  if (response.ok) target.innerHTML = await response.text();  // our own server-rendered HTML
+}
+
+let objectsTimer = null;
+function refreshObjects() {
+  clearTimeout(objectsTimer);
+  objectsTimer = setTimeout(loadObjects, 300);
+}
+
+async function loadObjects() {
+  const target = document.getElementById("objects");
+  if (!target) return;
+  let data;
+  try {
+    const response = await fetch(target.dataset.src, { credentials: "same-origin" });
+    data = await response.json();
+  } catch (error) {
+    data = { error: String(error), objects: [] };
+  }
+  target.replaceChildren();
+  if (data.error) {
+    const p = document.createElement("p");
+    p.className = "error";
+    p.textContent = `Could not read the cluster: ${data.error}`;
+    target.append(p);
+  }
+  if (!data.objects.length && !data.error) {
+    const p = document.createElement("p");
+    p.className = "muted";
+    p.textContent = "The allocation owns no objects in the cluster.";
+    target.append(p);
+  }
+  for (const item of data.objects) {
+    const details = document.createElement("details");
+    details.className = "object";
+    const summary = document.createElement("summary");
+    summary.textContent = `${item.kind} ${item.name} — ${item.status}`;
+    const pre = document.createElement("pre");
+    pre.textContent = item.yaml;
+    details.append(summary, pre);
+    target.append(details);
+  }
+}
+
+// --- approvals queue ---------------------------------------------------------------------------
+
+function fillCard(card, request) {
+  card.id = `approval-${request.id}`;
+  card.dataset.id = request.id;
+  card.dataset.deadline = request.deadline;
+  const field = (name) => card.querySelector(`[data-field="${name}"]`);
+  field("risk").textContent = request.risk;
+  field("risk").className = `badge risk-${request.risk}`;
+  field("kind").textContent = request.operation.kind;
+  field("agent").textContent = request.agentInstance ? `${request.agentType} / ${request.agentInstance}` : request.agentType;
+  field("context").textContent = request.contextId;
+  field("allocation-wrap").textContent = request.allocation ? `· allocation ${request.allocation}` : "";
+  field("operation").textContent = request.normalised;
+  const parts = field("parts");
+  parts.replaceChildren();
+  for (const part of request.evaluation.parts || []) {
+    const tr = document.createElement("tr");
+    const text = document.createElement("td");
+    const code = document.createElement("code");
+    code.textContent = part.text;
+    text.append(code);
+    const decision = document.createElement("td");
+    const badge = document.createElement("span");
+    badge.className = `badge decision-${part.decision}`;
+    badge.textContent = part.decision;
+    decision.append(badge);
+    const why = document.createElement("td");
+    why.className = "muted";
+    why.textContent = `${part.rule || part.sources_entry || ""} ${part.reason}`;
+    tr.append(text, decision, why);
+    parts.append(tr);
+  }
+  const form = card.querySelector("form.decision");
+  form.action = `/approvals/${request.id}/decide/`;
+  card.querySelector("details.similar").dataset.similarSrc = `/approvals/${request.id}/similar/`;
+  wireCard(card);
+}
+
+function wireCard(card) {
+  const form = card.querySelector("form.decision");
+  if (form && !form.dataset.wired) {
+    form.dataset.wired = "1";
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const body = new FormData(form);
+      if (event.submitter) body.set(event.submitter.name, event.submitter.value);
+      const response = await fetch(form.action, {
+        method: "POST", body, credentials: "same-origin",
+        headers: { Accept: "application/json", "X-CSRFToken": csrfToken(form) },
+      });
+      const answer = await response.json().catch(() => ({ message: response.statusText }));
+      if (response.ok || response.status === 409) removeCard(card.dataset.id);
+      if (!response.ok) alert(answer.message);
+    });
+  }
+  const similar = card.querySelector("details.similar");
+  if (similar && !similar.dataset.wired) {
+    similar.dataset.wired = "1";
+    similar.addEventListener("toggle", async () => {
+      if (!similar.open || !similar.dataset.similarSrc) return;
+      const response = await fetch(similar.dataset.similarSrc, { credentials: "same-origin" });
+      const data = await response.json();
+      similar.querySelector('[data-field="similar-rule"]').textContent = data.rule || "(none: approve once)";
+      similar.querySelector('[data-field="similar-count"]').textContent =
+        data.rule ? `would have matched ${data.matches} recent request(s)` : "";
+    });
+  }
+}
+
+function removeCard(id) {
+  delete Live.state.pending[id];
+  const card = document.getElementById(`approval-${id}`);
+  if (card) card.remove();
+  updateQueueCount();
+}
+
+function addCard(request) {
+  Live.state.pending[request.id] = request;
+  if (document.getElementById(`approval-${request.id}`)) return;
+  const template = document.getElementById("card-template");
+  const queue = document.getElementById("queue");
+  if (!template || !queue) return;
+  const card = template.content.firstElementChild.cloneNode(true);
+  fillCard(card, request);
+  queue.append(card);
+  updateQueueCount();
+}
+
+function updateQueueCount() {
+  const count = document.querySelectorAll("#queue article.approval").length;
+  const counter = document.getElementById("pending-count");
+  if (counter) counter.textContent = count;
+  const empty = document.getElementById("queue-empty");
+  if (empty) empty.hidden = count > 0;
+}
+
+function approvalHandlers() {
+  return {
+    snapshot(state) {
+      const ids = new Set(Object.keys(state.pending));
+      document.querySelectorAll("#queue article.approval").forEach((card) => {
+        if (!ids.has(card.dataset.id)) card.remove();
+      });
+      Object.values(state.pending).forEach(addCard);
+      updateQueueCount();
+    },
+    "approval.created": addCard,
+    "approval.decided": (request) => removeCard(request.id),
+  };
+}
+
+function tickDeadlines() {
+  const now = Date.now();
+  document.querySelectorAll("article.approval[data-deadline]").forEach((card) => {
+    const left = Math.max(0, Math.round((Date.parse(card.dataset.deadline) - now) / 1000));
+    const label = card.querySelector('[data-field="time-left"]');
+    if (!label) return;
+    label.textContent = left ? `${Math.floor(left / 60)}m ${String(left % 60).padStart(2, "0")}s left` : "expired";
+    label.classList.toggle("urgent", left < 60);
+  });
+}
+
+// --- overview ------------------------------------------------------------------------------------
+
+function overviewHandlers() {
+  const refresh = () => Live.socket && Live.socket.readyState === 1 && Live.socket.send(JSON.stringify({ type: "resync" }));
+  let timer = null;
+  const soon = () => { clearTimeout(timer); timer = setTimeout(refresh, 500); };
+  return {
+    snapshot(state) {
+      for (const [phase, count] of Object.entries(state.counts || {})) {
+        const element = document.querySelector(`[data-count="${phase}"]`);
+        if (element) element.textContent = count;
+      }
+      const pending = document.querySelector('[data-count="pending-approvals"]');
+      if (pending) pending.textContent = state.pending;
+    },
+    "allocation.created": soon, "allocation.changed": soon,
+    "approval.created": soon, "approval.decided": soon,
+  };
+}
+
+// --- wiring ---------------------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  const topic = document.body.dataset.liveTopic || "";
+  if (topic === "allocations" || topic.startsWith("allocation:")) Live.handlers = allocationHandlers();
+  else if (topic === "approvals") Live.handlers = approvalHandlers();
+  else if (topic === "overview") Live.handlers = overviewHandlers();
+  Live.start();
+
+  document.querySelectorAll("article.approval").forEach(wireCard);
+  tickDeadlines();
+  setInterval(tickDeadlines, 1000);
+  loadObjects();
+
+  document.querySelectorAll("[data-copy]").forEach((button) => {
+    button.addEventListener("click", () => {
+      const source = document.querySelector(button.dataset.copy);
+      navigator.clipboard.writeText(source.textContent.trim()).then(() => { button.textContent = "Copied"; });
+    });
+  });
+  document.querySelectorAll("form.confirm").forEach((form) => {
+    form.addEventListener("submit", (event) => {
+      if (!confirm(form.dataset.confirm)) event.preventDefault();
+    });
+  });
+  const allocationForm = document.getElementById("allocation-form");
+  if (allocationForm) {
+    const sync = () => {
+      const chosen = allocationForm.querySelector('input[name="strategy"]:checked');
+      allocationForm.querySelectorAll("[data-for]").forEach((group) => {
+        group.hidden = !chosen || !group.dataset.for.split(" ").includes(chosen.value);
+      });
+    };
+    allocationForm.addEventListener("change", sync);
+    sync();
+  }
+});

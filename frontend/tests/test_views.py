@@ -1,0 +1,173 @@
+"""Every page checks the role on the server; forms need CSRF; the allocations list costs a
+fixed number of queries whatever the page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from allocations.models import Allocation
+from approvals.models import ApprovalRequest, Status
+from approvals.services import approval_check
+from contextsvc.core.users import ensure_role_groups, user_set_role
+from profiles.services import profile_save
+
+pytestmark = [pytest.mark.django_db, pytest.mark.cluster]
+
+VIEWER_PAGES = ["/", "/allocations/", "/approvals/", "/profiles/", "/audit/", "/cluster/"]
+ADMIN_PAGES = ["/allocations/new/", "/clients/", "/users/", "/profiles/new/"]
+
+
+@pytest.fixture(autouse=True)
+def _cluster(kube_cluster: object) -> None:
+    ensure_role_groups()
+
+
+def client_for(role: str | None, *, csrf: bool = False) -> Client:
+    user = User.objects.create_user(f"user-{role}", password="x" * 16)
+    if role:
+        user_set_role(user=user, role=role, actor="user:test")
+    client = Client(enforce_csrf_checks=csrf)
+    client.force_login(user)
+    return client
+
+
+def test_anonymous_visitors_are_sent_to_log_in() -> None:
+    for path in VIEWER_PAGES + ADMIN_PAGES:
+        response = Client().get(path)
+        assert response.status_code == 302, path
+        assert response["Location"].startswith("/login/?next="), path
+
+
+@pytest.mark.parametrize(
+    ("role", "viewer_status", "admin_status"),
+    [(None, 403, 403), ("viewer", 200, 403), ("approver", 200, 403), ("admin", 200, 200)],
+)
+def test_pages_follow_the_role(role: str | None, viewer_status: int, admin_status: int) -> None:
+    client = client_for(role)
+
+    assert {path: client.get(path).status_code for path in VIEWER_PAGES} == dict.fromkeys(
+        VIEWER_PAGES, viewer_status
+    )
+    assert {path: client.get(path).status_code for path in ADMIN_PAGES} == dict.fromkeys(
+        ADMIN_PAGES, admin_status
+    )
+
+
+def test_a_refused_page_says_which_role_it_needs() -> None:
+    refused = client_for(None).get("/")
+
+    assert refused.status_code == 403
+    page = refused.content.decode()
+    assert "<p>this needs the viewer role.</p>" in page
+    assert "Your account has no role yet" in page
+    page = client_for("viewer").get("/clients/").content.decode()
+    assert "<p>this needs the admin role.</p>" in page
+    assert "with the viewer role." in page
+
+
+def _pending() -> ApprovalRequest:
+    profile_save(
+        name="data-agent",
+        create=True,
+        actor="user:test",
+        values={"source": "builtin", "image": "busybox:1.36"},
+    )
+    result = approval_check(
+        operation={"kind": "shell", "command": "pip install x"},
+        context_id="c",
+        agent_type="data-agent",
+        actor="api:agent",
+    )
+    assert result.request is not None
+    return result.request
+
+
+def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
+    request = _pending()
+    viewer, approver = client_for("viewer"), client_for("approver")
+
+    refused = viewer.post(f"/approvals/{request.pk}/decide/", {"decision": "approve"})
+    page = viewer.get("/approvals/").content.decode()
+    assert refused.status_code == 403
+    assert ApprovalRequest.objects.get().status == Status.PENDING
+    assert f'id="approval-{request.pk}"' in page
+    assert "data-decide hidden" in page
+
+    accepted = approver.post(
+        f"/approvals/{request.pk}/decide/",
+        {"decision": "deny", "reason": "no"},
+        headers={"Accept": "application/json"},
+    )
+    assert accepted.status_code == 200
+    assert accepted.json() == {"ok": True, "message": "decided"}
+    again = approver.post(
+        f"/approvals/{request.pk}/decide/",
+        {"decision": "approve"},
+        headers={"Accept": "application/json"},
+    )
+    assert again.status_code == 409
+    assert ApprovalRequest.objects.get().status == Status.DENIED
+
+
+def test_forms_need_the_csrf_token() -> None:
+    request = _pending()
+    approver = client_for("approver", csrf=True)
+
+    response = approver.post(f"/approvals/{request.pk}/decide/", {"decision": "approve"})
+
+    assert response.status_code == 403
+    assert ApprovalRequest.objects.get().status == Status.PENDING
+
+
+def test_the_create_form_refuses_what_the_api_refuses() -> None:
+    admin = client_for("admin")
+
+    response = admin.post(
+        "/allocations/new/",
+        {"name": "Bad_Name", "replicas": "1", "strategy": "dedicated", "size": "1Gi"},
+    )
+
+    assert response.status_code == 200
+    assert (
+        "name must be a lowercase Kubernetes name no longer than 50 characters"
+        in response.content.decode()
+    )
+    assert not Allocation.objects.exists()
+
+
+def _bulk(count: int) -> None:
+    Allocation.objects.bulk_create(
+        Allocation(
+            name=f"a-{i:05d}",
+            namespace="ns",
+            replicas=3,
+            strategy="shared",
+            workspace_size="1Gi",
+            workspace_access_mode="ReadWriteMany",
+            phase="ready" if i % 3 else "provisioning",
+            ready_replicas=3 if i % 3 else 1,
+            requester="api:sh",
+        )
+        for i in range(count)
+    )
+
+
+def test_allocations_list_costs_the_same_queries_on_any_page() -> None:
+    _bulk(240)
+    viewer = client_for("viewer")
+    counts: dict[str, Any] = {}
+    for query in ("", "?page=4", "?phase=ready&page=2", "?q=a-001&strategy=shared"):
+        with CaptureQueriesContext(connection) as captured:
+            response = viewer.get(f"/allocations/{query}")
+        assert response.status_code == 200
+        counts[query] = len(captured)
+    assert len(set(counts.values())) == 1, counts
+    page = viewer.get("/allocations/?page=2").content.decode()
+    assert page.count('<tr data-id="') == 50
+    assert "page 2 of 5" in page

@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from allocations import provisioning, services, v1
+from allocations.models import Allocation, Phase, Strategy
+from allocations.selectors import allocation_page
+from contextsvc.core.errors import ServiceError
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from frontend.access import actor, admin_required, viewer_required
+from frontend.forms import AllocationForm
+from profiles.models import SandboxProfile
+
+PER_PAGE = 50
+
+
+@viewer_required
+def allocation_list(request: HttpRequest) -> HttpResponse:
+    filters = {
+        key: request.GET.get(key, "").strip() for key in ("phase", "strategy", "namespace", "q")
+    }
+    try:
+        page_number = max(int(request.GET.get("page", "1")), 1)
+    except ValueError:
+        page_number = 1
+    rows, total = allocation_page(
+        phase=filters["phase"],
+        strategy=filters["strategy"],
+        namespace=filters["namespace"],
+        text=filters["q"],
+        page=page_number,
+        per_page=PER_PAGE,
+    )
+    pages = max((total + PER_PAGE - 1) // PER_PAGE, 1)
+    return render(
+        request,
+        "frontend/allocations.html",
+        {
+            "rows": rows,
+            "total": total,
+            "page": page_number,
+            "pages": pages,
+            "filters": filters,
+            "phases": Phase.choices,
+            "strategies": Strategy.choices,
+            "live_topic": "allocations",
+            "live_ids": ",".join(str(row.pk) for row in rows),
+        },
+    )
+
+
+@viewer_required
+def allocation_detail(request: HttpRequest, allocation_id: int) -> HttpResponse:
+    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    return render(
+        request,
+        "frontend/allocation_detail.html",
+        {
+            "allocation": allocation,
+            "events": allocation.events.all(),
+            "response": v1.pool_response(allocation, default_namespace=allocation.namespace),
+            "blueprint_yaml": yaml.safe_dump(allocation.blueprint, sort_keys=False)
+            if allocation.blueprint
+            else "",
+            "live_topic": f"allocation:{allocation.pk}",
+        },
+    )
+
+
+@viewer_required
+def allocation_timeline(request: HttpRequest, allocation_id: int) -> HttpResponse:
+    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    return render(request, "frontend/_timeline.html", {"events": allocation.events.all()})
+
+
+def _summary(kind: str, obj: dict[str, Any]) -> str:
+    status = obj.get("status") or {}
+    if kind == "PersistentVolumeClaim":
+        return str(status.get("phase") or "Pending")
+    if kind == "Pod":
+        ready = objects.pod_is_ready(obj)
+        return f"{status.get('phase') or 'Pending'}{', ready' if ready else ''}"
+    condition = objects.condition(obj, "Ready")
+    if condition is None:
+        return "no Ready condition yet"
+    return f"Ready={condition.get('status')} ({condition.get('reason') or '—'})"
+
+
+@viewer_required
+def allocation_objects(request: HttpRequest, allocation_id: int) -> JsonResponse:
+    """The Kubernetes objects the allocation owns, fetched by the page after it loaded (the
+    page itself never waits on Kubernetes)."""
+    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    try:
+        owned = provisioning.owned(allocation)
+    except kube.KubeError as exc:
+        return JsonResponse({"error": exc.message, "objects": []}, status=502)
+    items = []
+    for kind, found in owned.found.items():
+        for obj in found:
+            metadata = obj.get("metadata") or {}
+            metadata.pop("managedFields", None)
+            items.append(
+                {
+                    "kind": kind.kind,
+                    "name": metadata.get("name"),
+                    "status": _summary(kind.kind, obj),
+                    "yaml": yaml.safe_dump(obj, sort_keys=False),
+                }
+            )
+    return JsonResponse({"objects": items})
+
+
+@admin_required
+def allocation_create(request: HttpRequest) -> HttpResponse:
+    profiles = SandboxProfile.objects.filter(enabled=True).order_by("name")
+    form = AllocationForm(request.POST or None, profiles=profiles)
+    if request.method == "POST" and form.is_valid():
+        try:
+            # The same parser and rules as the API, so the form refuses exactly what it does.
+            pool = v1.parse_pool_request(form.v1_body())
+            created = services.allocation_create(request=pool, actor=actor(request))
+        except ServiceError as exc:
+            form.add_error(None, exc.message)
+        else:
+            for warning in created.warnings:
+                messages.warning(request, warning)
+            messages.success(request, f"Allocation {pool.name} requested.")
+            return redirect("frontend:allocation", allocation_id=created.allocation.pk)
+    return render(request, "frontend/allocation_form.html", {"form": form})
+
+
+@admin_required
+@require_POST
+def allocation_release(request: HttpRequest, allocation_id: int) -> HttpResponse:
+    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    try:
+        services.allocation_release(name=allocation.name, actor=actor(request))
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Release of {allocation.name} requested.")
+    return redirect("frontend:allocation", allocation_id=allocation.pk)

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from allocations.selectors import allocation_needs_attention, allocation_phase_counts
+from approvals.selectors import approval_pending_summary
+from contextsvc.core.models import AuditEntry
+from contextsvc.core.selectors import heartbeat_list_recent
+from frontend.access import viewer_required
+
+
+@viewer_required
+def overview(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "frontend/overview.html",
+        {
+            "counts": allocation_phase_counts(),
+            "approvals": approval_pending_summary(),
+            "attention": allocation_needs_attention(
+                stuck_after_seconds=settings.CS_STUCK_AFTER_SECONDS
+            ),
+            "recent": AuditEntry.objects.order_by("-at", "-id")[:15],
+            "heartbeats": heartbeat_list_recent(),
+            "live_topic": "overview",
+        },
+    )

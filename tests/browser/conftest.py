@@ -1,0 +1,107 @@
+"""Browser tests: Debian's Chromium driven by Playwright against the real stack (web,
+worker, watcher, Redis, PostgreSQL, the test control plane). Playwright never downloads a
+browser here; Chromium comes from Debian's package, installed on first use."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from contextsvc.core.users import ensure_role_groups, user_set_role
+from contextsvc.devenv.system import REPO_DIR, apt_install
+
+SCREENSHOTS = REPO_DIR / ".local" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+# Keep Chromium off the network: this machine reaches nothing but loopback.
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # as root, Chromium's own sandbox cannot start
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _orm_beside_playwright() -> Iterator[None]:
+    """Playwright's synchronous API runs an event loop in the test thread, from the first
+    browser test's setup on; the tests' own ORM calls (and the test database's setup) are
+    still synchronous and safe there. The service processes never inherit this
+    (tests/support/processes.py drops it)."""
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if before is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args() -> dict[str, Any]:
+    if not Path(CHROMIUM).exists():
+        apt_install("chromium")
+    return {
+        "executable_path": shutil.which("chromium") or CHROMIUM,
+        "args": CHROMIUM_ARGS,
+        "headless": True,
+    }
+
+
+@pytest.fixture
+def screenshot() -> Callable[[Any, str], Path]:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(page: Any, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
+
+
+PASSWORD = "a-long-test-password"
+
+
+@pytest.fixture
+def make_user(service: None) -> Callable[[str, str], User]:
+    ensure_role_groups()
+
+    def make(username: str, role: str) -> User:
+        user = User.objects.create_user(username, password=PASSWORD)
+        return user_set_role(user=user, role=role, actor="user:test")
+
+    return make
+
+
+@pytest.fixture
+def login(web_server: str) -> Callable[[Any, str], Any]:
+    def log_in(page: Any, username: str) -> Any:
+        page.goto(f"{web_server}/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{web_server}/")
+        return page
+
+    return log_in
+
+
+@pytest.fixture
+def live_page(web_server: str) -> Callable[[Any, str], Any]:
+    """Open a page and wait until its WebSocket has delivered the snapshot."""
+
+    def open_page(page: Any, path: str) -> Any:
+        page.goto(f"{web_server}{path}")
+        page.wait_for_selector('#live-indicator[data-state="live"]')
+        return page
+
+    return open_page

@@ -1,0 +1,250 @@
+"""The dashboard in Chromium: live allocations, the live approval queue shared by two
+reviewers, roles enforced on the server, release, and screenshots of the main pages."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from allocations.models import Allocation, Phase
+from approvals.models import ApprovalRequest, Status
+from contextsvc.core.models import AuditEntry
+from cs_agent import ApprovalClient, Verdict
+from profiles.services import profile_save
+from tests.support.api import issue_token
+from tests.support.kube import wait_for_phase
+from tests.support.processes import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.cluster]
+
+
+def test_allocation_from_the_form_turns_ready_live_and_is_released(
+    page: Page,
+    make_user: Callable[..., Any],
+    login: Callable[..., Any],
+    live_page: Callable[..., Any],
+    namespace: str,
+    screenshot: Callable[..., Any],
+) -> None:
+    make_user("ada", "admin")
+    login(page, "ada")
+    screenshot(page, "overview")
+    page.goto(page.url + "allocations/new/")
+    page.fill("#id_name", "from-the-form")
+    page.fill("#id_namespace", namespace)
+    page.fill("#id_replicas", "3")
+    page.check("input[name=strategy][value=shared]")
+    page.fill("#id_size", "1Gi")
+    page.click("#allocation-form button[type=submit]")
+
+    page.wait_for_selector('#live-indicator[data-state="live"]')
+    page.evaluate("window.__not_reloaded = true")
+    heading = page.locator("#allocation")
+    expect(heading.locator('[data-field="ready"]')).to_have_text("3/3", timeout=60_000)
+    expect(heading.locator('[data-field="phase"]')).to_have_text("ready")
+    assert page.evaluate("window.__not_reloaded") is True
+    # NetworkPolicy, the shared PVC, three Sandboxes and their three Pods.
+    expect(page.locator("#objects details.object")).to_have_count(8, timeout=30_000)
+    screenshot(page, "allocation-detail")
+
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.click("button:has-text('Release')")
+    expect(page.locator('#allocation [data-field="phase"]')).to_have_text(
+        "released", timeout=60_000
+    )
+    assert Allocation.objects.get(name="from-the-form").phase == Phase.RELEASED
+    assert list(
+        AuditEntry.objects.filter(target="from-the-form")
+        .order_by("id")
+        .values_list("actor", "action")
+    )[:2] == [
+        ("user:ada", "allocation.create"),
+        ("user:ada", "allocation.release"),
+    ]
+
+
+def test_allocations_list_follows_changes_and_matches_a_fresh_snapshot(
+    page: Page,
+    make_user: Callable[..., Any],
+    login: Callable[..., Any],
+    live_page: Callable[..., Any],
+    namespace: str,
+    web_server: str,
+    screenshot: Callable[..., Any],
+) -> None:
+    make_user("vera", "viewer")
+    api = issue_token("sh", ["allocations"])
+    first = _allocate(web_server, api, namespace, "list-one", 2)
+    wait_for_phase("list-one", Phase.READY)
+    login(page, "vera")
+    live_page(page, "/allocations/")
+    row = page.locator(f'tr[data-id="{first}"]')
+    expect(row.locator('[data-field="phase"]')).to_have_text("ready")
+    expect(row.locator('[data-field="ready"]')).to_have_text("2/2")
+
+    # Changes after the page loaded arrive as events: a release...
+    _release(web_server, api, "list-one")
+    expect(row.locator('[data-field="phase"]')).to_have_text("released", timeout=60_000)
+    expect(row.locator('[data-field="ready"]')).to_have_text("0/2")
+    # ...and a new allocation, which the page announces.
+    second = _allocate(web_server, api, namespace, "list-two", 1)
+    expect(page.locator("#new-allocations")).to_be_visible(timeout=30_000)
+    wait_for_phase("list-two", Phase.READY)
+    wait_until(
+        lambda: _state(page).get(str(second), {}).get("phase") == "ready",
+        timeout=30,
+        message="the page to see the second allocation ready",
+    )
+    screenshot(page, "allocations")
+
+    # The stale page's snapshot plus the events it applied equals a fresh snapshot.
+    fresh = json.loads(
+        page.evaluate(
+            "ids => new Promise(resolve => {"
+            " const ws = new WebSocket(`ws://${location.host}/ws/live/?topic=allocations&ids=${ids}`);"
+            " ws.onmessage = m => { resolve(JSON.stringify(JSON.parse(m.data).data.rows)); ws.close(); };"
+            "})",
+            f"{first},{second}",
+        )
+    )
+    stale = _state(page)
+    assert set(fresh) == {str(first), str(second)}
+    assert {key: stale[key] for key in fresh} == fresh
+
+
+def _state(page: Page) -> dict[str, Any]:
+    return dict(json.loads(page.evaluate("JSON.stringify(window.Live.state.rows)")))
+
+
+def _allocate(server: str, token: str, namespace: str, name: str, replicas: int) -> int:
+    request = urllib.request.Request(
+        f"{server}/v1/sandbox-pools",
+        method="POST",
+        data=json.dumps(
+            {
+                "name": name,
+                "replicas": replicas,
+                "namespace": namespace,
+                "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+            }
+        ).encode(),
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(request) as response:
+        assert response.status == 201
+    return Allocation.objects.get(name=name).pk
+
+
+def _release(server: str, token: str, name: str) -> None:
+    request = urllib.request.Request(
+        f"{server}/v1/sandbox-pools/{name}",
+        method="DELETE",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(request) as response:
+        assert response.status == 204
+
+
+def test_two_reviewers_share_one_live_queue(
+    browser: Browser,
+    make_user: Callable[..., Any],
+    login: Callable[..., Any],
+    live_page: Callable[..., Any],
+    web_server: str,
+    screenshot: Callable[..., Any],
+) -> None:
+    profile_save(
+        name="data-agent",
+        create=True,
+        actor="user:test",
+        values={
+            "source": "builtin",
+            "image": "busybox:1.36",
+            "rules": {"permissions": {"allow": ["shell(ls:*)"], "deny": []}},
+        },
+    )
+    make_user("alice", "approver")
+    make_user("bob", "approver")
+    pages = []
+    for name in ("alice", "bob"):
+        page = browser.new_context().new_page()
+        login(page, name)
+        live_page(page, "/approvals/")
+        pages.append(page)
+    client = ApprovalClient(
+        web_server,
+        issue_token("agent-7", ["agent"]),
+        agent_type="data-agent",
+        agent_instance="pod-7",
+    )
+    verdicts: list[Verdict] = []
+    waiting = threading.Thread(
+        target=lambda: verdicts.append(client.shell("pip install pandas", "ctx-abc123", timeout=60))
+    )
+    waiting.start()
+
+    request = wait_until(
+        lambda: ApprovalRequest.objects.filter(status=Status.PENDING).first(),
+        timeout=30,
+        message="the agent's request",
+    )
+    assert isinstance(request, ApprovalRequest)
+    for page in pages:
+        card = page.locator(f"#approval-{request.pk}")
+        expect(card).to_be_visible(timeout=15_000)
+        expect(card.locator('[data-field="operation"]')).to_have_text("pip install pandas")
+        expect(card.locator('[data-field="context"]')).to_have_text("ctx-abc123")
+        expect(card.locator('[data-field="time-left"]')).to_contain_text("left")
+    screenshot(pages[0], "approvals")
+
+    pages[0].locator(f"#approval-{request.pk} button[value=approve]").click()
+
+    for page in pages:
+        expect(page.locator(f"#approval-{request.pk}")).to_have_count(0, timeout=15_000)
+    waiting.join(timeout=30)
+    assert [(v.allowed, v.status) for v in verdicts] == [(True, "approved")]
+    request.refresh_from_db()
+    assert (request.status, request.decided_by) == (Status.APPROVED, "user:alice")
+
+
+def test_viewers_get_no_decision_buttons_and_forged_posts_are_refused(
+    page: Page,
+    make_user: Callable[..., Any],
+    login: Callable[..., Any],
+    live_page: Callable[..., Any],
+    web_server: str,
+) -> None:
+    profile_save(
+        name="data-agent",
+        create=True,
+        actor="user:test",
+        values={"source": "builtin", "image": "busybox:1.36"},
+    )
+    make_user("vic", "viewer")
+    client = ApprovalClient(web_server, issue_token("agent-7", ["agent"]), agent_type="data-agent")
+    pending = client.submit({"kind": "shell", "command": "pip install pandas"}, "ctx-1")
+    login(page, "vic")
+    live_page(page, "/approvals/")
+
+    card = page.locator(f"#approval-{pending['id']}")
+    expect(card).to_be_visible()
+    expect(card.locator("button[value=approve]")).to_be_hidden()
+    expect(card.locator("button[value=deny]")).to_be_hidden()
+    # A forged decision with a valid session and CSRF token is still refused by the server.
+    token = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+    forged = page.request.post(
+        f"{web_server}/approvals/{pending['id']}/decide/",
+        form={"decision": "approve", "csrfmiddlewaretoken": token or ""},
+        headers={"Referer": f"{web_server}/approvals/"},
+    )
+    assert forged.status == 403
+    assert ApprovalRequest.objects.get(pk=pending["id"]).status == Status.PENDING
+    # Admin-only pages are refused too.
+    assert page.request.get(f"{web_server}/clients/").status == 403
+    assert page.request.get(f"{web_server}/allocations/new/").status == 403
