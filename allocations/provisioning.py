@@ -79,21 +79,15 @@ def apply(allocation: Allocation) -> list[str]:
     created = []
     for kind, body in desired_objects(allocation):
         name = body["metadata"]["name"]
-        try:
-            kube.create_object(kind, body)
-        except Exception as exc:
-            if not kube.is_already_exists(exc):
-                raise kube.kube_error(
-                    exc, f"creating {kind.kind} {allocation.namespace}/{name}"
-                ) from exc
-            existing = kube.get_object(kind, allocation.namespace, name)
-            if existing is not None and not objects.is_managed_for(existing, allocation.name):
-                raise NameCollision(
-                    f"{kind.kind} {allocation.namespace}/{name} exists and does not belong to "
-                    "this allocation"
-                ) from exc
-        else:
+        if kube.create_if_absent(kind, body):
             created.append(f"{kind.kind}/{name}")
+            continue
+        existing = kube.get_object(kind, allocation.namespace, name)
+        if existing is not None and not objects.is_managed_for(existing, allocation.name):
+            raise NameCollision(
+                f"{kind.kind} {allocation.namespace}/{name} exists and does not belong to "
+                "this allocation"
+            )
     return created
 
 

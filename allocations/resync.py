@@ -23,16 +23,11 @@ from allocations.observe import (
     ready_replicas,
     terminal_failure,
 )
+from contextsvc.core import namespaces
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 
 logger = logging.getLogger(__name__)
-
-
-def watched_namespaces() -> list[str] | None:
-    """The namespaces the service manages; ``None`` means the whole cluster."""
-    allowed = list(settings.CS_ALLOWED_NAMESPACES)
-    return None if "*" in allowed else sorted(set(allowed))
 
 
 @dataclass
@@ -43,10 +38,8 @@ class ClusterSnapshot:
 
 def _listed(kind: objects.ApiKind, selector: str) -> list[dict[str, Any]]:
     """Objects of ``kind`` in every watched namespace (a missing CRD means none)."""
-    watched = watched_namespaces()
-    namespaces: list[str | None] = [*watched] if watched is not None else [None]
     items: list[dict[str, Any]] = []
-    for namespace in namespaces:
+    for namespace in namespaces.scopes():
         try:
             items += kube.list_objects(kind, namespace, selector)
         except kube.KubeError as exc:
@@ -62,15 +55,11 @@ def snapshot() -> ClusterSnapshot:
     claims = _listed(objects.SANDBOX_CLAIM, managed)
     pods = _listed(objects.POD, objects.POOLED_POD_SELECTOR)
     pvcs = _listed(objects.PVC, managed)
-    # Named contexts may live in any namespace (the v1 request names it).
+    # Named contexts' PVCs carry our managed-by label too: they are among ``pvcs``.
     context_pvcs = {
-        (
-            str(pvc["metadata"]["namespace"]),
-            str(pvc["metadata"]["labels"][objects.CONTEXT_NAME_LABEL]),
-        ): pvc
-        for pvc in kube.list_objects(
-            objects.PVC, None, f"{objects.MANAGED_SELECTOR},{objects.CONTEXT_NAME_LABEL}"
-        )
+        (str(pvc["metadata"]["namespace"]), str(labels[objects.CONTEXT_NAME_LABEL])): pvc
+        for pvc in pvcs
+        if objects.CONTEXT_NAME_LABEL in (labels := objects.labels_of(pvc))
     }
     return ClusterSnapshot(
         pools=group_by_pool(sandboxes=sandboxes, claims=claims, pods=pods, pvcs=pvcs),

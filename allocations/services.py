@@ -23,7 +23,7 @@ from allocations.models import (
     Strategy,
 )
 from allocations.v1 import ContextRequest, PoolRequest
-from contextsvc.core import capabilities, events
+from contextsvc.core import capabilities, events, namespaces
 from contextsvc.core.errors import (
     AlreadyExists,
     InvalidRequest,
@@ -42,18 +42,13 @@ SYSTEM_ACTOR = "system:context-service"
 
 
 def announce(allocation: Allocation, event_type: str = "allocation.changed") -> None:
-    data = {
-        "id": allocation.pk,
-        "name": allocation.name,
-        "namespace": allocation.namespace,
-        "phase": allocation.phase,
-        "ready_replicas": allocation.ready_replicas,
-        "replicas": allocation.replicas,
-        "reason": allocation.reason,
-        "message": allocation.message,
-    }
+    from allocations.selectors import allocation_row
+
     events.publish(
-        events.ALLOCATIONS, events.allocation_group(allocation.pk), event_type=event_type, data=data
+        events.ALLOCATIONS,
+        events.allocation_group(allocation.pk),
+        event_type=event_type,
+        data=allocation_row(allocation),
     )
 
 
@@ -65,11 +60,7 @@ def _event(allocation: Allocation, kind: str, message: str = "", **data: Any) ->
 
 
 def _namespace_for(request_namespace: str) -> str:
-    namespace = request_namespace or settings.CS_NAMESPACE
-    allowed = settings.CS_ALLOWED_NAMESPACES
-    if "*" not in allowed and namespace not in allowed:
-        raise InvalidRequest(f'namespace "{namespace}" is not managed by this service')
-    return namespace
+    return namespaces.check_managed(request_namespace or settings.CS_NAMESPACE)
 
 
 def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str, str]:
@@ -405,6 +396,7 @@ def allocation_observe_ready(*, allocation_id: int, ready: int) -> bool:
 def context_create(*, request: ContextRequest, actor: str) -> ContextResource:
     from allocations.tasks import reconcile_context
 
+    _namespace_for(request.namespace)
     taken = AlreadyExists(
         f'context "{request.name}" already exists in namespace "{request.namespace}"'
     )

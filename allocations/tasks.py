@@ -129,15 +129,11 @@ def reconcile_context(self: Task, context_id: int) -> str:
             storage_class=context.storage_class or None,
         )
         try:
-            kube.create_object(objects.PVC, body)
-        except Exception as exc:
-            if kube.is_already_exists(exc):
+            if not kube.create_if_absent(objects.PVC, body):
                 return "exists"
-            error = kube.kube_error(
-                exc, f"creating PVC {context.namespace}/{body['metadata']['name']}"
-            )
+        except kube.KubeError as error:
             if error.transient and self.request.retries < 10:
-                raise self.retry(countdown=_backoff(self.request.retries)) from exc
+                raise self.retry(countdown=_backoff(self.request.retries)) from error
             services.context_fail(context_id=context_id, message=error.message)
             return "failed"
         return "created"
@@ -173,3 +169,85 @@ def resync() -> str:
         if not acquired:
             return "another resync is running"
         return resync_all().summary()
+
+
+# --- Agent workspaces -----------------------------------------------------------------------------
+
+
+@shared_task(bind=True, name="allocations.tasks.create_workspace_pvc", max_retries=10)
+def create_workspace_pvc(self: Task, workspace_id: int) -> str:
+    from allocations import workspaces
+    from allocations.models import AgentWorkspace
+
+    workspace = AgentWorkspace.objects.filter(
+        pk=workspace_id, status=AgentWorkspace.Status.PROVISIONING
+    ).first()
+    if workspace is None:
+        return "nothing to do"
+    body = objects.agent_workspace_pvc_manifest(
+        agent_type=workspace.agent_type,
+        namespace=workspace.namespace,
+        size=workspace.initial_size,
+        storage_class=workspace.storage_class or None,
+    )
+    try:
+        kube.create_if_absent(objects.PVC, body)
+    except kube.KubeError as error:
+        if error.transient:
+            raise self.retry(countdown=_backoff(self.request.retries)) from error
+        AgentWorkspace.objects.filter(pk=workspace_id).update(
+            status=AgentWorkspace.Status.FAILED, message=error.message
+        )
+        return "failed"
+    workspaces.workspaces_observe()
+    return "created"
+
+
+@shared_task(bind=True, name="allocations.tasks.delete_workspace_pvc", max_retries=None)
+def delete_workspace_pvc(self: Task, workspace_id: int) -> str:
+    from allocations import workspaces
+    from allocations.models import AgentWorkspace
+
+    workspace = AgentWorkspace.objects.filter(
+        pk=workspace_id, status=AgentWorkspace.Status.DELETING
+    ).first()
+    if workspace is None:
+        return "nothing to do"
+    try:
+        kube.delete_object(objects.PVC, workspace.namespace, workspace.pvc_name)
+        workspaces.workspaces_observe()
+    except kube.KubeError as error:
+        raise self.retry(countdown=_backoff(self.request.retries)) from error
+    workspace.refresh_from_db()
+    if workspace.status != AgentWorkspace.Status.DELETED and self.request.retries < RELEASE_POLLS:
+        raise self.retry(countdown=1.0)
+    return workspace.status
+
+
+@shared_task(name="allocations.tasks.expand_workspace")
+def expand_workspace(workspace_id: int) -> str:
+    from allocations import workspaces
+
+    with locks.try_advisory_lock(locks.WORKSPACE, workspace_id) as acquired:
+        if not acquired:
+            return "another expansion is running"
+        return workspaces.workspace_expand(workspace_id)
+
+
+@shared_task(name="allocations.tasks.workspace_housekeeping")
+def workspace_housekeeping() -> str:
+    """Beat: PVC states, finished cleanup Jobs, expired contexts, expansions."""
+    from allocations import workspaces
+    from allocations.models import AgentWorkspace
+
+    with locks.try_advisory_lock(locks.SINGLETON, locks.singleton_key("workspaces")) as acquired:
+        if not acquired:
+            return "another housekeeping run is active"
+        observed = workspaces.workspaces_observe()
+        finished = workspaces.cleanup_jobs_observe()
+        started = len(workspaces.contexts_expire())
+        for workspace_id in AgentWorkspace.objects.filter(
+            status=AgentWorkspace.Status.READY, usage_bytes__isnull=False
+        ).values_list("pk", flat=True):
+            workspaces.workspace_expand(workspace_id)
+        return f"observed {observed}, cleanups finished {finished}, started {started}"

@@ -24,8 +24,7 @@ from django.db import close_old_connections, connection
 from allocations import services
 from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
 from allocations.observe import PoolKey, PoolObjects, pool_key, ready_replicas, terminal_failure
-from allocations.resync import watched_namespaces
-from contextsvc.core import locks
+from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
 from contextsvc.kube import client as kube
@@ -67,15 +66,17 @@ class Informer:
         self.field = field  # which PoolObjects list these objects belong to
         self.on_change = on_change
         self.stop = stop
-        self.group_of: Callable[[dict[str, Any]], Any] = (
-            _context_key if field == "contexts" else pool_key
-        )
+        self.group_of: Callable[[dict[str, Any]], Any] = pool_key
         self.store: dict[ObjKey, dict[str, Any]] = {}
         # The same objects grouped by pool (or context), so a pool's objects are one lookup.
         self.groups: dict[Any, dict[ObjKey, dict[str, Any]]] = {}
         self.lock = threading.Lock()
         self.synced = threading.Event()
         self.relists = 0
+
+    def items(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.store.values())
 
     def items_for(self, group: Any) -> list[dict[str, Any]]:
         with self.lock:
@@ -167,39 +168,35 @@ class Watcher:
     # --- wiring ---------------------------------------------------------------------------
 
     def _targets(self) -> list[tuple[kube.Watchable, str]]:
-        watched = watched_namespaces()
-        namespaces: list[str | None] = [*watched] if watched is not None else [None]
         managed = objects.MANAGED_SELECTOR
         targets = []
-        for namespace in namespaces:
+        for namespace in namespaces.scopes():
             targets += [
                 (kube.Watchable(objects.SANDBOX, namespace, managed), "sandboxes"),
                 (kube.Watchable(objects.SANDBOX_CLAIM, namespace, managed), "claims"),
                 (kube.Watchable(objects.POD, namespace, objects.POOLED_POD_SELECTOR), "pods"),
                 (kube.Watchable(objects.PVC, namespace, managed), "pvcs"),
             ]
-        # Named contexts can be in any namespace, so their PVCs are watched cluster-wide.
-        context_selector = f"{managed},{objects.CONTEXT_NAME_LABEL}"
-        targets.append((kube.Watchable(objects.PVC, None, context_selector), "contexts"))
         return targets
 
     def _on_change(
         self, field: str
     ) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], None]:
         def changed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-            key_of = _context_key if field == "contexts" else pool_key
-            keys = {key_of(obj) for obj in (old, new) if obj is not None}
-            for key in keys:
-                if key is not None:
-                    self.dirty_pools.put((field == "contexts", key))
+            touched = [obj for obj in (old, new) if obj is not None]
+            dirty: set[DirtyItem] = {(False, key) for obj in touched if (key := pool_key(obj))}
+            if field == "pvcs":
+                # Named contexts' PVCs come through the same (managed) PVC collection.
+                dirty |= {(True, key) for obj in touched if (key := _context_key(obj))}
+            for item in dirty:
+                self.dirty_pools.put(item)
 
         return changed
 
     def pool_objects(self, key: PoolKey) -> PoolObjects:
         pool = PoolObjects()
         for informer in self.informers:
-            if informer.field != "contexts":
-                getattr(pool, informer.field).extend(informer.items_for(key))
+            getattr(pool, informer.field).extend(informer.items_for(key))
         return pool
 
     # --- processing -------------------------------------------------------------------------
@@ -237,8 +234,17 @@ class Watcher:
         )
         if context is None:
             return
-        informer = next(i for i in self.informers if i.field == "contexts")
-        pvc = next(iter(informer.items_for(key)), None)
+        # Contexts are few and rarely change: a scan of the PVC cache is cheap enough.
+        pvc = next(
+            (
+                obj
+                for informer in self.informers
+                if informer.field == "pvcs"
+                for obj in informer.items()
+                if _context_key(obj) == key
+            ),
+            None,
+        )
         if context.status == ContextResource.Status.DELETING:
             services.context_observe(context_id=context.pk, bound=None, gone=pvc is None)
         elif pvc is not None:
@@ -332,6 +338,7 @@ def run(stop: threading.Event) -> int:
         if stop.is_set():
             return 0
         logger.info("this watcher is now active")
+        heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
         watcher = Watcher()
         watcher.run_leader()
         while not stop.wait(HEARTBEAT_SECONDS):

@@ -41,44 +41,15 @@ class Verdict:
     evaluation: dict[str, Any] = field(default_factory=dict)
 
 
-class ApprovalClient:
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        *,
-        agent_type: str,
-        agent_instance: str | None = None,
-        allocation: str | None = None,
-        request_timeout: float = 10.0,
-    ) -> None:
+class ServiceClient:
+    """HTTP to Context Service with a bearer token; errors become ``ApprovalError``."""
+
+    def __init__(self, base_url: str, token: str, *, request_timeout: float = 10.0) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ApprovalError(f"Context Service URL must be http(s), got {base_url!r}")
         self.base_url = base_url.rstrip("/")
         self.token = token
-        self.agent_type = agent_type
-        self.agent_instance = agent_instance or socket.gethostname()
-        self.allocation = allocation
         self.request_timeout = request_timeout
-
-    @classmethod
-    def from_env(cls) -> ApprovalClient:
-        """``CS_URL``, ``CS_TOKEN``, ``CS_AGENT_TYPE`` and optionally ``CS_AGENT_INSTANCE``,
-        ``CS_ALLOCATION``."""
-        missing = [
-            name for name in ("CS_URL", "CS_TOKEN", "CS_AGENT_TYPE") if not os.environ.get(name)
-        ]
-        if missing:
-            raise ApprovalError(f"set {', '.join(missing)} to reach Context Service")
-        return cls(
-            os.environ["CS_URL"],
-            os.environ["CS_TOKEN"],
-            agent_type=os.environ["CS_AGENT_TYPE"],
-            agent_instance=os.environ.get("CS_AGENT_INSTANCE"),
-            allocation=os.environ.get("CS_ALLOCATION"),
-        )
-
-    # --- HTTP -------------------------------------------------------------------------------
 
     def _call(
         self, method: str, path: str, body: Any = None, *, timeout: float | None = None
@@ -106,6 +77,46 @@ class ApprovalClient:
             ) from None
         except (OSError, ValueError) as exc:
             raise ApprovalError(f"{method} {path}: {exc}") from None
+
+
+def _require_env(*names: str) -> None:
+    missing = [name for name in names if not os.environ.get(name)]
+    if missing:
+        raise ApprovalError(f"set {', '.join(missing)} to reach Context Service")
+
+
+class ApprovalClient(ServiceClient):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        agent_type: str,
+        agent_instance: str | None = None,
+        allocation: str | None = None,
+        request_timeout: float = 10.0,
+    ) -> None:
+        super().__init__(base_url, token, request_timeout=request_timeout)
+        self.agent_type = agent_type
+        self.agent_instance = agent_instance or socket.gethostname()
+        self.allocation = allocation
+
+    @classmethod
+    def from_env(cls) -> ApprovalClient:
+        """``CS_URL``, ``CS_TOKEN``, ``CS_AGENT_TYPE`` and optionally ``CS_AGENT_INSTANCE``,
+        ``CS_ALLOCATION``."""
+        missing = [
+            name for name in ("CS_URL", "CS_TOKEN", "CS_AGENT_TYPE") if not os.environ.get(name)
+        ]
+        if missing:
+            raise ApprovalError(f"set {', '.join(missing)} to reach Context Service")
+        return cls(
+            os.environ["CS_URL"],
+            os.environ["CS_TOKEN"],
+            agent_type=os.environ["CS_AGENT_TYPE"],
+            agent_instance=os.environ.get("CS_AGENT_INSTANCE"),
+            allocation=os.environ.get("CS_ALLOCATION"),
+        )
 
     # --- The protocol ----------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from tests.support.api import ApiClient, issue_token
-from tests.support.kube import NOTHING, make_pvc, pool_objects, wait_for_phase
+from tests.support.kube import NOTHING, admin_create, make_pvc, pool_objects, wait_for_phase
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
@@ -31,9 +31,9 @@ def legacy_shared_pool(namespace: str, name: str, replicas: int) -> None:
         access_mode="ReadWriteMany",
         storage_class="standard",
     )
-    kube.create_object(objects.PVC, objects.pvc_manifest(spec, objects.shared_pvc_name(name)))
+    admin_create(objects.PVC, objects.pvc_manifest(spec, objects.shared_pvc_name(name)))
     for index in range(replicas):
-        kube.create_object(
+        admin_create(
             objects.SANDBOX,
             objects.sandbox_manifest(spec, index, objects.builtin_blueprint(image="busybox:1.36")),
         )

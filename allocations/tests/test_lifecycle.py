@@ -17,7 +17,14 @@ from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from tests.support.api import ApiClient, issue_token
-from tests.support.kube import NOTHING, make_pvc, make_warm_pool, pool_objects, wait_for_phase
+from tests.support.kube import (
+    NOTHING,
+    admin_create,
+    make_pvc,
+    make_warm_pool,
+    pool_objects,
+    wait_for_phase,
+)
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
@@ -328,7 +335,7 @@ def test_mid_create_failure_rolls_back_everything_it_created(
     api: ApiClient, namespace: str
 ) -> None:
     # Somebody else's Sandbox sits on the name our second Sandbox needs.
-    kube.create_object(
+    admin_create(
         objects.SANDBOX,
         {
             "apiVersion": objects.SANDBOX.api_version,
@@ -462,7 +469,7 @@ def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: 
     make_warm_pool(namespace, "warm", replicas=2)
     # A claim already sits under our second name with our labels but pod metadata in a
     # domain the controller does not allow: the controller fails it with InvalidMetadata.
-    kube.create_object(
+    admin_create(
         objects.SANDBOX_CLAIM,
         {
             "apiVersion": objects.SANDBOX_CLAIM.api_version,

@@ -22,7 +22,7 @@ from allocations.tasks import reconcile_allocation
 from allocations.v1 import PoolRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from tests.support.kube import wait_for_phase
+from tests.support.kube import admin_create, wait_for_phase
 from tests.support.processes import ManagedProcess, wait_until
 
 
@@ -78,7 +78,7 @@ def test_informer_relists_after_410_gone(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    kube.create_object(
+    admin_create(
         objects.PVC,
         {
             "apiVersion": "v1",

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from contextsvc.core import namespaces
 from contextsvc.core.models import ClusterCapabilities
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
@@ -84,10 +85,11 @@ def detect() -> Capabilities:
         runtime_classes = tuple(kube.list_runtime_classes())
         templates: list[dict[str, Any]] = []
         pools: list[dict[str, Any]] = []
-        if objects.SANDBOX_TEMPLATE.plural in extensions:
-            templates = kube.list_objects(objects.SANDBOX_TEMPLATE, None)
-        if objects.SANDBOX_WARM_POOL.plural in extensions:
-            pools = kube.list_objects(objects.SANDBOX_WARM_POOL, None)
+        for namespace in namespaces.scopes():
+            if objects.SANDBOX_TEMPLATE.plural in extensions:
+                templates += kube.list_objects(objects.SANDBOX_TEMPLATE, namespace)
+            if objects.SANDBOX_WARM_POOL.plural in extensions:
+                pools += kube.list_objects(objects.SANDBOX_WARM_POOL, namespace)
     except kube.KubeError as exc:
         return Capabilities(error=exc.message, detected_at=timezone.now().isoformat())
     found = {

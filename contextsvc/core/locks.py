@@ -12,6 +12,7 @@ from django.db import connection
 ALLOCATION = 1
 CONTEXT = 2
 SINGLETON = 3
+WORKSPACE = 4
 
 
 def singleton_key(name: str) -> int:

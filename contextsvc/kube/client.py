@@ -20,6 +20,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from contextsvc.kube import access
 from contextsvc.kube.objects import ApiKind
 
 
@@ -187,6 +188,7 @@ def _call(
 
 def get_object(kind: ApiKind, namespace: str | None, name: str) -> Obj | None:
     """The object, or None when it does not exist."""
+    access.check(kind, "get")
     try:
         found: Obj = _call("GET", _path(kind, namespace, name))
     except Exception as exc:
@@ -198,6 +200,7 @@ def get_object(kind: ApiKind, namespace: str | None, name: str) -> Obj | None:
 
 def list_objects(kind: ApiKind, namespace: str | None, selector: str = "") -> list[Obj]:
     """Objects matching ``selector`` in ``namespace`` (None: every namespace)."""
+    access.check(kind, "list")
     query = [("labelSelector", selector)] if selector else []
     try:
         result = _call("GET", _path(kind, namespace), query=query)
@@ -209,15 +212,31 @@ def list_objects(kind: ApiKind, namespace: str | None, selector: str = "") -> li
 
 def create_object(kind: ApiKind, body: Obj) -> Obj:
     """Create; raises the client's exception unchanged so callers can test AlreadyExists."""
+    access.check(kind, "create")
     namespace = body["metadata"].get("namespace")
     created: Obj = _call("POST", _path(kind, namespace), body=body)
     return created
+
+
+def create_if_absent(kind: ApiKind, body: Obj) -> bool:
+    """Create; False when an object with that name already exists (the caller decides
+    whether it is ours). Any other failure raises a classified ``KubeError``."""
+    metadata = body["metadata"]
+    try:
+        create_object(kind, body)
+    except Exception as exc:
+        if is_already_exists(exc):
+            return False
+        where = f"{metadata.get('namespace')}/{metadata['name']}"
+        raise kube_error(exc, f"creating {kind.kind} {where}") from exc
+    return True
 
 
 def delete_object(
     kind: ApiKind, namespace: str | None, name: str, *, foreground: bool = False
 ) -> bool:
     """True when a delete was issued, False when the object was already gone."""
+    access.check(kind, "delete")
     options = {"propagationPolicy": "Foreground" if foreground else "Background"}
     try:
         _call("DELETE", _path(kind, namespace, name), body=options)
@@ -230,6 +249,7 @@ def delete_object(
 
 def patch_object(kind: ApiKind, namespace: str | None, name: str, patch: Obj) -> Obj:
     """A JSON merge patch."""
+    access.check(kind, "patch")
     try:
         patched: Obj = _call(
             "PATCH",
@@ -260,6 +280,7 @@ class Watchable:
 
 def list_raw(target: Watchable) -> tuple[list[Obj], str]:
     """Every object and the list's resourceVersion to watch from."""
+    access.check(target.kind, "list")
     try:
         data = _call(
             "GET",
@@ -275,6 +296,7 @@ def list_raw(target: Watchable) -> tuple[list[Obj], str]:
 def watch_raw(target: Watchable, resource_version: str, timeout_seconds: int) -> Iterator[Obj]:
     """Watch events as JSON dicts until the server ends the watch. Bookmarks are asked for so
     that a quiet watch still advances its resourceVersion and seldom hits 410 Gone."""
+    access.check(target.kind, "watch")
     query = [
         ("labelSelector", target.selector),
         ("watch", "true"),

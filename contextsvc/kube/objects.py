@@ -597,3 +597,113 @@ def is_managed_for(obj: Mapping[str, Any], pool: str) -> bool:
     """True when ``obj`` carries both of our labels for this allocation."""
     labels = labels_of(obj)
     return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(POOL_LABEL) == pool
+
+
+# --- Agent workspaces (seed 001) ------------------------------------------------------------------
+
+WORKSPACE_TYPE_LABEL = "rossoctl.io/type"
+WORKSPACE_AGENT_LABEL = "rossoctl.io/agent"
+AGENT_WORKSPACE = "agent-workspace"
+CLEANUP_CONTEXT_LABEL = f"{LABEL_DOMAIN}/context"
+
+
+def agent_workspace_pvc_name(agent_type: str) -> str:
+    return f"{agent_type}-workspace"
+
+
+def agent_workspace_selector(agent_type: str) -> str:
+    return f"{WORKSPACE_TYPE_LABEL}={AGENT_WORKSPACE},{WORKSPACE_AGENT_LABEL}={agent_type}"
+
+
+def agent_workspace_pvc_manifest(
+    *, agent_type: str, namespace: str, size: str, storage_class: str | None
+) -> Manifest:
+    body: Manifest = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": agent_workspace_pvc_name(agent_type),
+            "namespace": namespace,
+            "labels": {
+                WORKSPACE_TYPE_LABEL: AGENT_WORKSPACE,
+                WORKSPACE_AGENT_LABEL: agent_type,
+                MANAGED_BY_LABEL: MANAGED_BY,
+            },
+        },
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": size}}},
+    }
+    if storage_class:
+        body["spec"]["storageClassName"] = storage_class
+    return body
+
+
+# The cleanup deletes exactly /workspace/<context id>. The id was validated when it was
+# registered (no "/", no "." or "..", no leading "-") and is checked again here before use;
+# ``rm -rf`` never follows symbolic links, so a link planted at or under that path removes
+# the link, not what it points to.
+CLEANUP_SCRIPT = """set -eu
+case "$CONTEXT_ID" in
+  ""|.|..|*/*|-*) echo "refusing context id '$CONTEXT_ID'" >&2; exit 2 ;;
+esac
+rm -rf -- "/workspace/$CONTEXT_ID"
+echo "removed /workspace/$CONTEXT_ID"
+"""
+
+
+def cleanup_job_name(agent_type: str, context_key: int) -> str:
+    return f"cs-cleanup-{agent_type[:30]}-{context_key}"
+
+
+def cleanup_job_manifest(
+    *, name: str, namespace: str, agent_type: str, context_id: str, image: str
+) -> Manifest:
+    """A one-off Job that deletes one context's directory from the agent workspace,
+    hardened like every sandbox Pod."""
+    labels = {
+        MANAGED_BY_LABEL: MANAGED_BY,
+        WORKSPACE_AGENT_LABEL: agent_type,
+        CLEANUP_CONTEXT_LABEL: "cleanup",
+    }
+    pod_spec: Manifest = {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "cleanup",
+                "image": image,
+                "command": ["/bin/sh", "-c", CLEANUP_SCRIPT],
+                "env": [{"name": "CONTEXT_ID", "value": context_id}],
+                "volumeMounts": [{"name": WORKSPACE_VOLUME, "mountPath": WORKSPACE_MOUNT_PATH}],
+                "resources": {
+                    "requests": {"cpu": "10m", "memory": "16Mi"},
+                    "limits": {"memory": "64Mi"},
+                },
+            }
+        ],
+        "volumes": [
+            {
+                "name": WORKSPACE_VOLUME,
+                "persistentVolumeClaim": {"claimName": agent_workspace_pvc_name(agent_type)},
+            }
+        ],
+    }
+    harden(pod_spec, frozenset())
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "backoffLimit": 2,
+            "activeDeadlineSeconds": 600,
+            "ttlSecondsAfterFinished": 3600,
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }
+
+
+def job_outcome(job: Mapping[str, Any]) -> tuple[str, str] | None:
+    """("succeeded" | "failed", message) once a Job has finished; None while it runs."""
+    for kind, outcome in (("Complete", "succeeded"), ("Failed", "failed")):
+        found = condition(job, kind)
+        if found is not None and found.get("status") == "True":
+            return outcome, str(found.get("message") or found.get("reason") or outcome)
+    return None

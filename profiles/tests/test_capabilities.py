@@ -22,6 +22,7 @@ from contextsvc.testenv import bare_apiserver
 from contextsvc.testenv.cluster import sandbox_crds
 from profiles.models import SandboxProfile
 from tests.support.api import ApiClient, issue_token
+from tests.support.kube import admin_create
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
@@ -44,7 +45,7 @@ def install_core_crd_only() -> None:
     core = next(
         crd for crd in sandbox_crds() if crd["metadata"]["name"] == objects.SANDBOX.crd_name
     )
-    kube.create_object(
+    admin_create(
         objects.ApiKind(
             "apiextensions.k8s.io",
             "v1",

@@ -15,7 +15,7 @@ from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from profiles.models import SandboxProfile
 from tests.support.api import ApiClient, issue_token
-from tests.support.kube import wait_for_phase
+from tests.support.kube import admin_create, wait_for_phase
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 FIXTURES = Path(__file__).resolve().parents[2] / "approvals" / "tests" / "fixtures"
@@ -36,7 +36,7 @@ def gvisor(service: None) -> None:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        kube.create_object(
+        admin_create(
             objects.RUNTIME_CLASS,
             {
                 "apiVersion": "node.k8s.io/v1",
@@ -243,7 +243,7 @@ def test_relaxations_are_explicit_and_only_switch_off_what_they_name(
 def test_template_profile_copies_the_template_blueprint(
     admin: ApiClient, caller: ApiClient, namespace: str
 ) -> None:
-    kube.create_object(
+    admin_create(
         objects.SANDBOX_TEMPLATE,
         {
             "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
@@ -317,7 +317,7 @@ def test_template_profile_copies_the_template_blueprint(
 def test_template_that_mounts_the_workspace_is_refused_on_save(
     admin: ApiClient, namespace: str
 ) -> None:
-    kube.create_object(
+    admin_create(
         objects.SANDBOX_TEMPLATE,
         {
             "apiVersion": objects.SANDBOX_TEMPLATE.api_version,

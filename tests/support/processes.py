@@ -48,6 +48,9 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     from django.conf import settings
 
     env = dict(os.environ)
+    # The browser tests relax Django's async check for their own thread only; the service
+    # processes keep it, as in production.
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     env.update(
         {
             "DJANGO_SETTINGS_MODULE": "contextsvc.settings.test",

@@ -1,0 +1,164 @@
+"""``/v1/agent-workspaces``: agent workspaces, their contexts, and usage reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from allocations import workspaces
+from allocations.models import AgentWorkspace, WorkspaceContext
+from contextsvc.core.api import ServiceAPIView
+from contextsvc.core.auth import actor_of
+from contextsvc.core.errors import InvalidRequest
+from contextsvc.core.jsonbody import read_json_object, reject_unknown_fields
+from contextsvc.core.models import Scope
+from contextsvc.quantity import format_bytes
+
+OBJECT = OpenApiTypes.OBJECT
+READERS = (Scope.READ, Scope.AGENT, Scope.ALLOCATIONS)
+
+
+def workspace_json(workspace: AgentWorkspace) -> dict[str, Any]:
+    return {
+        "agentType": workspace.agent_type,
+        "namespace": workspace.namespace,
+        "pvcName": workspace.pvc_name,
+        "status": workspace.status,
+        "storageClass": workspace.storage_class or None,
+        "initialSize": workspace.initial_size,
+        "maxSize": workspace.max_size,
+        "size": format_bytes(workspace.requested_bytes),
+        "capacityBytes": workspace.capacity_bytes,
+        "usageBytes": workspace.usage_bytes,
+        "expansion": workspace.expansion_note or None,
+        "adopted": workspace.adopted,
+        "message": workspace.message or None,
+    }
+
+
+def context_response(context: WorkspaceContext) -> dict[str, Any]:
+    return {
+        "contextId": context.context_id,
+        "status": context.status,
+        "path": f"/workspace/{context.context_id}",
+        "contextJson": workspaces.context_json(context),
+        "cleanup": context.cleanup_result or None,
+    }
+
+
+def _text(body: dict[str, Any], key: str) -> str:
+    value = body.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{key} must be a string")
+    return value
+
+
+def _count(body: dict[str, Any], key: str, *, required: bool) -> int | None:
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise InvalidRequest(f"{key} is required")
+        return None
+    if type(value) is not int:
+        raise InvalidRequest(f"{key} must be an integer")
+    return value
+
+
+class WorkspaceCollectionApi(ServiceAPIView):
+    read_scopes = READERS
+    write_scope = Scope.ALLOCATIONS
+
+    @extend_schema(operation_id="agent_workspaces_list", responses={200: OBJECT})
+    def get(self, request: Request) -> Response:
+        found = AgentWorkspace.objects.filter(status__in=workspaces.LIVE)
+        namespace = request.query_params.get("namespace")
+        if namespace:
+            found = found.filter(namespace=namespace)
+        return Response({"items": [workspace_json(w) for w in found]})
+
+    @extend_schema(
+        operation_id="agent_workspaces_ensure", request=OBJECT, responses={200: OBJECT, 201: OBJECT}
+    )
+    def post(self, request: Request) -> Response:
+        body = read_json_object(request._request)
+        reject_unknown_fields(
+            body, {"agentType", "namespace", "initialSize", "maxSize", "storageClass"}
+        )
+        workspace, created = workspaces.workspace_ensure(
+            agent_type=_text(body, "agentType"),
+            namespace=_text(body, "namespace"),
+            initial_size=_text(body, "initialSize"),
+            max_size=_text(body, "maxSize"),
+            storage_class=_text(body, "storageClass"),
+            actor=actor_of(request.user),
+        )
+        return Response(workspace_json(workspace), status=201 if created else 200)
+
+
+class WorkspaceDetailApi(ServiceAPIView):
+    read_scopes = READERS
+    write_scope = Scope.ALLOCATIONS
+
+    @extend_schema(operation_id="agent_workspaces_get", responses={200: OBJECT})
+    def get(self, request: Request, namespace: str, agent_type: str) -> Response:
+        return Response(
+            workspace_json(workspaces.workspace_get(namespace=namespace, agent_type=agent_type))
+        )
+
+    @extend_schema(operation_id="agent_workspaces_delete", responses={204: None})
+    def delete(self, request: Request, namespace: str, agent_type: str) -> Response:
+        force = request.query_params.get("force") in ("1", "true", "yes")
+        workspaces.workspace_delete(
+            namespace=namespace, agent_type=agent_type, force=force, actor=actor_of(request.user)
+        )
+        return Response(status=204)
+
+
+class WorkspaceContextsApi(ServiceAPIView):
+    read_scopes = READERS
+    write_scope = Scope.AGENT
+
+    @extend_schema(operation_id="workspace_contexts_list", responses={200: OBJECT})
+    def get(self, request: Request, namespace: str, agent_type: str) -> Response:
+        workspace = workspaces.workspace_get(namespace=namespace, agent_type=agent_type)
+        return Response({"items": [context_response(c) for c in workspace.contexts.all()]})
+
+    @extend_schema(
+        operation_id="workspace_contexts_touch",
+        request=OBJECT,
+        responses={200: OBJECT, 201: OBJECT},
+        description="Register a context id or touch it (refreshes its TTL).",
+    )
+    def post(self, request: Request, namespace: str, agent_type: str) -> Response:
+        body = read_json_object(request._request)
+        reject_unknown_fields(body, {"contextId", "diskUsageBytes"})
+        context, created = workspaces.context_touch(
+            namespace=namespace,
+            agent_type=agent_type,
+            context_id=_text(body, "contextId"),
+            disk_usage_bytes=_count(body, "diskUsageBytes", required=False),
+            actor=actor_of(request.user),
+        )
+        return Response(context_response(context), status=201 if created else 200)
+
+
+class WorkspaceUsageApi(ServiceAPIView):
+    write_scope = Scope.AGENT
+
+    @extend_schema(operation_id="agent_workspaces_usage", request=OBJECT, responses={200: OBJECT})
+    def post(self, request: Request, namespace: str, agent_type: str) -> Response:
+        body = read_json_object(request._request)
+        reject_unknown_fields(body, {"usedBytes"})
+        workspace = workspaces.workspace_report_usage(
+            namespace=namespace,
+            agent_type=agent_type,
+            used_bytes=_count(body, "usedBytes", required=True) or 0,
+            actor=actor_of(request.user),
+        )
+        return Response(workspace_json(workspace))

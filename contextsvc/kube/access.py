@@ -1,0 +1,43 @@
+"""Every Kubernetes API access the service makes: (API group, resource) → verbs.
+
+The client (contextsvc/kube/client.py) refuses any call that is not listed here, so the
+list cannot fall behind the code; tests/test_rbac.py checks the deployed RBAC
+(deploy/base/rbac.yaml) grants exactly this, no more. Cluster-scoped resources are marked.
+Discovery (``/apis/<group>/<version>``) and ``/version`` need no RBAC beyond being
+authenticated.
+"""
+
+from __future__ import annotations
+
+from contextsvc.kube import objects
+from contextsvc.kube.objects import ApiKind
+
+USES: dict[ApiKind, frozenset[str]] = {
+    # Workspaces (managed, caller's, named contexts, agent workspaces); expansion patches.
+    objects.PVC: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
+    # Readiness of direct allocations; never written (Sandboxes own their Pods).
+    objects.POD: frozenset({"list", "watch"}),
+    # The per-allocation fence.
+    objects.NETWORK_POLICY: frozenset({"get", "list", "create", "delete"}),
+    # Context cleanup.
+    objects.JOB: frozenset({"get", "create"}),
+    objects.SANDBOX: frozenset({"get", "list", "watch", "create", "delete"}),
+    objects.SANDBOX_CLAIM: frozenset({"get", "list", "watch", "create", "delete"}),
+    # Checked on create, listed for the dashboard; never written.
+    objects.SANDBOX_WARM_POOL: frozenset({"get", "list"}),
+    objects.SANDBOX_TEMPLATE: frozenset({"get", "list"}),
+    # Cluster-scoped: isolation modes and expandability.
+    objects.RUNTIME_CLASS: frozenset({"list"}),
+    objects.STORAGE_CLASS: frozenset({"get"}),
+}
+
+
+class UndeclaredAccess(RuntimeError):
+    """The code called the API in a way USES does not list (a bug: list it, and grant it)."""
+
+
+def check(kind: ApiKind, verb: str) -> None:
+    if verb not in USES.get(kind, frozenset()):
+        raise UndeclaredAccess(
+            f"{verb} {kind.plural}.{kind.group or 'core'} is not in contextsvc/kube/access.py"
+        )

@@ -1,0 +1,177 @@
+"""``/metrics`` in the Prometheus text format, computed from PostgreSQL at scrape time, so
+every web replica answers the same and nothing is lost when a process restarts.
+
+Needs a bearer token with the ``read`` scope (Prometheus: ``authorization: credentials``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from contextsvc.core.auth import InvalidCredentials, principal_from_header
+from contextsvc.core.models import Scope
+
+READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
+WINDOW = timedelta(days=1)
+
+
+def _histogram(
+    queryset: Any, start: str, end: str, buckets: tuple[int, ...]
+) -> tuple[list[tuple[str, float]], float]:
+    """Cumulative bucket counts and the sum of ``end - start`` over ``queryset``."""
+    duration = ExpressionWrapper(F(end) - F(start), output_field=DurationField())
+    found = queryset.filter(**{f"{end}__isnull": False}).annotate(duration=duration)
+    aggregates = {
+        f"le_{bucket}": Count("pk", filter=Q(duration__lte=timedelta(seconds=bucket)))
+        for bucket in buckets
+    }
+    result = found.aggregate(total=Count("pk"), seconds=Sum("duration"), **aggregates)
+    counts = [(str(float(bucket)), float(result[f"le_{bucket}"])) for bucket in buckets]
+    counts.append(("+Inf", float(result["total"])))
+    total = result["seconds"]
+    return counts, total.total_seconds() if total else 0.0
+
+
+class ServiceCollector:
+    def collect(self) -> Iterator[Any]:
+        from allocations.models import (
+            AgentWorkspace,
+            Allocation,
+            AllocationEvent,
+            Phase,
+            WorkspaceContext,
+        )
+        from approvals.models import ApprovalRequest, Status
+
+        context_bytes = GaugeMetricFamily(
+            "rossoctl_context_workspace_bytes",
+            "Disk used by one context's directory.",
+            labels=["context_id", "agent", "namespace"],
+        )
+        last_accessed = GaugeMetricFamily(
+            "rossoctl_context_last_accessed_timestamp",
+            "When a context was last used (TTL tracking).",
+            labels=["context_id", "agent", "namespace"],
+        )
+        for context in WorkspaceContext.objects.filter(
+            status=WorkspaceContext.Status.ACTIVE
+        ).select_related("workspace"):
+            labels = [context.context_id, context.workspace.agent_type, context.workspace.namespace]
+            context_bytes.add_metric(labels, context.disk_usage_bytes)
+            last_accessed.add_metric(labels, context.last_accessed_at.timestamp())
+        yield context_bytes
+        yield last_accessed
+
+        usage = GaugeMetricFamily(
+            "rossoctl_workspace_pvc_usage_bytes",
+            "Used space of an agent workspace PVC.",
+            labels=["agent", "namespace"],
+        )
+        capacity = GaugeMetricFamily(
+            "rossoctl_workspace_pvc_capacity_bytes",
+            "Size of an agent workspace PVC.",
+            labels=["agent", "namespace"],
+        )
+        for workspace in AgentWorkspace.objects.exclude(status__in=["deleting", "deleted"]):
+            labels = [workspace.agent_type, workspace.namespace]
+            usage.add_metric(labels, workspace.usage_bytes or 0)
+            capacity.add_metric(labels, workspace.capacity_bytes or workspace.requested_bytes)
+        yield usage
+        yield capacity
+
+        phases = GaugeMetricFamily(
+            "contextsvc_allocations", "Allocations by phase.", labels=["phase"]
+        )
+        counts = dict(
+            Allocation.objects.values_list("phase")
+            .annotate(n=Count("id"))
+            .values_list("phase", "n")
+        )
+        for phase in Phase.values:
+            if phase != Phase.RELEASED:
+                phases.add_metric([phase], counts.get(phase, 0))
+        yield phases
+
+        since = timezone.now() - WINDOW
+        buckets, seconds = _histogram(
+            Allocation.objects.filter(ready_at__gte=since),
+            "requested_at",
+            "ready_at",
+            READY_BUCKETS,
+        )
+        yield HistogramMetricFamily(
+            "contextsvc_allocation_time_to_ready_seconds",
+            "Request to ready, allocations that became ready in the last day.",
+            buckets=buckets,
+            sum_value=seconds,
+        )
+
+        yield GaugeMetricFamily(
+            "contextsvc_approvals_pending",
+            "Operations waiting for a human.",
+            value=ApprovalRequest.objects.filter(status=Status.PENDING).count(),
+        )
+        buckets, seconds = _histogram(
+            ApprovalRequest.objects.filter(
+                decided_at__gte=since, status__in=[Status.APPROVED, Status.DENIED]
+            ),
+            "created_at",
+            "decided_at",
+            DECISION_BUCKETS,
+        )
+        yield HistogramMetricFamily(
+            "contextsvc_approval_decision_latency_seconds",
+            "Request to human decision, decisions of the last day.",
+            buckets=buckets,
+            sum_value=seconds,
+        )
+
+        errors = CounterMetricFamily(
+            "contextsvc_reconcile_errors", "Reconcile failures by reason.", labels=["reason"]
+        )
+        retries = AllocationEvent.objects.filter(kind=AllocationEvent.Kind.RETRY).count()
+        errors.add_metric(["transient"], retries)
+        failed = (
+            AllocationEvent.objects.filter(kind=AllocationEvent.Kind.FAILED)
+            .values_list("data__reason")
+            .annotate(n=Count("id"))
+        )
+        for reason, count in failed:
+            errors.add_metric([str(reason or "unknown")], count)
+        yield errors
+
+
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    try:
+        found = principal_from_header(request.headers.get("Authorization", ""))
+    except InvalidCredentials as exc:
+        found, problem = None, str(exc)
+    else:
+        problem = "a bearer token with the read scope is required"
+    if found is None or not found[0].scopes & {Scope.READ, Scope.ADMIN}:
+        return JsonResponse(
+            {"error": "unauthorized", "message": problem},
+            status=401,
+            headers={"WWW-Authenticate": 'Bearer realm="context-service"'},
+        )
+    registry = CollectorRegistry()
+    registry.register(ServiceCollector())
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

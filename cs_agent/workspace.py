@@ -1,0 +1,83 @@
+"""The agent's side of per-context workspaces (seed 001): register or touch a context id,
+create its directory on the shared /workspace PVC with ``.context.json``, and report disk
+usage so that Context Service can expire, measure and grow the workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from cs_agent.client import ServiceClient, _require_env
+
+
+def directory_size(path: Path) -> int:
+    """Bytes used under ``path``, without following symbolic links."""
+    total = 0
+    for root, _, files in os.walk(path, followlinks=False):
+        for name in files:
+            try:
+                total += (Path(root) / name).lstat().st_size
+            except OSError:
+                continue
+    return total
+
+
+class WorkspaceClient(ServiceClient):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        agent_type: str,
+        namespace: str,
+        root: str | Path = "/workspace",
+        request_timeout: float = 10.0,
+    ) -> None:
+        super().__init__(base_url, token, request_timeout=request_timeout)
+        self.agent_type = agent_type
+        self.namespace = namespace
+        self.root = Path(root)
+
+    @classmethod
+    def from_env(cls) -> WorkspaceClient:
+        """``CS_URL``, ``CS_TOKEN``, ``CS_AGENT_TYPE``, ``CS_NAMESPACE_OF_AGENT`` and optionally
+        ``CS_WORKSPACE_ROOT`` (default /workspace)."""
+        _require_env("CS_URL", "CS_TOKEN", "CS_AGENT_TYPE", "CS_NAMESPACE_OF_AGENT")
+        return cls(
+            os.environ["CS_URL"],
+            os.environ["CS_TOKEN"],
+            agent_type=os.environ["CS_AGENT_TYPE"],
+            namespace=os.environ["CS_NAMESPACE_OF_AGENT"],
+            root=os.environ.get("CS_WORKSPACE_ROOT", "/workspace"),
+        )
+
+    @property
+    def _base(self) -> str:
+        return f"/v1/agent-workspaces/{quote(self.namespace)}/{quote(self.agent_type)}"
+
+    def open_context(self, context_id: str) -> Path:
+        """Register (or touch) the context and make sure its directory exists, with an
+        up-to-date ``.context.json``. Returns the directory. No context id, no workspace:
+        call this only when the A2A request carries one."""
+        _, answer = self._call("POST", f"{self._base}/contexts", {"contextId": context_id})
+        # The service validated the id as a safe path segment; the path it returns is
+        # /workspace/<id>, re-rooted here at the mount point.
+        directory = self.root / Path(answer["path"]).name
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / ".context.json").write_text(json.dumps(answer["contextJson"], indent=2) + "\n")
+        return directory
+
+    def report_usage(self, context_id: str | None = None) -> dict[str, Any]:
+        """Send the context's directory size (when given) and the whole volume's usage."""
+        if context_id is not None:
+            used = directory_size(self.root / context_id)
+            self._call(
+                "POST", f"{self._base}/contexts", {"contextId": context_id, "diskUsageBytes": used}
+            )
+        disk = shutil.disk_usage(self.root)
+        _, workspace = self._call("POST", f"{self._base}/usage", {"usedBytes": disk.used})
+        return dict(workspace)
