@@ -33,10 +33,12 @@ migrations-check:
 	$(PY) manage.py makemigrations --check --dry-run
 
 # Builds the control-plane binaries first (once per version; the first build takes about
-# 15 minutes on 2 cores), so that no test's timeout includes the build.
+# 15 minutes on 2 cores), so that no test's timeout includes the build. --ds wins over a
+# DJANGO_SETTINGS_MODULE left exported in the caller's shell (pytest-django prefers the
+# environment to pyproject.toml), which would otherwise run the suite on local settings.
 pytest:
 	$(PY) -m contextsvc.testenv build
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --ds=contextsvc.settings.test $(PYTEST_ARGS)
 
 services: install
 	@$(DEVENV) up
@@ -54,10 +56,14 @@ cluster-down:
 bench: install
 	@$(DEVENV) run -- $(PY) -m bench $(BENCH)
 
-## Re-resolve requirements.lock from pyproject.toml (needs network to PyPI).
+## Re-resolve requirements.lock (dev) and requirements.runtime.lock (the container image,
+## pinned to the same versions) from pyproject.toml. Needs network to PyPI.
 lock: install
 	$(PY) -m piptools compile --quiet --extra dev --generate-hashes --strip-extras \
-	  --allow-unsafe -o requirements.lock pyproject.toml
+	  --allow-unsafe --no-emit-find-links -o requirements.lock pyproject.toml
+	$(PY) -m piptools compile --quiet --generate-hashes --strip-extras \
+	  --allow-unsafe --no-emit-find-links -c requirements.lock \
+	  -o requirements.runtime.lock pyproject.toml
 
 clean:
 	@$(DEVENV) down

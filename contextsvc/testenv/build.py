@@ -27,6 +27,8 @@ ETCD_VERSION = "v3.6.16"
 KUBERNETES_VERSION = "v1.36.3"
 KWOK_VERSION = "v0.8.0"
 AGENT_SANDBOX_VERSION = "v0.5.6"
+# Renders deploy/ for the manifest tests (v5.8.3 needs a newer Go than 1.26).
+KUSTOMIZE_VERSION = "v5.8.2"
 
 # How often a running build reports that it is still going.
 PROGRESS_EVERY = 20.0
@@ -268,7 +270,18 @@ AGENT_SANDBOX = Component(
     recipe="2-config-path-env",
 )
 # Small ones first so a fresh machine gets useful binaries early.
-COMPONENTS: tuple[Component, ...] = (AGENT_SANDBOX, ETCD, KWOK, KUBERNETES)
+KUSTOMIZE = Component(
+    "kustomize",
+    KUSTOMIZE_VERSION,
+    ("kustomize",),
+    _prepare_plain(
+        "sigs.k8s.io/kustomize/kustomize/v5",
+        KUSTOMIZE_VERSION,
+        "sigs.k8s.io/kustomize/kustomize/v5",
+        "kustomize",
+    ),
+)
+COMPONENTS: tuple[Component, ...] = (AGENT_SANDBOX, ETCD, KWOK, KUBERNETES, KUSTOMIZE)
 
 
 def build_component(component: Component, *, force: bool = False) -> float:

@@ -1,0 +1,179 @@
+"""deploy/ renders with kustomize and every object is accepted by the real API server
+(server-side dry run); the pods meet the restricted Pod Security Standard; the Dockerfile
+passes hadolint."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from contextsvc.devenv.system import REPO_DIR
+from contextsvc.testenv import build, create_namespace
+
+pytestmark = pytest.mark.cluster
+
+DEPLOY = REPO_DIR / "deploy"
+OVERLAYS = ["base", "overlays/local", "overlays/openshift"]
+
+
+def render(overlay: str) -> list[dict[str, Any]]:
+    kustomize = build.binaries()["kustomize"]
+    output = subprocess.run(
+        [str(kustomize), "build", str(DEPLOY / overlay)], capture_output=True, text=True, check=True
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(output) if doc]
+
+
+def pod_specs(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        f"{doc['kind']}/{doc['metadata']['name']}": doc["spec"]["template"]["spec"]
+        for doc in docs
+        if doc["kind"] in ("Deployment", "Job")
+    }
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_is_accepted_by_the_api_server(kube_cluster: Any, overlay: str) -> None:
+    from kubernetes.dynamic import DynamicClient
+
+    docs = render(overlay)
+    for namespace in {doc["metadata"].get("namespace") for doc in docs} - {None}:
+        create_namespace(namespace, kubeconfig=kube_cluster.kubeconfig)
+    errors = []
+    with kube_cluster.api_client() as api:
+        dynamic = DynamicClient(api)
+        for doc in docs:
+            resource = dynamic.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+            try:
+                resource.server_side_apply(
+                    body=doc,
+                    name=doc["metadata"]["name"],
+                    namespace=doc["metadata"].get("namespace"),
+                    field_manager="context-service-deploy-test",
+                    dry_run="All",
+                    force_conflicts=True,
+                )
+            except Exception as exc:  # noqa: BLE001 - every rejection is collected and reported
+                errors.append(f"{doc['kind']}/{doc['metadata']['name']}: {exc}")
+    assert errors == []
+    kinds = sorted({doc["kind"] for doc in docs})
+    assert {
+        "ClusterRole",
+        "ConfigMap",
+        "Deployment",
+        "Job",
+        "NetworkPolicy",
+        "PodDisruptionBudget",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+    } <= set(kinds)
+
+
+def test_every_pod_meets_the_restricted_standard() -> None:
+    for overlay in OVERLAYS:
+        specs = pod_specs(render(overlay))
+        assert set(specs) == {
+            "Deployment/context-service-web",
+            "Deployment/context-service-worker",
+            "Deployment/context-service-beat",
+            "Deployment/context-service-watcher",
+            "Job/context-service-migrate",
+        }, overlay
+        for name, spec in specs.items():
+            where = f"{overlay}: {name}"
+            assert spec["serviceAccountName"] == "context-service", where
+            assert spec["securityContext"]["runAsNonRoot"] is True, where
+            assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, where
+            [container] = spec["containers"]
+            assert container["securityContext"] == {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            }, where
+            assert container["resources"]["requests"]["cpu"], where
+            assert container["resources"]["limits"]["memory"], where
+            assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"], where
+            assert container["envFrom"] == [
+                {"configMapRef": {"name": "context-service"}},
+                {"secretRef": {"name": "context-service-secrets"}},
+            ], where
+        openshift = render("overlays/openshift")
+        for spec in pod_specs(openshift).values():
+            assert not {"runAsUser", "runAsGroup", "fsGroup"} & set(spec["securityContext"])
+
+
+def test_processes_probes_and_replicas() -> None:
+    docs = {f"{d['kind']}/{d['metadata']['name']}": d for d in render("base")}
+    web = docs["Deployment/context-service-web"]["spec"]
+    container = web["template"]["spec"]["containers"][0]
+    assert (
+        container["args"],
+        container["livenessProbe"]["httpGet"]["path"],
+        container["readinessProbe"]["httpGet"]["path"],
+    ) == (["web"], "/healthz", "/readyz")
+    assert docs["Deployment/context-service-beat"]["spec"]["replicas"] == 1
+    assert docs["Deployment/context-service-watcher"]["spec"]["replicas"] == 2
+    assert [
+        docs[f"Deployment/context-service-{p}"]["spec"]["template"]["spec"]["containers"][0]["args"]
+        for p in ("worker", "beat", "watcher")
+    ] == [["worker"], ["beat"], ["watcher"]]
+    assert docs["Job/context-service-migrate"]["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ] == ["migrate"]
+
+
+# Settings of the README's table that a deployment does not put in the ConfigMap, and why.
+SECRET_SETTINGS = {"DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
+NOT_DEPLOYED = {
+    "KUBECONFIG": "pods use their service account",
+    "CS_DB_POOL": "per process: manage.py serve turns it on for web only",
+    "CS_STATIC_ROOT": "fixed by the image",
+}
+# Rows whose meaning starts like this are for make run and the tests, never a deployment.
+DEV_ONLY = re.compile(r"^(dev/test|test|`make run`[^:]*):")
+
+
+def readme_settings() -> dict[str, str]:
+    """Variable → its meaning column, from the README's configuration table."""
+    readme = (REPO_DIR / "README.md").read_text()
+    rows = re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \| .*? \| (.*) \|$", readme, flags=re.MULTILINE)
+    return dict(rows)
+
+
+def test_every_deployable_setting_is_in_the_configmap_or_the_secret() -> None:
+    settings = readme_settings()
+    deployable = {name for name, meaning in settings.items() if not DEV_ONLY.match(meaning)}
+    config = next(d for d in render("base") if d["kind"] == "ConfigMap")
+
+    # Nothing undocumented is set, and nothing documented is missing.
+    assert sorted(set(config["data"]) - set(settings)) == []
+    assert sorted(deployable - set(config["data"]) - SECRET_SETTINGS - set(NOT_DEPLOYED)) == []
+    # Sanity of the classification itself: a known dev-only and a known deployable row.
+    assert "CS_LOCAL_PG_PORT" not in deployable
+    assert "CS_WORKSPACE_MAX_SIZE" in deployable
+    for pod in pod_specs(render("base")).values():
+        (container,) = pod["containers"]
+        assert container["envFrom"] == [
+            {"configMapRef": {"name": "context-service"}},
+            {"secretRef": {"name": "context-service-secrets"}},
+        ]
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    result = subprocess.run(
+        [hadolint, "--config", str(DEPLOY / "hadolint.yaml"), str(DEPLOY / "Dockerfile")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert (result.returncode, result.stdout) == (0, "")
