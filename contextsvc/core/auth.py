@@ -65,17 +65,24 @@ class ApiPrincipal:
         return f"api:{self.name}"
 
 
+ROLE_CACHE = "_cs_role"
+
+
 def user_role(user: AbstractBaseUser | AnonymousUser) -> str | None:
+    """The person's role, looked up once per user object (a page asks several times: the
+    view's check, the menu, the buttons); ``user_set_role`` drops the cached value."""
     if not user.is_authenticated:
         return None
     if getattr(user, "is_superuser", False):
         return Role.ADMIN
+    if hasattr(user, ROLE_CACHE):
+        cached: str | None = getattr(user, ROLE_CACHE)
+        return cached
     groups = getattr(user, "groups", None)
     names = set(groups.values_list("name", flat=True)) if groups is not None else set()
-    for role in (Role.ADMIN, Role.APPROVER, Role.VIEWER):
-        if role in names:
-            return role
-    return None
+    role = next((r for r in (Role.ADMIN, Role.APPROVER, Role.VIEWER) if r in names), None)
+    setattr(user, ROLE_CACHE, role)
+    return role
 
 
 def principal_scopes(principal: Any) -> frozenset[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 
-from contextsvc.core.auth import Role, user_role
+from contextsvc.core.auth import ROLE_CACHE, Role, user_role
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.services import audit_record
 
@@ -31,6 +31,7 @@ def user_set_role(*, user: User, role: str, actor: str) -> User:
     previous = user_role(user)
     user.groups.remove(*Group.objects.filter(name__in=Role.ALL))
     user.groups.add(Group.objects.get(name=role))
+    user.__dict__.pop(ROLE_CACHE, None)
     audit_record(
         actor=actor,
         action="user.role",
