@@ -15,7 +15,7 @@ from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import objects
 from contextsvc.quantity import is_positive_quantity
 
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*\Z")
 _LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )

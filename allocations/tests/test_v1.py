@@ -39,6 +39,8 @@ REPLICAS = "replicas must be between 1 and 100"
         (pool(name="dot.ted"), NAME),
         (pool(name="ünïcode"), NAME),
         (pool(name="a\u200bb"), NAME),
+        # Python's "$" also matches before a final newline; the check must not
+        (pool(name="abc\n"), NAME),
         # name is checked before replicas
         (pool(name="BAD", replicas=0), NAME),
         # 2. replicas

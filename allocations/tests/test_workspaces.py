@@ -105,7 +105,8 @@ def test_existing_pvcs_are_adopted_or_refused(rossoctl: ApiClient, namespace: st
 
 
 @pytest.mark.parametrize(
-    "context_id", ["../etc", "a/b", "..", ".", "ctx\x00", "x" * 254, "", "-rf", " ctx"]
+    "context_id",
+    ["../etc", "a/b", "..", ".", "ctx\x00", "x" * 254, "", "-rf", " ctx", "ctx\n", "ctx\r"],
 )
 def test_unsafe_context_ids_are_refused(
     rossoctl: ApiClient, agent: ApiClient, namespace: str, context_id: str

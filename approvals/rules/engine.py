@@ -423,7 +423,7 @@ def judge_host(
 
 # --- proposals ----------------------------------------------------------------------------
 
-_SIMPLE_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_SIMPLE_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 
 
 def propose_shell_rule(view: View) -> str | None:

@@ -242,7 +242,7 @@ class RuleSet:
         return data
 
 
-_CONTEXT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,252}$")
+_CONTEXT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,252}\Z")
 
 
 def check_context_id(context_id: str) -> None:

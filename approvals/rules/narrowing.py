@@ -131,7 +131,7 @@ def remote_verdict(url: Word, sources: Sources, what: str) -> Verdict | None:
 
 # --- pip ----------------------------------------------------------------------------------
 
-_PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?$")
+_PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?\Z")
 _PIP_VALUED = names(
     "--python --log --log-file --proxy --retries --timeout --exists-action --trusted-host "
     "--cert --client-cert --cache-dir --use-feature --use-deprecated --keyring-provider "

@@ -274,8 +274,10 @@ def glob_tokens(path: str) -> tuple[Token, ...]:
 
 # --- hosts and remotes ----------------------------------------------------------------------
 
-_HOST = re.compile(r"^(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$")
-_IPV6 = re.compile(r"^\[[0-9a-f:.]+\]$")
+_HOST = re.compile(
+    r"^(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\Z"
+)
+_IPV6 = re.compile(r"^\[[0-9a-f:.]+\]\Z")
 
 
 def normalise_host(host: str) -> str:

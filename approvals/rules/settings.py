@@ -23,7 +23,7 @@ from approvals.rules.model import (
 from approvals.rules.patterns import host_pattern_problem
 from approvals.rules.text import describe, hidden_characters
 
-_KIND_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KIND_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 _KNOWN_VARIABLES = {"WORKSPACE", "CONTEXT_ID"}
 LISTS = ("allow", "ask", "deny")

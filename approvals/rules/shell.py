@@ -414,8 +414,8 @@ _PIP_GLOBAL = options(
 _NPM_GLOBAL = options(
     "--registry --prefix --userconfig --cache --loglevel -w --workspace", strict=False
 )
-_PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?$")
-_PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?$")
+_PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?\Z")
+_PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?\Z")
 
 WRAPPERS: dict[str, Callable[[list[Word]], Unwrapped]] = {
     "timeout": _timeout,

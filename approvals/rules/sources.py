@@ -197,7 +197,7 @@ def _domains(value: object, where: str) -> tuple[str, ...]:
     return domains
 
 
-_PACKAGE = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9._/@-]*$")
+_PACKAGE = re.compile(r"^[A-Za-z0-9@][A-Za-z0-9._/@-]*\Z")
 
 
 def _manager(name: str, value: object) -> PackageManager:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$")
-_POOL_NAME = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\Z")
+_POOL_NAME = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\Z")
 
 
 def is_dns1123_label(value: object) -> bool:
