@@ -4,11 +4,13 @@ nothing written."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.test import Client
 
 from allocations.models import Allocation, ContextResource
+from allocations.tests.test_v1 import CONTEXT_ERRORS, POOL_ERRORS
 from contextsvc.core.models import AuditEntry
 from tests.support.api import ApiClient, issue_token
 
@@ -194,4 +196,73 @@ def test_list_filter_refuses_unknown_status(api: ApiClient) -> None:
     assert response.json() == {
         "error": "invalid_request",
         "message": "status must be one of provisioning, ready, failed",
+    }
+
+
+@pytest.mark.parametrize(("body", "message"), POOL_ERRORS)
+def test_every_pool_validation_error_over_http(
+    api: ApiClient, body: dict[str, Any], message: str
+) -> None:
+    response = api.post("/v1/sandbox-pools", body)
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "invalid_request", "message": message}
+    assert_nothing_written()
+
+
+@pytest.mark.parametrize(("body", "message"), CONTEXT_ERRORS)
+def test_every_context_validation_error_over_http(
+    api: ApiClient, body: dict[str, Any], message: str
+) -> None:
+    response = api.post("/v1/contexts", body)
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "invalid_request", "message": message}
+    assert_nothing_written()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"name": "a\x00b", "replicas": 1}, 'field "name" contains a NUL character'),
+        (
+            {"name": "a", "replicas": 1, "profile": "p\x00"},
+            'field "profile" contains a NUL character',
+        ),
+        (
+            {"name": "a", "replicas": 1, "workspace": {"claimName": "d\x00", "readOnly": True}},
+            'field "workspace.claimName" contains a NUL character',
+        ),
+        (
+            {"name": "a", "replicas": 1, "x\x00": 1},
+            "a field name contains a NUL character: 'x\\x00'",
+        ),
+    ],
+)
+def test_nul_characters_in_the_body_are_refused(
+    api: ApiClient, body: dict[str, Any], message: str
+) -> None:
+    response = api.post("/v1/sandbox-pools", body)
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "invalid_request", "message": message}
+    assert_nothing_written()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/sandbox-pools/a%00b",
+        "/v1/sandbox-pools?status=%00",
+        "/v1/namespaces/team%00/contexts",
+        "/v1/namespaces/team1/contexts/x%00",
+    ],
+)
+def test_nul_characters_in_the_url_are_refused(api: ApiClient, path: str) -> None:
+    response = api.client.get(path, headers=api.headers)
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_request",
+        "message": "the URL must not contain NUL characters",
     }

@@ -3,7 +3,8 @@
 The body is read whatever the Content-Type says (the Go service did the same, and its
 callers rely on it), limited to 1 MiB, and refused when it is not one JSON object, has a
 duplicate key (two values for one field is ambiguous, so neither is trusted), or carries
-NaN/Infinity, which are not JSON.
+NaN/Infinity, which are not JSON. Strings holding NUL are refused too: PostgreSQL cannot
+store them, and no name, path or command a caller means contains one.
 """
 
 from __future__ import annotations
@@ -56,7 +57,23 @@ def read_json_object(request: HttpRequest) -> dict[str, Any]:
         raise InvalidRequest("malformed JSON: nested too deeply") from None
     if not isinstance(value, dict):
         raise InvalidRequest("the body must be a JSON object")
+    _reject_nul(value, "")
     return value
+
+
+def _reject_nul(value: Any, where: str) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidRequest(f'field "{where}" contains a NUL character')
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{where}.{key}" if where else key
+            if "\x00" in key:
+                raise InvalidRequest(f"a field name contains a NUL character: {path!r}")
+            _reject_nul(item, path)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_nul(item, f"{where}[{index}]")
 
 
 def reject_unknown_fields(
