@@ -152,7 +152,12 @@ def resync_all(*, adopt: bool = True) -> ResyncReport:
     report.changed += resync_contexts(cluster.context_pvcs)
     if adopt:
         for key, pool in sorted(pools.items()):
-            result = adoption.adopt(key, pool)
+            try:
+                result: Allocation | adoption.Orphan = adoption.adopt(key, pool)
+            except kube.KubeError as error:
+                # One pool that cannot be inspected (say, its caller's PVC cannot be read)
+                # must not stop the rest of the resync; the next run tries it again.
+                result = adoption.Orphan(*key, (), f"could not be inspected: {error.message}")
             if isinstance(result, adoption.Orphan):
                 report.orphans.append(result)
                 logger.warning("orphaned objects in %s for pool %s: %s", *key, result.why)

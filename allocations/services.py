@@ -306,10 +306,16 @@ def allocation_note_retry(*, allocation_id: int, message: str) -> None:
         _event(allocation, AllocationEvent.Kind.RETRY, message)
 
 
+KEPT_FOR_INSPECTION = "it had been ready, so its objects are kept until it is released"
+
+
 def allocation_fail(
     *, allocation_id: int, reason: str, message: str, actor: str = SYSTEM_ACTOR
 ) -> bool:
-    """Mark failed and roll back what was created. False when it had already ended."""
+    """Mark failed and roll back what was created. False when it had already ended.
+
+    An allocation that had been ready keeps its objects: its workspaces may hold the
+    caller's work, and a Pod that exited is worth inspecting. Its DELETE releases them."""
     from allocations.tasks import rollback_allocation
 
     with transaction.atomic():
@@ -320,9 +326,10 @@ def allocation_fail(
         )
         if allocation is None:
             return False
+        keep = allocation.ready_at is not None
         allocation.phase = Phase.FAILED
         allocation.reason = reason[:64]
-        allocation.message = message
+        allocation.message = f"{message} ({KEPT_FOR_INSPECTION})" if keep else message
         allocation.failed_at = timezone.now()
         allocation.save(update_fields=["phase", "reason", "message", "failed_at", "updated_at"])
         _event(allocation, AllocationEvent.Kind.FAILED, message, reason=reason)
@@ -331,10 +338,11 @@ def allocation_fail(
             action="allocation.fail",
             target_type="allocation",
             target=allocation.name,
-            payload={"reason": reason, "message": message},
+            payload={"reason": reason, "message": message, "objects_kept": keep},
         )
         announce(allocation)
-        transaction.on_commit(lambda: rollback_allocation.delay(allocation_id))
+        if not keep:
+            transaction.on_commit(lambda: rollback_allocation.delay(allocation_id))
     return True
 
 

@@ -98,7 +98,9 @@ def rollback_allocation(self: Task, allocation_id: int) -> str:
     with locks.try_advisory_lock(locks.ALLOCATION, allocation_id) as acquired:
         if not acquired:
             raise self.retry(countdown=LOCK_BUSY_COUNTDOWN)
-        allocation = Allocation.objects.filter(pk=allocation_id, phase=Phase.FAILED).first()
+        allocation = Allocation.objects.filter(
+            pk=allocation_id, phase=Phase.FAILED, ready_at__isnull=True
+        ).first()
         if allocation is None:
             return "nothing to do"
         if _delete_until_gone(self, allocation):

@@ -11,7 +11,7 @@ import pytest
 
 from allocations import services
 from allocations.models import Allocation, AllocationEvent, Phase
-from allocations.tasks import reconcile_allocation
+from allocations.tasks import reconcile_allocation, rollback_allocation
 from allocations.v1 import PoolRequest
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
@@ -507,6 +507,40 @@ def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: 
         message="the claims to be rolled back",
     )
     assert kube.get_object(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
+
+
+def test_a_ready_allocation_that_fails_keeps_its_objects_until_released(
+    api: ApiClient, namespace: str
+) -> None:
+    create(
+        api,
+        {
+            "name": "kept",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+    wait_ready(api, "kept")
+    allocation = Allocation.objects.get(name="kept", phase=Phase.READY)
+    before = pool_objects(namespace, "kept")
+
+    # What the watcher does when the Sandbox of a ready allocation reports PodSucceeded.
+    assert services.allocation_fail(
+        allocation_id=allocation.pk, reason="PodSucceeded", message="Sandbox sandbox-kept-0: done"
+    )
+
+    assert api.get("/v1/sandbox-pools/kept").json()["message"] == (
+        "Sandbox sandbox-kept-0: done (it had been ready, so its objects are kept until it "
+        "is released)"
+    )
+    # Even a rollback queued by an older worker leaves the workspace and its data alone.
+    assert rollback_allocation.apply(args=[allocation.pk]).get() == "nothing to do"
+    assert pool_objects(namespace, "kept") == before
+    assert before["pvcs"] == ["kept-workspace-0"]
+    release(api, "kept")
+    wait_for_phase("kept", Phase.RELEASED)
+    assert pool_objects(namespace, "kept") == NOTHING
 
 
 def test_the_longest_name_makes_valid_kubernetes_names(api: ApiClient, namespace: str) -> None:
