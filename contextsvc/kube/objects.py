@@ -288,6 +288,7 @@ def blueprint_problems(blueprint: Blueprint) -> list[str]:
     for claim in blueprint.volume_claim_templates:
         if (claim.get("metadata") or {}).get("name") == WORKSPACE_VOLUME:
             problems.append(f'volume claim template "{WORKSPACE_VOLUME}" is reserved')
+    problems += _host_access_problems(spec, containers + list(spec.get("initContainers") or []))
     for container in containers + list(spec.get("initContainers") or []):
         for mount in container.get("volumeMounts") or []:
             if _at_or_under_workspace(mount.get("mountPath")):
@@ -295,6 +296,31 @@ def blueprint_problems(blueprint: Blueprint) -> list[str]:
                     f'container "{container.get("name")}" mounts "{mount.get("name")}" at '
                     f"{mount.get('mountPath')}, where the allocation's workspace goes"
                 )
+    return problems
+
+
+_HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
+_CONFINED = ("RuntimeDefault", "Localhost")
+
+
+def _host_access_problems(spec: Manifest, containers: list[Manifest]) -> list[str]:
+    """Settings ``harden`` cannot undo without changing what the template means: a pod on
+    the node's network or PID namespace, with a host path, privileged or unconfined, is
+    not a sandbox, and hostNetwork would also step around the allocation's NetworkPolicy."""
+    problems = [f"the pod template sets {key}" for key in _HOST_NAMESPACES if spec.get(key)]
+    for volume in spec.get("volumes") or []:
+        if "hostPath" in volume:
+            problems.append(f'volume "{volume.get("name")}" is a hostPath volume')
+    contexts = [("the pod", spec.get("securityContext") or {})] + [
+        (f'container "{c.get("name")}"', c.get("securityContext") or {}) for c in containers
+    ]
+    for where, security in contexts:
+        if security.get("privileged"):
+            problems.append(f"{where} is privileged")
+        for key in ("seccompProfile", "appArmorProfile"):
+            kind = (security.get(key) or {}).get("type")
+            if kind is not None and kind not in _CONFINED:
+                problems.append(f"{where} sets {key} {kind}")
     return problems
 
 

@@ -365,6 +365,63 @@ def test_template_that_mounts_the_workspace_is_refused_on_save(
     assert not AuditEntry.objects.filter(target_type="profile").exists()
 
 
+def test_template_that_reaches_the_host_is_refused_on_save(
+    admin: ApiClient, namespace: str
+) -> None:
+    admin_create(
+        objects.SANDBOX_TEMPLATE,
+        {
+            "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
+            "kind": "SandboxTemplate",
+            "metadata": {"name": "escape", "namespace": namespace},
+            "spec": {
+                "podTemplate": {
+                    "spec": {
+                        "hostNetwork": True,
+                        "hostPID": True,
+                        "securityContext": {"appArmorProfile": {"type": "Unconfined"}},
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "busybox:1.36",
+                                "securityContext": {
+                                    "privileged": True,
+                                    "seccompProfile": {"type": "Unconfined"},
+                                },
+                                "volumeMounts": [{"name": "root", "mountPath": "/host"}],
+                            }
+                        ],
+                        "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+                    },
+                }
+            },
+        },
+    )
+
+    response = admin.post(
+        "/v1/profiles",
+        {
+            "name": "escape",
+            "source": "template",
+            "template": {"namespace": namespace, "name": "escape"},
+        },
+    )
+
+    assert response.status_code == 400
+    assert response.json()["problems"] == {
+        "template_name": [
+            "the pod template sets hostNetwork",
+            "the pod template sets hostPID",
+            'volume "root" is a hostPath volume',
+            "the pod sets appArmorProfile Unconfined",
+            'container "c" is privileged',
+            'container "c" sets seccompProfile Unconfined',
+        ]
+    }
+    assert not SandboxProfile.objects.exists()
+    assert not AuditEntry.objects.filter(target_type="profile").exists()
+
+
 def test_missing_template_and_runtime_class_are_refused_on_save(
     admin: ApiClient, namespace: str
 ) -> None:
