@@ -303,7 +303,7 @@ _HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
 _CONFINED = ("RuntimeDefault", "Localhost")
 
 
-def _host_access_problems(spec: Manifest, containers: list[Manifest]) -> list[str]:
+def _host_access_problems(spec: Mapping[str, Any], containers: list[Manifest]) -> list[str]:
     """Settings ``harden`` cannot undo without changing what the template means: a pod on
     the node's network or PID namespace, with a host path, privileged or unconfined, is
     not a sandbox, and hostNetwork would also step around the allocation's NetworkPolicy."""
