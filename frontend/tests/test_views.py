@@ -115,6 +115,32 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
     assert ApprovalRequest.objects.get().status == Status.DENIED
 
 
+def test_overview_activity_leaves_out_routine_allows() -> None:
+    profile_save(
+        name="data-agent",
+        create=True,
+        actor="user:test",
+        values={
+            "source": "builtin",
+            "image": "busybox:1.36",
+            "rules": {"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(curl:*)"]}},
+        },
+    )
+    for command in ("ls", "curl https://evil.example"):
+        approval_check(
+            operation={"kind": "shell", "command": command},
+            context_id="ctx-seen",
+            agent_type="data-agent",
+            actor="api:agent",
+        )
+
+    page = client_for("viewer").get("/").content.decode()
+
+    assert "<code>approval.refuse</code>" in page
+    assert "<code>approval.allow</code>" not in page
+    assert "<code>approval.allow</code>" in client_for("admin").get("/audit/").content.decode()
+
+
 def test_forms_need_the_csrf_token() -> None:
     request = _pending()
     approver = client_for("approver", csrf=True)

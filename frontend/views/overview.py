@@ -6,8 +6,7 @@ from django.shortcuts import render
 
 from allocations.selectors import allocation_needs_attention, allocation_phase_counts
 from approvals.selectors import approval_pending_summary
-from contextsvc.core.models import AuditEntry
-from contextsvc.core.selectors import heartbeat_list_recent
+from contextsvc.core.selectors import audit_recent, heartbeat_list_recent
 from frontend.access import viewer_required
 
 
@@ -22,7 +21,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "attention": allocation_needs_attention(
                 stuck_after_seconds=settings.CS_STUCK_AFTER_SECONDS
             ),
-            "recent": AuditEntry.objects.order_by("-at", "-id")[:15],
+            "recent": audit_recent(limit=15),
             "heartbeats": heartbeat_list_recent(),
             "live_topic": "overview",
         },
