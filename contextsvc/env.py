@@ -120,7 +120,10 @@ def parse_database_url(name: str, url: str) -> DatabaseURL:
 def check_redis_url(name: str, url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in {"redis", "rediss"}:
-        raise ConfigError(f"{name} must be a redis:// or rediss:// URL, got {url!r}")
+        # The scheme only: the rest of the URL may carry a password.
+        raise ConfigError(
+            f"{name} must be a redis:// or rediss:// URL, got scheme {parts.scheme or '(none)'!r}"
+        )
     if not parts.hostname:
         raise ConfigError(f"{name} must name a host, e.g. redis://127.0.0.1:6379/0")
     return url

@@ -77,12 +77,30 @@ def test_manage_py_reports_bad_configuration_in_one_line(
 
 def test_celery_reports_bad_configuration_in_one_line() -> None:
     celery = [sys.executable, "-m", "celery", "-A", "contextsvc", "worker"]
-    result = run(celery, production_env(REDIS_URL="http://nope"))
+    result = run(celery, production_env(REDIS_URL="http://:hunter2@nope"))
 
     assert result.returncode == 1
+    # Only the scheme is repeated: the rest of a URL may hold a password.
     assert (
-        result.stderr == "error: REDIS_URL must be a redis:// or rediss:// URL, got 'http://nope'\n"
+        result.stderr == "error: REDIS_URL must be a redis:// or rediss:// URL, got scheme 'http'\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("CS_LOCAL_PG_PORT", "abc", "CS_LOCAL_PG_PORT must be an integer, got 'abc'"),
+        ("CS_LOCAL_REDIS_PORT", "0", "CS_LOCAL_REDIS_PORT must be at least 1, got 0"),
+    ],
+)
+def test_the_local_services_script_reports_bad_configuration_in_one_line(
+    variable: str, value: str, expected: str
+) -> None:
+    result = run([sys.executable, "-m", "contextsvc.devenv", "status"], {variable: value})
+
+    assert result.returncode == 2
+    assert result.stderr == f"[devenv] error: {expected}\n"
+    assert result.stdout == ""
 
 
 def test_production_settings_pass_the_deployment_checks() -> None:

@@ -18,6 +18,9 @@ import sys
 
 from contextsvc.devenv import services
 from contextsvc.devenv.system import DevEnvError, say
+from contextsvc.env import ConfigError
+from contextsvc.testenv.build import BuildError
+from contextsvc.testenv.cluster import ClusterError
 
 
 def _env_with_services() -> dict[str, str]:
@@ -81,9 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except DevEnvError as exc:
+    except (DevEnvError, ConfigError, BuildError, ClusterError) as exc:
         say(f"error: {exc}")
         return 2
+    except KeyboardInterrupt:
+        say("interrupted")
+        return 130
     except subprocess.CalledProcessError as exc:
         say(f"error: {' '.join(map(str, exc.cmd))} failed with status {exc.returncode}")
         return 2

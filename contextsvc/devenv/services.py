@@ -28,9 +28,8 @@ from contextsvc.devenv.system import (
     wait_for_port,
     which_or_install,
 )
+from contextsvc.env import env_int
 
-PG_PORT = int(os.environ.get("CS_LOCAL_PG_PORT", "15432"))
-REDIS_PORT = int(os.environ.get("CS_LOCAL_REDIS_PORT", "16379"))
 DB_NAME = "contextsvc"
 DB_USER = "contextsvc"
 SERVICES_ENV = LOCAL_DIR / "services.env"
@@ -113,7 +112,7 @@ def _as_postgres(args: list[str], **kwargs: object) -> subprocess.CompletedProce
 
 @dataclass
 class Postgres:
-    port: int = PG_PORT
+    port: int = field(default_factory=lambda: env_int("CS_LOCAL_PG_PORT", 15432, minimum=1))
     home: Path = field(default_factory=_pg_home)
 
     @property
@@ -256,7 +255,7 @@ class Postgres:
 
 @dataclass
 class Redis:
-    port: int = REDIS_PORT
+    port: int = field(default_factory=lambda: env_int("CS_LOCAL_REDIS_PORT", 16379, minimum=1))
     home: Path = LOCAL_DIR / "redis"
 
     @property

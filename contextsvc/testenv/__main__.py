@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from contextsvc.env import ConfigError
 from contextsvc.testenv import build, cluster
 
 
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (build.BuildError, cluster.ClusterError) as exc:
+    except (build.BuildError, cluster.ClusterError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -40,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from contextsvc.env import env_float
 from contextsvc.testenv import build
 from contextsvc.testenv.build import say
 
@@ -94,7 +95,11 @@ PROVISIONER_NAME = "testenv.context.rossoctl.io/fake"
 STORAGE_CLASS = "standard"  # default class, RWO and RWX, expandable
 FIXED_STORAGE_CLASS = "standard-fixed"  # same provisioner, allowVolumeExpansion: false
 
-START_TIMEOUT = float(os.environ.get("CS_CLUSTER_START_TIMEOUT", "120"))
+
+def _start_timeout() -> float:
+    return env_float("CS_CLUSTER_START_TIMEOUT", 120.0, minimum=1.0)
+
+
 STOP_TIMEOUT = 10.0
 
 # Every process ``up`` starts; ``down`` stops them in reverse order (clients first, etcd last).
@@ -945,7 +950,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def _start(bins: dict[str, Path]) -> ClusterState:
     _check_ports()
     started = time.monotonic()
-    deadline = started + START_TIMEOUT
+    deadline = started + _start_timeout()
     for stale in ("provisioner.ready",):
         (STATE_DIR / stale).unlink(missing_ok=True)
     admin_token = secrets.token_urlsafe(32)
@@ -1101,7 +1106,7 @@ def bare_apiserver() -> Iterator[Path]:
         _wait(
             "the bare API server",
             lambda: _healthy(f"{url}/readyz", verify=True, token=state.admin_token),
-            time.monotonic() + START_TIMEOUT,
+            time.monotonic() + _start_timeout(),
             {"bare-apiserver": proc.pid},
         )
         config = yaml.safe_load(KUBECONFIG.read_text())

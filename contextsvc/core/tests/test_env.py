@@ -40,7 +40,9 @@ def test_bad_database_url_names_the_variable(url: str, message: str) -> None:
 
 
 def test_redis_url_must_be_redis() -> None:
-    with pytest.raises(ConfigError, match=r"^REDIS_URL must be a redis:// or rediss:// URL"):
+    with pytest.raises(
+        ConfigError, match=r"^REDIS_URL must be a redis:// or rediss:// URL, got scheme"
+    ):
         check_redis_url("REDIS_URL", "http://localhost:6379")
 
 
