@@ -77,6 +77,62 @@ def test_overlay_is_accepted_by_the_api_server(kube_cluster: Any, overlay: str) 
     } <= set(kinds)
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_disruption_budgets_never_block_a_drain(overlay: str) -> None:
+    docs = render(overlay)
+    replicas = {
+        doc["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]: doc["spec"][
+            "replicas"
+        ]
+        for doc in docs
+        if doc["kind"] == "Deployment"
+    }
+    budgets = {
+        doc["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"]: doc["spec"]
+        for doc in docs
+        if doc["kind"] == "PodDisruptionBudget"
+    }
+
+    assert sorted(budgets) == ["watcher", "web", "worker"]
+    for component, spec in budgets.items():
+        # An eviction is allowed whenever every replica is up, however many there are.
+        assert spec == {"maxUnavailable": 1, "selector": spec["selector"]}, component
+        assert replicas[component] >= 1, component
+
+
+def test_egress_is_narrowed_to_the_database_redis_and_the_api_server() -> None:
+    def policies(overlay: str) -> dict[str, dict[str, Any]]:
+        return {
+            doc["metadata"]["name"]: doc["spec"]
+            for doc in render(overlay)
+            if doc["kind"] == "NetworkPolicy"
+        }
+
+    base, local = policies("base"), policies("overlays/local")
+
+    ours = {"matchLabels": {"app.kubernetes.io/name": "context-service"}}
+    assert base["default-deny"] == {"podSelector": ours, "policyTypes": ["Ingress", "Egress"]}
+    # The base allows each port only; the local overlay also pins where it may go.
+    assert [rule.get("to") for rule in base["context-service-egress"]["egress"]] == [
+        None,
+        [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+        [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+        [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+    ]
+    assert [
+        ([port["port"] for port in rule["ports"]], rule.get("to"))
+        for rule in local["context-service-egress"]["egress"]
+    ] == [
+        ([53, 53], None),
+        ([5432], [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "postgresql"}}}]),
+        ([6379], [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "redis"}}}]),
+        (
+            [443, 6443],
+            [{"ipBlock": {"cidr": "172.18.0.0/16"}}, {"ipBlock": {"cidr": "10.96.0.1/32"}}],
+        ),
+    ]
+
+
 def test_every_pod_meets_the_restricted_standard() -> None:
     for overlay in OVERLAYS:
         specs = pod_specs(render(overlay))
