@@ -193,9 +193,12 @@ class ApprovalSimilarApi(ServiceAPIView):
     @extend_schema(operation_id="approvals_similar", responses={200: OBJECT})
     def get(self, request: Request, request_id: str) -> Response:
         found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
-        rule = request.query_params.get("rule") or services.proposed_rule(found)
         return Response(
-            {"rule": rule, "matches": services.similar_count(found, rule) if rule else 0}
+            services.approval_similar(
+                found,
+                rule=request.query_params.get("rule"),
+                scope=request.query_params.get("scope", "agent_type"),
+            )
         )
 
 

@@ -322,9 +322,15 @@ def _workspace_template(agent_type: str) -> str | None:
 
 def _check_grant_rule(rule: str, request: ApprovalRequest) -> None:
     try:
-        parse_rule(rule)
+        parsed = parse_rule(rule)
     except RuleSyntaxError as exc:
         raise InvalidRequest(str(exc)) from None
+    if parsed.pattern is None or not parsed.pattern.strip("*/: "):
+        # A grant answers one request; "allow everything" is a change to the profile.
+        raise InvalidRequest(
+            f"rule {rule!r} would allow every {parsed.kind.value} operation; a grant must "
+            "name what it allows"
+        )
     matches = rule_matches(
         rule,
         operation_from_dict(request.operation),
@@ -383,16 +389,38 @@ def proposed_rule(request: ApprovalRequest) -> str | None:
     )
 
 
-def similar_count(request: ApprovalRequest, rule: str, *, limit: int = 1000) -> int:
-    """How many of this agent type's recent requests the rule would have matched."""
-    recent = ApprovalRequest.objects.filter(agent_type=request.agent_type).values_list(
-        "operation", "context_id"
-    )[:limit]
-    return sum(
+def approval_similar(
+    request: ApprovalRequest,
+    *,
+    rule: str | None = None,
+    scope: str = "agent_type",
+    limit: int = 1000,
+) -> dict[str, Any]:
+    """The rule "approve and allow similar" would grant (the proposal, unless the reviewer
+    wrote one) and how many of the ``limit`` newest earlier requests in that scope it would
+    have matched — the reviewer's measure of how much they are about to allow."""
+    if scope not in Grant.Scope.values:
+        raise InvalidRequest("scope must be context or agent_type")
+    chosen = rule or proposed_rule(request)
+    if not chosen:
+        return {"rule": None, "scope": scope, "matches": 0}
+    try:
+        parsed = parse_rule(chosen)
+    except RuleSyntaxError as exc:
+        raise InvalidRequest(str(exc)) from None
+    past = ApprovalRequest.objects.filter(agent_type=request.agent_type).exclude(pk=request.pk)
+    if scope == Grant.Scope.CONTEXT:
+        past = past.filter(context_id=request.context_id)
+    workspace = _workspace_template(request.agent_type)
+    recent = past.order_by("-created_at").values_list("operation", "context_id")[:limit]
+    matches = sum(
         1
         for operation, context_id in recent
-        if rule_matches(rule, operation_from_dict(operation), context_id)
+        if rule_matches(
+            parsed, operation_from_dict(operation), context_id, context_workspace=workspace
+        )
     )
+    return {"rule": chosen, "scope": scope, "matches": matches}
 
 
 def grant_revoke(*, grant_id: int, actor: str) -> Grant:

@@ -257,9 +257,28 @@ def test_concurrent_deciders_produce_exactly_one_decision(agent: ApiClient) -> N
 def test_approve_and_allow_similar_grants_a_scoped_narrow_rule(
     agent: ApiClient, approver: ApiClient
 ) -> None:
+    for command, context in [
+        ("pip install pandas --quiet", "ctx-1"),
+        ("pip install pandas", "ctx-2"),
+        ("pip install numpy", "ctx-1"),
+    ]:
+        assert ask(agent, command, context=context).status_code == 202
     request_id = ask(agent, "pip install pandas", context="ctx-1").json()["id"]
-    preview = approver.get(f"/v1/approvals/{request_id}/similar").json()
-    assert preview == {"rule": "shell(pip install pandas:*)", "matches": 1}
+    similar = f"/v1/approvals/{request_id}/similar"
+    # Earlier requests only (this one is not counted), in the scope the reviewer picks.
+    assert approver.get(similar).json() == {
+        "rule": "shell(pip install pandas:*)",
+        "scope": "agent_type",
+        "matches": 2,
+    }
+    assert approver.get(similar, scope="context").json()["matches"] == 1
+    assert approver.get(similar, rule="shell(pip:*)").json()["matches"] == 3
+    refused = approver.get(similar, scope="everyone")
+    assert (refused.status_code, refused.json()["message"]) == (
+        400,
+        "scope must be context or agent_type",
+    )
+    assert approver.get(similar, rule="shell(").status_code == 400
 
     decided = approver.post(
         f"/v1/approvals/{request_id}/decision",
@@ -321,6 +340,23 @@ def test_a_reviewer_rule_must_match_the_operation(agent: ApiClient, approver: Ap
         response.json()["message"]
         == "rule 'shell(npm:*)' does not match the operation it would approve"
     )
+    assert ApprovalRequest.objects.get().status == Status.PENDING
+    assert not Grant.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "rule", ["shell(*)", "shell", "file(write:**)", "file(read:/**)", "network(outbound:*)"]
+)
+def test_a_grant_must_name_what_it_allows(agent: ApiClient, approver: ApiClient, rule: str) -> None:
+    request_id = ask(agent, "pip install pandas").json()["id"]
+
+    response = approver.post(
+        f"/v1/approvals/{request_id}/decision",
+        {"decision": "approve_similar", "scope": "context", "rule": rule},
+    )
+
+    assert response.status_code == 400
+    assert response.json()["message"].endswith("a grant must name what it allows")
     assert ApprovalRequest.objects.get().status == Status.PENDING
     assert not Grant.objects.exists()
 

@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 
 from approvals import selectors, services
 from approvals.models import ApprovalRequest, Grant, Status
-from contextsvc.core.errors import ServiceError
+from contextsvc.core.errors import InvalidRequest, ServiceError
 from frontend.access import actor, approver_required, viewer_required
 from frontend.forms import DecisionForm
 
@@ -79,10 +79,13 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
 @approver_required
 def approval_similar(request: HttpRequest, request_id: str) -> JsonResponse:
     found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
-    rule = services.proposed_rule(found)
-    return JsonResponse(
-        {"rule": rule, "matches": services.similar_count(found, rule) if rule else 0}
-    )
+    try:
+        similar = services.approval_similar(
+            found, rule=request.GET.get("rule"), scope=request.GET.get("scope", "agent_type")
+        )
+    except InvalidRequest as exc:
+        return JsonResponse({"error": exc.code, "message": exc.message}, status=400)
+    return JsonResponse(similar)
 
 
 @approver_required

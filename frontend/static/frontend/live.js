@@ -218,14 +218,19 @@ function wireCard(card) {
   const similar = card.querySelector("details.similar");
   if (similar && !similar.dataset.wired) {
     similar.dataset.wired = "1";
-    similar.addEventListener("toggle", async () => {
+    const scope = similar.querySelector('select[name="scope"]');
+    // The count depends on the scope: ask again whenever the reviewer changes it.
+    const preview = async () => {
       if (!similar.open || !similar.dataset.similarSrc) return;
-      const response = await fetch(similar.dataset.similarSrc, { credentials: "same-origin" });
+      const url = `${similar.dataset.similarSrc}?scope=${encodeURIComponent(scope.value)}`;
+      const response = await fetch(url, { credentials: "same-origin" });
       const data = await response.json();
       similar.querySelector('[data-field="similar-rule"]').textContent = data.rule || "(none: approve once)";
       similar.querySelector('[data-field="similar-count"]').textContent =
-        data.rule ? `would have matched ${data.matches} recent request(s)` : "";
-    });
+        data.rule ? `would have matched ${data.matches} earlier request(s) in this scope` : "";
+    };
+    similar.addEventListener("toggle", preview);
+    scope.addEventListener("change", preview);
   }
 }
 
