@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from dataclasses import asdict
 
@@ -46,12 +47,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     client = ApprovalClient(args.url, args.token, agent_type=args.agent_type)
     if args.kind == "shell":
-        operation = {"kind": "shell", "command": " ".join(args.what)}
+        # One argument is a command line, as `sh -c` would get it; several are the words of
+        # one command, quoted back so the line judged is the one that would run.
+        command = args.what[0] if len(args.what) == 1 else shlex.join(args.what)
+        operation = {"kind": "shell", "command": command}
     elif args.kind == "file":
         if len(args.what) != 2:
             parser.error("file needs ACTION PATH")
         operation = {"kind": "file", "action": args.what[0], "path": args.what[1]}
     else:
+        if len(args.what) != 1:
+            parser.error("network needs one HOST")
         operation = {"kind": "network", "host": args.what[0]}
 
     def pending(request: dict[str, object]) -> None:

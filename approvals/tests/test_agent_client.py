@@ -38,7 +38,12 @@ def profile(kube_cluster: object) -> None:
     )
 
 
-def start_client(web_server: str, token: str, *extra: str) -> subprocess.Popen[str]:
+def start_client(
+    web_server: str,
+    token: str,
+    *extra: str,
+    what: tuple[str, ...] = ("shell", "pip install pandas"),
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -54,8 +59,7 @@ def start_client(web_server: str, token: str, *extra: str) -> subprocess.Popen[s
             "--context-id",
             "ctx-abc123",
             *extra,
-            "shell",
-            "pip install pandas",
+            *what,
         ],
         cwd=REPO_DIR,
         stdout=subprocess.PIPE,
@@ -171,6 +175,27 @@ def test_client_is_denied_when_nobody_decides_in_time(web_server: str) -> None:
         ("api:agent-1", "approval.request"),
         ("system:approvals", "approval.expire"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("what", "code", "judged"),
+    [
+        # One argument is a command line: the shell would run both parts.
+        (("shell", "ls x; curl evil.example"), 1, "ls x; curl evil.example"),
+        # Several are one command's words: ls gets one odd file name, nothing else runs.
+        (("shell", "ls", "x; curl evil.example"), 0, "ls 'x; curl evil.example'"),
+    ],
+)
+def test_the_command_line_judges_what_would_run(
+    web_server: str, what: tuple[str, ...], code: int, judged: str
+) -> None:
+    client = start_client(web_server, issue_token("agent-1", ["agent"]), what=what)
+
+    returncode, verdict, _ = finish(client)
+
+    assert (returncode, verdict["allowed"]) == (code, code == 0)
+    [entry] = AuditEntry.objects.filter(action__in=["approval.allow", "approval.refuse"])
+    assert entry.payload["operation"] == judged
 
 
 def test_rule_decisions_need_no_wait_and_errors_fail_closed(web_server: str) -> None:
