@@ -226,13 +226,14 @@ def delete_workspace_pvc(self: Task, workspace_id: int) -> str:
     return workspace.status
 
 
-@shared_task(name="allocations.tasks.expand_workspace")
-def expand_workspace(workspace_id: int) -> str:
+@shared_task(bind=True, name="allocations.tasks.expand_workspace", max_retries=30)
+def expand_workspace(self: Task, workspace_id: int) -> str:
     from allocations import workspaces
 
     with locks.try_advisory_lock(locks.WORKSPACE, workspace_id) as acquired:
         if not acquired:
-            return "another expansion is running"
+            # The running one judged older usage; this report may ask for more.
+            raise self.retry(countdown=LOCK_BUSY_COUNTDOWN)
         return workspaces.workspace_expand(workspace_id)
 
 

@@ -333,18 +333,20 @@ def workspace_expand(workspace_id: int) -> str:
             requested_bytes=target,
             expansion_note=f"expanded to {size} at {timezone.now():%Y-%m-%d %H:%M} UTC",
         )
-        if updated:
-            audit_record(
-                actor=SYSTEM_ACTOR,
-                action="workspace.expand",
-                target_type="workspace",
-                target=str(workspace),
-                payload={
-                    "from": format_bytes(workspace.requested_bytes),
-                    "to": size,
-                    "usage_bytes": workspace.usage_bytes,
-                },
-            )
+        if not updated:
+            # Another worker grew it first (the patch above asked for the same size).
+            return "already expanded"
+        audit_record(
+            actor=SYSTEM_ACTOR,
+            action="workspace.expand",
+            target_type="workspace",
+            target=str(workspace),
+            payload={
+                "from": format_bytes(workspace.requested_bytes),
+                "to": size,
+                "usage_bytes": workspace.usage_bytes,
+            },
+        )
     return f"expanded to {size}"
 
 
