@@ -535,7 +535,7 @@ def test_a_ready_allocation_that_fails_keeps_its_objects_until_released(
         "is released)"
     )
     # Even a rollback queued by an older worker leaves the workspace and its data alone.
-    assert rollback_allocation.apply(args=[allocation.pk]).get() == "nothing to do"
+    assert rollback_allocation.apply(args=(allocation.pk,)).get() == "nothing to do"
     assert pool_objects(namespace, "kept") == before
     assert before["pvcs"] == ["kept-workspace-0"]
     release(api, "kept")
