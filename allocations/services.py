@@ -100,21 +100,27 @@ def _taken(name: str) -> AlreadyExists:
     return AlreadyExists(f'sandbox pool "{name}" already exists')
 
 
-def _check_name_free(name: str, namespace: str) -> None:
-    """409 while a row or any object labelled with this pool name still exists."""
+def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
+    """409 while a row or any object labelled with this pool name still exists, or while
+    an object of somebody else's sits under a name this allocation would create (the Go
+    service met that as AlreadyExists in the request, and its callers expect the 409)."""
+    name, namespace = allocation.name, allocation.namespace
     if Allocation.objects.filter(name=name).exclude(phase=Phase.RELEASED).exists():
         raise _taken(name)
+    from allocations.provisioning import desired_objects
+
     selector = objects.pool_selector(name)
+    labelled = [objects.SANDBOX, objects.PVC, objects.POD]
+    if claims:
+        labelled.append(objects.SANDBOX_CLAIM)
     try:
-        leftovers = (
-            kube.list_objects(objects.SANDBOX, namespace, selector)
-            or kube.list_objects(objects.PVC, namespace, selector)
-            or kube.list_objects(objects.POD, namespace, selector)
-        )
+        if any(kube.list_objects(kind, namespace, selector) for kind in labelled):
+            raise _taken(name)
+        for kind, body in desired_objects(allocation):
+            if kube.get_object(kind, namespace, body["metadata"]["name"]) is not None:
+                raise _taken(name)
     except kube.KubeError as exc:
         raise KubernetesFailure(exc.message) from exc
-    if leftovers:
-        raise _taken(name)
 
 
 WARM_POOL_PROFILE_IGNORED = (
@@ -166,7 +172,6 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
         size, access_mode, storage_class = _existing_workspace(request, namespace)
     elif request.strategy == Strategy.WARMPOOL:
         _check_warm_pool(request, namespace)
-    _check_name_free(request.name, namespace)
 
     allocation = Allocation(
         name=request.name,
@@ -185,6 +190,7 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
         requester=actor,
     )
     allocation.full_clean(validate_constraints=False)
+    _check_name_free(allocation, claims=caps.extensions)
     try:
         with transaction.atomic():
             allocation.save()

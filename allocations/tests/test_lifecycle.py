@@ -312,6 +312,51 @@ def test_reused_name_is_409_and_changes_nothing(api: ApiClient, namespace: str) 
     assert AuditEntry.objects.filter(action="allocation.create").count() == 1
 
 
+def test_somebody_elses_object_under_one_of_our_names_is_409(
+    api: ApiClient, namespace: str
+) -> None:
+    make_pvc(namespace, "mine-workspace", modes=["ReadWriteMany"], labels={"team": "other"})
+
+    response = api.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "mine",
+            "replicas": 2,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteMany"},
+        },
+    )
+
+    assert (response.status_code, response.json()["error"]) == (409, "already_exists")
+    assert Allocation.objects.count() == 0
+    assert pool_objects(namespace, "mine") == NOTHING
+
+
+def test_a_leftover_claim_keeps_the_name_taken(api: ApiClient, namespace: str) -> None:
+    make_warm_pool(namespace, "warm", replicas=1)
+    admin_create(
+        objects.SANDBOX_CLAIM,
+        {
+            "apiVersion": objects.SANDBOX_CLAIM.api_version,
+            "kind": "SandboxClaim",
+            "metadata": {
+                "name": "claim-other-7",
+                "namespace": namespace,
+                "labels": objects.pool_labels("held"),
+            },
+            "spec": {"warmPoolRef": {"name": "warm"}},
+        },
+    )
+
+    response = api.post(
+        "/v1/sandbox-pools",
+        {"name": "held", "replicas": 1, "namespace": namespace, "warmPoolRef": "warm"},
+    )
+
+    assert (response.status_code, response.json()["error"]) == (409, "already_exists")
+    assert Allocation.objects.count() == 0
+
+
 def test_name_stays_taken_while_labelled_objects_remain(api: ApiClient, namespace: str) -> None:
     # An object still carries the pool label (a release in progress, or the old service's).
     make_pvc(namespace, "leftover", modes=["ReadWriteOnce"], labels=objects.pool_labels("ghost"))
@@ -351,15 +396,32 @@ def test_mid_create_failure_rolls_back_everything_it_created(
         },
     )
 
-    create(
-        api,
-        {
-            "name": "clash",
-            "replicas": 2,
-            "namespace": namespace,
-            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
-        },
+    spec = {
+        "name": "clash",
+        "replicas": 2,
+        "namespace": namespace,
+        "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+    }
+    # Seen in the request, the collision is the contract's 409, and nothing is written.
+    refused = api.post("/v1/sandbox-pools", spec)
+    assert (refused.status_code, refused.json()) == (
+        409,
+        {"error": "already_exists", "message": 'sandbox pool "clash" already exists'},
     )
+    assert Allocation.objects.count() == 0
+    assert pool_objects(namespace, "clash") == NOTHING
+    # The same clash met by the reconcile (the object appeared after the request was
+    # accepted): the row is inserted directly, as such a race leaves it.
+    allocation = Allocation.objects.create(
+        name="clash",
+        namespace=namespace,
+        replicas=2,
+        strategy="dedicated",
+        workspace_size="1Gi",
+        workspace_access_mode="ReadWriteOnce",
+        requester="user:test",
+    )
+    reconcile_allocation.delay(allocation.pk)
 
     failed = wait_for_phase("clash", Phase.FAILED)
     assert failed.reason == "NameCollision"
