@@ -349,6 +349,29 @@ def _first_path_match(
     return possible
 
 
+# Files git reads configuration, hooks or attributes from; git status/diff/log then runs
+# whatever they name (core.fsmonitor, core.pager, hooks, diff.*.textconv, filters).
+_GIT_CONTROL = tuple(
+    compile_path(glob, "/", "")
+    for glob in ("/**/.git", "/**/.git/**", "/**/.gitconfig", "/**/.gitattributes",
+                 "/**/.gitmodules")
+)  # fmt: skip
+
+
+def _git_control_file(access: FileAccess) -> bool:
+    """Is the written path (or, for a glob or a run-time path, possibly) a git control file?"""
+    if access.path is None:
+        return False  # unknown paths are asked about anyway (writes need an allow rule)
+    for pattern in _GIT_CONTROL:
+        if pattern.regex.fullmatch(access.path):
+            return True
+        if (access.glob or SENTINEL in access.path) and could_match(
+            pattern.tokens, glob_tokens(access.path)
+        ):
+            return True
+    return False
+
+
 def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
     """The part for one file access; None when it changes nothing (a read by a known
     reader that no rule mentions)."""
@@ -363,6 +386,18 @@ def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
             continue
         item, action, match = hit
         rule = item.rule.text
+        if (
+            access.recursive
+            and list_name == "deny"
+            and match is Match.POSSIBLE
+            and not (access.uncertain or access.glob)
+            and access.path is not None
+        ):
+            # A recursive read of D reads every file below it: a deny rule for some path
+            # below D is certain to be hit (if the file exists), not merely possible.
+            directory = sanitise(access.path.rsplit("/", 1)[0] or "/")
+            reason = f"a recursive read of {directory} includes files {rule} denies{via}"
+            return Judged(_part(Kind.FILE, text, Decision.DENY, reason, item.rule))
         if access.action is None:
             reason = f"the command may {action.value} it, which {rule} covers{via}"
         elif match is Match.POSSIBLE:
@@ -378,6 +413,12 @@ def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
         return Judged(_part(Kind.FILE, text, Decision.ASK, reason, item.rule))
     if access.action is None:
         return None
+    if access.action is FileAction.WRITE and _git_control_file(access):
+        reason = (
+            "writing git config, hooks or attributes can make later git commands run "
+            f"programs (core.fsmonitor, hooks, diff drivers){via}"
+        )
+        return Judged(_part(Kind.FILE, text, Decision.ASK, reason, None))
     for item in compiled.lists["allow"].files.get(access.action, ()):
         if path_match(item, access.path, access.glob) is Match.CERTAIN:
             if not access.require_allow:

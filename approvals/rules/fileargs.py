@@ -25,6 +25,15 @@ class PathArgument:
     action: FileAction | None  # None: unknown use; only deny/ask rules matter, as ask
     word: Word
     source: str
+    recursive: bool = False  # a directory the command reads everything below
+
+
+# Options that make a reader descend into directories, per program (rg always does).
+RECURSIVE_OPTIONS = {
+    "grep": {"-r", "-R", "--recursive", "--dereference-recursive"},
+    "cp": {"-r", "-R", "-a", "--recursive", "--archive"},
+    "diff": {"-r", "--recursive"},
+}
 
 
 _Adder = Callable[[FileAction | None, Sequence[Word]], None]
@@ -178,14 +187,28 @@ def path_arguments(program: str, words: Sequence[Word], problems: list[str]) -> 
             result.append(PathArgument(None, value, f"{program} {name}"))
     names = {name for name, _ in found}
 
+    recursive = program == "rg" or bool(
+        names & RECURSIVE_OPTIONS.get(_ALIASES.get(program, program), set())
+    )
+    if program in {"grep", "egrep", "fgrep"}:
+        # -d recurse / --directories=recurse is -r.
+        recursive = recursive or any(
+            name in {"-d", "--directories"} and value is not None and value.value == "recurse"
+            for name, value in found
+        )
+
     def operand_paths(action: FileAction | None, items: Sequence[Word]) -> None:
         for item in items:
             if action is None and not path_like(item):
                 continue
-            result.append(PathArgument(action, item, f"argument of {program}:"))
+            result.append(
+                PathArgument(action, item, f"argument of {program}:", recursive and action is READ)
+            )
 
     if program in PATTERN_FIRST and not names & PATTERN_FIRST[program]:
         operands = operands[1:]  # the pattern / program text, not a path
+    if recursive and program in {"grep", "egrep", "fgrep", "rg"} and not operands:
+        operands = [Word(".")]  # grep -r PATTERN searches the working directory
     if program in {"awk", "gawk", "mawk", "nawk"}:
         operands = [word for word in operands if "=" not in word.value]  # var=value
     if program == "sed" and names & {"-i", "--in-place"}:

@@ -16,7 +16,7 @@ from approvals.rules.fileargs import GIT_VALUED
 from approvals.rules.model import Decision, host_of_url
 from approvals.rules.patterns import compile_url_glob, host_matches, normalise_host
 from approvals.rules.sources import PackageManager, Registry, Sources
-from approvals.rules.words import Word, WordKind, names, split_arguments
+from approvals.rules.words import PIP_NAME, Word, WordKind, names, split_arguments
 
 
 @dataclass(frozen=True)
@@ -122,16 +122,17 @@ def remote_verdict(url: Word, sources: Sources, what: str) -> Verdict | None:
     if url.kind is WordKind.UNKNOWN:
         return _ask(f"{what}: remote {url.value} is only known at run time")
     value = url.value
-    if value.startswith(("/", "./", "../", "file://")) or value in {".", ".."}:
-        return None  # a local repository: no remote involved
-    if not any(compile_url_glob(glob).fullmatch(value) for glob in git.allowed_remotes):
-        return _deny("git.allowed_remotes", f"{what}: {value} is not an allowed remote")
-    return None
+    if any(compile_url_glob(glob).fullmatch(value) for glob in git.allowed_remotes):
+        return None
+    if value.startswith(("/", "./", "../", "~", "file:")) or value in {".", ".."}:
+        # A local repository (file:///etc, /some/path): it reads files outside the rules'
+        # view and is not an allowed remote, but it is no network access either.
+        return _ask(f"{what}: the local repository {value} is not an allowed remote")
+    return _deny("git.allowed_remotes", f"{what}: {value} is not an allowed remote")
 
 
 # --- pip ----------------------------------------------------------------------------------
 
-_PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?\Z")
 _PIP_VALUED = names(
     "--python --log --log-file --proxy --retries --timeout --exists-action --trusted-host "
     "--cert --client-cert --cache-dir --use-feature --use-deprecated --keyring-provider "
@@ -140,7 +141,54 @@ _PIP_VALUED = names(
     "--abi --only-binary --no-binary --progress-bar --src --upgrade-strategy --report "
     "-C --config-settings --global-option --install-option -d --dest -w --wheel-dir"
 )
+# Every long option of pip's install/download/wheel and general options. optparse accepts
+# any unambiguous prefix (--index-u=… is --index-url), so a written long option is mapped
+# to the option it abbreviates; an unknown or ambiguous one is asked about.
+_PIP_LONG = names(
+    "--help --debug --isolated --require-virtualenv --python --verbose --version --quiet "
+    "--log --log-file --local-log --no-input --keyring-provider --proxy --retries --timeout "
+    "--exists-action --trusted-host --cert --client-cert --cache-dir --no-cache-dir "
+    "--disable-pip-version-check --no-color --no-python-version-warning --use-feature "
+    "--use-deprecated --resume-retries --requirement --constraint --no-deps --pre --editable "
+    "--dry-run --target --platform --python-version --implementation --abi --user --root "
+    "--prefix --src --upgrade --upgrade-strategy --force-reinstall --ignore-installed "
+    "--ignore-requires-python --no-build-isolation --use-pep517 --no-use-pep517 "
+    "--check-build-dependencies --break-system-packages --config-settings --global-option "
+    "--install-option --compile --no-compile --no-warn-script-location --no-warn-conflicts "
+    "--no-binary --only-binary --prefer-binary --require-hashes --progress-bar "
+    "--root-user-action --report --group --index-url --extra-index-url --no-index "
+    "--find-links --no-clean --dest --wheel-dir --build-option --no-verify"
+)
+_PIP_DANGEROUS = names(
+    "--index-url --extra-index-url --find-links --trusted-host --constraint --requirement "
+    "--editable --proxy --cert --client-cert --config-settings --global-option "
+    "--install-option --build-option --src"
+)
+
+
+def _pip_long_option(word: Word) -> tuple[Word, Verdict | None]:
+    """``word`` with an abbreviated long option spelled out, or a verdict for one that is
+    unknown or ambiguous."""
+    written, equals, attached = word.value.partition("=")
+    if word.kind is WordKind.UNKNOWN or not written.startswith("--") or written == "--":
+        return word, None
+    if written in _PIP_LONG:
+        return word, None
+    candidates = sorted(name for name in _PIP_LONG if name.startswith(written))
+    if len(candidates) == 1:
+        return Word(candidates[0] + equals + attached, word.kind), None
+    if candidates and not set(candidates) & _PIP_DANGEROUS:
+        return word, None  # ambiguous between harmless options: pip refuses it
+    return word, _ask(f"pip option {written} is unknown or an ambiguous abbreviation")
+
+
 _PIP_SUBCOMMANDS = {"install", "download", "wheel"}
+_LIST_FILES = {
+    "-r": "requirements",
+    "--requirement": "requirements",
+    "-c": "constraints",
+    "--constraint": "constraints",
+}
 _REQUIREMENT = re.compile(
     r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*"
     r"((?:(?:===|==|!=|~=|>=|<=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*)\s*(;.*)?$",
@@ -162,7 +210,16 @@ def _local(value: str) -> bool:
 
 
 def check_pip(words: Sequence[Word], sources: Sources) -> Verdict | None:
-    found, operands = split_arguments(words[1:], _PIP_VALUED)
+    spelled: list[Word] = []
+    unknown_option: Verdict | None = None
+    for word in words[1:]:
+        if word.value == "--":
+            spelled.extend(words[1 + len(spelled) :])
+            break
+        word, problem = _pip_long_option(word)
+        unknown_option = unknown_option or problem
+        spelled.append(word)
+    found, operands = split_arguments(spelled, _PIP_VALUED)
     if not operands or operands[0].value not in _PIP_SUBCOMMANDS:
         return None
     what = f"pip {operands[0].value}"
@@ -175,8 +232,15 @@ def check_pip(words: Sequence[Word], sources: Sources) -> Verdict | None:
         index_url = name in {"-i", "--index-url", "--extra-index-url"}
         if index_url or (name in {"-f", "--find-links"} and not _local(value.value)):
             verdict = _registry_verdict(manager, value, what)
-        elif name in {"-r", "--requirement"}:
-            verdict = _ask(f"{what}: the requirements file {value.value} is not checked")
+        elif name in {"-r", "--requirement", "-c", "--constraint"}:
+            # A requirements or constraints file may itself name indexes and URLs. Fetched
+            # from a URL, it is web access first.
+            host = host_of_url(value.value) if "://" in value.value else None
+            verdict = (check_host(host, sources, what) if host else None) or _ask(
+                f"{what}: the {_LIST_FILES[name]} file {value.value} is not checked"
+            )
+        elif name == "--trusted-host":
+            verdict = _ask(f"{what}: --trusted-host turns off TLS verification for {value.value}")
         elif name in {"-e", "--editable"} and not _local(value.value):
             verdict = _package_url(manager, value, sources, what)
         if verdict:
@@ -185,7 +249,7 @@ def check_pip(words: Sequence[Word], sources: Sources) -> Verdict | None:
         verdict = _pip_requirement(manager, operand, sources, what)
         if verdict:
             return verdict
-    return None
+    return unknown_option
 
 
 def _package_url(manager: PackageManager, url: Word, sources: Sources, what: str) -> Verdict:
@@ -335,6 +399,16 @@ def check_git(words: Sequence[Word], sources: Sources) -> Verdict | None:
     what = f"git {subcommand}"
     rest = words[2:]
     remotes: list[Word] = []
+    if subcommand in {"clone", "fetch", "pull"}:
+        for word in rest:
+            option = word.value.split("=", 1)[0]
+            if option == "--":
+                break
+            if len(option) >= 5 and (
+                "--recurse-submodules".startswith(option) or "--recursive".startswith(option)
+            ):
+                # Submodule URLs come from the repository's .gitmodules, not from the line.
+                return _ask(f"{what} {option}: submodule remotes are not checked")
     if subcommand == "clone":
         _, operands = split_arguments(rest, _GIT_CLONE_VALUED)
         remotes = operands[:1]
@@ -419,7 +493,7 @@ def check_command(words: Sequence[Word], sources: Sources) -> Verdict | None:
     if not words:
         return None
     program = words[0].value.rsplit("/", 1)[-1]
-    if _PIP_NAME.match(program):
+    if PIP_NAME.match(program):
         return check_pip(words, sources)
     if program in {"npm", "npx", "pnpm", "yarn"}:
         if program in {"pnpm", "yarn"}:

@@ -40,10 +40,15 @@ from approvals.rules.model import FileAction
 from approvals.rules.patterns import SENTINEL
 from approvals.rules.text import describe, hidden_characters, sanitise
 from approvals.rules.words import (
+    PIP_NAME,
+    PYTHON_NAME,
     Options,
     Word,
     WordKind,
+    brace_expand,
+    integer_literal,
     literal,
+    names,
     options,
     program_name,
     render,
@@ -86,6 +91,7 @@ class FileAccess:
     glob: bool = False
     require_allow: bool = False
     uncertain: bool = False
+    recursive: bool = False  # path is "D/<any sub-path>": a recursive read of directory D
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,8 @@ _KNOWN_REFERENCE = re.compile(
     r"\$\{(WORKSPACE|CONTEXT_ID)\}|\$(WORKSPACE|CONTEXT_ID)(?![A-Za-z0-9_])"
 )
 _TIME_KEYWORD = re.compile(r"(^|[;&|(\n]\s*|[{]\s+|\b(?:then|do|else)\s+)time(?=\s)")
-_QUOTED_HEREDOC = re.compile(r"<<(-?)[ \t]*(?:'(\w+)'|\"(\w+)\"|\\(\w+))")
+_HEREDOC_START = re.compile(r"(?<!<)<<(-?)[ \t]*(?!<)")
+_HEREDOC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 # Assigning these changes which program runs or what it loads/contacts.
 _DANGEROUS_VARIABLES = frozenset(
@@ -133,10 +140,14 @@ _DANGEROUS_VARIABLES = frozenset(
         "GIT_PAGER", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS",
         "PIP_TRUSTED_HOST", "PIP_CONFIG_FILE", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_INDEX",
         "UV_DEFAULT_INDEX", "NPM_CONFIG_REGISTRY", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-        "WORKSPACE", "CONTEXT_ID",
+        "WORKSPACE", "CONTEXT_ID", "CURL_HOME", "WGETRC", "NETRC", "GOPROXY", "GOFLAGS",
+        "CARGO_HOME",
     }
 )  # fmt: skip
-_DANGEROUS_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG", "NPM_CONFIG_")
+# Whole families: git reads config, hooks, diff and editor programs from GIT_* and
+# $XDG_CONFIG_HOME/git/config (a file the agent may have written in its workspace); pip
+# and uv take every option from PIP_* / UV_*.
+_DANGEROUS_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_", "NPM_CONFIG_", "PIP_", "UV_", "XDG_")
 
 
 def _dangerous_variable(name: str) -> bool:
@@ -193,12 +204,22 @@ def resolve_paths(word: Word, cwd: Cwd) -> list[str] | None:
     (variables, ``~``, an unknown working directory)."""
     if word.kind is WordKind.UNKNOWN or word.tilde:
         return None
-    value = word.value
-    if value.startswith("/"):
-        return [normalise_path(value)]
-    if cwd is None:
+    values = [word.value]
+    if word.brace:
+        # {/etc/passwd,} is /etc/passwd: judge every word the braces expand to.
+        expanded = brace_expand(word.value)
+        if not expanded:
+            return None
+        values = expanded
+    if cwd is None and not all(value.startswith("/") for value in values):
         return None
-    return sorted({normalise_path(posixpath.join(directory, value)) for directory in cwd})
+    return sorted(
+        {
+            normalise_path(value if value.startswith("/") else posixpath.join(directory, value))
+            for value in values
+            for directory in (cwd or ("/",))
+        }
+    )
 
 
 # --- wrappers: stripped before matching -------------------------------------------------------
@@ -414,8 +435,6 @@ _PIP_GLOBAL = options(
 _NPM_GLOBAL = options(
     "--registry --prefix --userconfig --cache --loglevel -w --workspace", strict=False
 )
-_PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?\Z")
-_PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?\Z")
 
 WRAPPERS: dict[str, Callable[[list[Word]], Unwrapped]] = {
     "timeout": _timeout,
@@ -464,6 +483,9 @@ ALWAYS_ASK = {
     "enable": "enable swaps shell builtins",
     "hash": "hash can point a command name at another program",
     "coproc": "coproc is not supported",
+    # A name in an arithmetic expression is evaluated as an expression itself, so a value
+    # like "a[$(cmd)]" runs cmd: arithmetic on anything but constants cannot be judged.
+    "let": "let evaluates arithmetic, which can run commands hidden in variable values",
 }
 AWK = frozenset({"awk", "gawk", "mawk", "nawk"})
 _AWK_OPTIONS = options(
@@ -472,15 +494,31 @@ _AWK_OPTIONS = options(
 )
 ASSIGNING_BUILTINS = frozenset(
     {"printf", "read", "mapfile", "readarray", "declare", "typeset", "export", "local"}
-    | {"readonly", "getopts"}
+    | {"readonly", "getopts", "unset"}
 )
+_ASSIGNED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[.*\])?", re.DOTALL)
+# Options of read/mapfile whose value is the next word, not a variable name.
+_NAME_BUILTIN_VALUED = {
+    "read": frozenset("dinNptu"),
+    "mapfile": frozenset("dnOsuCc"),
+    "readarray": frozenset("dnOsuCc"),
+}
 _WATCH = options(
     "-n --interval -d --differences -q --equexit",
     "-t --no-title -b --beep -e --errexit -g --chgexit -c --color -x --exec -p --precise -w "
     "--no-wrap",
 )
 _AWK_DANGER = re.compile(r"system\s*\(|\||getline|\bprint[f]?\b[^;{}\n]*>|@load|@include")
-_SED_OPTIONS = options("-e --expression -f --file -l --line-length", strict=False)
+# GNU sed's long options (canonical names; "--silent" is "--quiet") and short flags.
+_SED_LONG = {
+    name: name.replace("--silent", "--quiet")
+    for name in names(
+        "--expression --file --line-length --quiet --silent --debug --follow-symlinks "
+        "--in-place --null-data --zero-terminated --posix --regexp-extended --separate "
+        "--sandbox --unbuffered --binary --help --version"
+    )
+}
+_SED_FLAGS = frozenset("nsEruzb")
 
 
 def sed_script_problem(script: str) -> str | None:
@@ -810,7 +848,12 @@ class _Walker:
         if scanned.value is None:
             return unknown(sanitise(raw))
         kind = WordKind.GLOB if _unquoted_glob(raw) else WordKind.LITERAL
-        return Word(scanned.value, kind, scanned.tilde)
+        brace = kind is WordKind.GLOB and "{" in raw and brace_expand(raw) != [raw]
+        if brace and re.search(r"['\"\\]", raw):
+            # Quoted parts mixed with brace expansion: the expansion of the quote-removed
+            # value would differ from bash's. Only known at run time, as far as paths go.
+            return unknown(sanitise(raw))
+        return Word(scanned.value, kind, scanned.tilde, brace)
 
     def redirect(self, node: Any, context: _Context, problems: list[str]) -> tuple[str, Any]:
         """(operator, target) where target is a Word, a here-document body (str), or None
@@ -888,7 +931,14 @@ class _Walker:
         slot: int | None = None,
     ) -> None:
         slot = len(self.out) if slot is None else slot
-        words = [word for word in words if word.value or word.kind is not WordKind.LITERAL]
+        # An empty quoted word ('' or "") is a real argument (grep -r '' /etc: the pattern
+        # is '', /etc a path); only leading ones are dropped, as before, to find the program.
+        start = 0
+        while (
+            start < len(words) and not words[start].value and words[start].kind is WordKind.LITERAL
+        ):
+            start += 1
+        words = words[start:]
         if not words:
             item = self.invocation_without_command(text, assignments, redirects, context, problems)
             self.out.insert(slot, item)
@@ -910,9 +960,9 @@ class _Walker:
             views.append(self.view(current))
             name = program_name(head)
             unwrap = WRAPPERS.get(name)
-            if unwrap is None and _PYTHON_NAME.match(name):
+            if unwrap is None and PYTHON_NAME.match(name):
                 unwrap = _python_module
-            elif unwrap is None and _PIP_NAME.match(name):
+            elif unwrap is None and PIP_NAME.match(name):
                 unwrap = _hoist(_PIP_GLOBAL)
             if unwrap is None:
                 break
@@ -1115,7 +1165,7 @@ class _Walker:
             self.runner(words, name, problems, inner)
         elif name in SHELLS:
             self.shell(words, name, redirects, context, problems, files)
-        elif _PYTHON_NAME.match(name):
+        elif PYTHON_NAME.match(name):
             self.python(words, problems, files, redirects, context)
         elif name in INLINE_CODE:
             self.interpreter(words, name, problems)
@@ -1137,8 +1187,24 @@ class _Walker:
             problems.extend(git_problems(words))
         elif name in ASSIGNING_BUILTINS:
             self.assigning_builtin(words, name, problems)
+        elif name in {"test", "[", "[["}:
+            problems.extend(test_problems(words))
+        elif name == "sort":
+            problems.extend(sort_problems(words))
         for argument in path_arguments(name, words[1:], problems):
             files.extend(self.accesses_of([(argument.action, argument.word)], argument.source, cwd))
+            if argument.recursive and argument.word.kind is not WordKind.UNKNOWN:
+                # grep -r D, cp -r D …: every file below D is read. Judged as "D/…" so a
+                # deny rule for any path below D applies, and an allow must cover it all.
+                below = replace(
+                    argument.word, value=argument.word.value.rstrip("/") + "/" + SENTINEL
+                )
+                files.extend(
+                    replace(access, recursive=True)
+                    for access in self.accesses_of(
+                        [(argument.action, below)], argument.source, cwd, require_allow=True
+                    )
+                )
         return False
 
     def command_string(
@@ -1282,15 +1348,73 @@ class _Walker:
             problems.append(f"{name} reads its program from standard input, which is not judged")
 
     def sed(self, words: list[Word], problems: list[str]) -> None:
-        scan = scan_options(words, 1, _SED_OPTIONS, "sed")
-        if scan.has("--sandbox"):
+        """GNU sed permutes its arguments: options may follow operands (``sed p f -e '1e
+        id'``) until a literal ``--``, short options cluster (``-ne``), long options may be
+        abbreviated. Every argument is read; what cannot be read is a problem."""
+        scripts: list[Word] = []
+        operands: list[Word] = []
+        sandbox = False
+        index = 1
+        only_operands = False
+        while index < len(words):
+            word = words[index]
+            value = word.value
+            following = words[index + 1] if index + 1 < len(words) else None
+            index += 1
+            if only_operands or value == "-" or not value.startswith("-"):
+                if word.kind is WordKind.UNKNOWN and not only_operands:
+                    # "$f" may be "-e…" or "--expression=…" at run time.
+                    problems.append(f"sed: argument {word.display} may be an option; not judged")
+                elif word.kind is WordKind.GLOB and value[:1] in "*?[" and not only_operands:
+                    problems.append(f"sed: {word.display} may expand to an option; not judged")
+                operands.append(word)
+                continue
+            if value == "--":
+                only_operands = True
+                continue
+            if value.startswith("--"):
+                written, equals, attached = value.partition("=")
+                name = _SED_LONG.get(written)
+                if name is None:
+                    candidates = [long for long in _SED_LONG if long.startswith(written)]
+                    problems.append(
+                        f"sed option {written} is abbreviated or unknown; not judged"
+                        if candidates
+                        else f"sed: unknown option {written}"
+                    )
+                    continue
+                if name in {"--expression", "--file", "--line-length"} and not equals:
+                    attached = following.value if following is not None else ""
+                    if following is not None and name == "--expression":
+                        scripts.append(following)
+                    index += 1
+                elif name == "--expression":
+                    scripts.append(Word(attached, word.kind))
+                if name == "--file":
+                    problems.append("sed script file cannot be judged")
+                sandbox = sandbox or name == "--sandbox"
+                continue
+            for position in range(1, len(value)):
+                letter = value[position]
+                rest = value[position + 1 :]
+                if letter in "efl":
+                    if rest:
+                        taken = Word(rest, word.kind)
+                    else:
+                        taken = following if following is not None else literal("")
+                        index += 1
+                    if letter == "e":
+                        scripts.append(taken)
+                    elif letter == "f":
+                        problems.append("sed script file cannot be judged")
+                    break
+                if letter == "i":
+                    break  # -i[SUFFIX]: the rest of the cluster is the suffix
+                if letter not in _SED_FLAGS:
+                    problems.append(f"sed: unknown option -{letter}")
+        if sandbox:
             return  # GNU sed refuses e/r/w in sandbox mode
-        if scan.has("-f", "--file"):
-            problems.append("sed script file cannot be judged")
-            return
-        scripts = scan.values("-e", "--expression")
         if not scripts:
-            operands = [w for w in words[1:] if not w.value.startswith("-")]
             scripts = operands[:1]
         for script in scripts:
             if script.kind is WordKind.UNKNOWN:
@@ -1365,20 +1489,89 @@ class _Walker:
         return Word(word.value.replace("{}", below), WordKind.GLOB)
 
     def assigning_builtin(self, words: list[Word], name: str, problems: list[str]) -> None:
-        """printf -v, read, mapfile, declare … assign variables without an '=' prefix."""
-        targets: list[str] = []
-        values = [word.value for word in words[1:]]
+        """printf -v, read, mapfile, declare … assign variables without an '=' prefix. A
+        name with a subscript (``printf -v 'a[$(id)]'``, ``read 'a[y]'``) has it evaluated
+        as arithmetic, which runs command substitutions: only integer subscripts pass."""
+        targets: list[Word] = []
+        rest = words[1:]
         if name == "printf":
-            targets = [values[i + 1] for i, v in enumerate(values[:-1]) if v == "-v"]
-        elif name in {"read", "mapfile", "readarray", "getopts"}:
-            targets = [v for v in values if not v.startswith("-")]
+            targets = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-v"]
+        elif name in {"read", "mapfile", "readarray", "getopts", "unset"}:
+            valued = _NAME_BUILTIN_VALUED.get(name, frozenset())
+            index = 0
+            while index < len(rest):
+                word = rest[index]
+                index += 1
+                if word.kind is not WordKind.UNKNOWN and word.value.startswith("-"):
+                    letters = word.value[1:]
+                    for position, letter in enumerate(letters):
+                        if letter in valued:
+                            index += not letters[position + 1 :]  # the value is the next word
+                            break
+                    continue
+                targets.append(word)
+            if name == "getopts":
+                targets = targets[1:2]  # getopts OPTSTRING NAME [ARGS]
         else:
-            if any(v.startswith("-") and "n" in v for v in values):
+            options_given = [w.value for w in rest if w.value.startswith(("-", "+"))]
+            if any(v.startswith("-") and "n" in v for v in options_given):
                 problems.append(f"{name} -n creates a name reference")
-            targets = [v.split("=", 1)[0].rstrip("+") for v in values if not v.startswith("-")]
+            if name != "export" and any("i" in v[1:] for v in options_given):
+                problems.append(f"{name} -i makes assignments evaluate arithmetic; not judged")
+            for w in rest:
+                if w.value.startswith(("-", "+")):
+                    continue
+                # NAME=$VALUE: the value is unknown, the name before "=" is not.
+                written = w.value.split("=", 1)[0].rstrip("+")
+                plain = _ASSIGNED_NAME.fullmatch(written) and not re.search(r"[$`'\"\\]", written)
+                targets.append(Word(written, WordKind.LITERAL if plain else w.kind))
         for target in targets:
-            if target == "PATH" or _dangerous_variable(target):
-                problems.append(f"{name} assigns {target}, which changes what runs")
+            if target.kind is WordKind.UNKNOWN:
+                problems.append(f"{name} assigns a variable named at run time ({target.display})")
+                continue
+            value = target.value
+            if value == "PATH" or _dangerous_variable(value):
+                problems.append(f"{name} assigns {value}, which changes what runs")
+            subscript = re.fullmatch(r"[^\[]*\[(.*)\]", value, re.DOTALL)
+            if "[" in value and (subscript is None or not integer_literal(subscript.group(1))):
+                problems.append(
+                    f"{name}: the subscript in {target.display} is evaluated as arithmetic"
+                )
+
+
+def test_problems(words: Sequence[Word]) -> list[str]:
+    """``test -v 'a[$(id)]'`` evaluates the subscript as arithmetic and runs ``id``; inside
+    ``[[ ]]`` the operands of -eq/-lt/… are arithmetic too. test, ``[`` and cd are allowed
+    without a rule as harmless builtins, so this must make them ask."""
+    problems: list[str] = []
+    arithmetic = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"} if words[0].value == "[[" else set()
+    for index, word in enumerate(words):
+        operand = words[index + 1] if index + 1 < len(words) else None
+        if word.value == "-v" and operand is not None:
+            value = operand.value
+            subscript = re.fullmatch(r"[^\[]*\[(.*)\]", value, re.DOTALL)
+            if operand.kind is WordKind.UNKNOWN or (
+                "[" in value and (subscript is None or not integer_literal(subscript.group(1)))
+            ):
+                problems.append(f"test -v {operand.display}: the subscript is arithmetic")
+        if word.value in arithmetic:
+            for side in (words[index - 1], operand):
+                if side is None or side.kind is not WordKind.LITERAL:
+                    problems.append(f"[[ … {word.value} … ]] evaluates run-time text")
+                elif not integer_literal(side.value):
+                    problems.append(f"[[ … {word.value} … ]] evaluates {side.display}")
+    return problems
+
+
+def sort_problems(words: Sequence[Word]) -> list[str]:
+    """``sort --compress-program=PROG`` runs PROG (getopt_long accepts ``--co``… too)."""
+    for word in words[1:]:
+        name = word.value.split("=", 1)[0]
+        if word.kind is WordKind.UNKNOWN or name == "--":
+            break
+        if len(name) >= 4 and "--compress-program".startswith(name):
+            return ["sort --compress-program runs another program"]
+    return []
 
 
 # git -c keys that only change presentation or identity; any other key (core.sshCommand,
@@ -1419,8 +1612,18 @@ def git_problems(words: Sequence[Word]) -> list[str]:
                 problems.append(f"git -c {setting.display} can make git run other programs")
         if value.split("=", 1)[0] in _GIT_COMMAND_OPTIONS or value == "--config-env":
             problems.append(f"git {value.split('=', 1)[0]} makes git run another program")
+        option = value.split("=", 1)[0]
+        if (len(option) >= 5 and "--ext-diff".startswith(option)) or (
+            len(option) >= 7 and "--textconv".startswith(option)
+        ):
+            # diff.external / diff.<driver>.textconv come from config we cannot see.
+            problems.append(f"git {option} runs diff programs named in git config")
         if value == "-u" and subcommand in {"clone", "fetch", "pull", "ls-remote"}:
             problems.append("git -u (--upload-pack) makes git run another program")
+        if option in {"--git-dir", "--work-tree", "--output"}:
+            # A repository the agent laid out itself carries a config that can name
+            # programs (core.fsmonitor); --output writes a file we do not judge.
+            problems.append(f"git {option} points git at files we cannot see")
     if subcommand == "config":
         operands = [w for w in words[2:] if not w.value.startswith("-")]
         if len(operands) >= 2 and not operands[0].value.lower().startswith(_GIT_HARMLESS_CONFIG):
@@ -1475,6 +1678,70 @@ def _paramexpand_or_fail(parserobj: Any, string: str, sindex: int) -> Any:
 bashlex.subst._paramexpand = _paramexpand_or_fail
 
 
+def _heredoc_delimiter(text: str, index: int) -> tuple[str, int, bool]:
+    """The delimiter word starting at ``index`` after quote removal, where it ends, and
+    whether any of it was quoted. bash removes every quote and backslash from the word
+    (``E\\OF``, ``E''OF``, ``"EO"F`` all mean ``EOF``) and expands nothing in it."""
+    value: list[str] = []
+    quoted = False
+    length = len(text)
+    while index < length and text[index] not in " \t\n;&|<>()":
+        char = text[index]
+        if char == "'":
+            close = text.find("'", index + 1)
+            if close == -1:
+                raise bashlex.errors.ParsingError("unterminated quote in a delimiter", text, index)
+            value.append(text[index + 1 : close])
+            index, quoted = close + 1, True
+        elif char == '"':
+            index += 1
+            while index < length and text[index] != '"':
+                if text[index] == "\\" and text[index + 1 : index + 2] in {"$", "`", '"', "\\"}:
+                    index += 1
+                value.append(text[index : index + 1])
+                index += 1
+            if index >= length:
+                raise bashlex.errors.ParsingError("unterminated quote in a delimiter", text, index)
+            index, quoted = index + 1, True
+        elif char == "\\":
+            value.append(text[index + 1 : index + 2])
+            index, quoted = index + 2, True
+        else:
+            value.append(char)
+            index += 1
+    return "".join(value), index, quoted
+
+
+def unquote_heredoc_delimiters(text: str) -> str:
+    """Rewrite every quoted here-document delimiter to the word bash compares body lines
+    with, so that bashlex and ``fastparse`` (which only read unquoted names) end the body
+    where bash does. Left quoted, ``<<E\\OF`` ended at a line ``E\\OF`` for bashlex while
+    bash ended it at ``EOF`` and ran the lines after as commands. A delimiter that is quoted
+    and does not come out as a plain name (spaces, ``$``, empty …) is refused: the line is
+    then unparseable, which is asked about."""
+    pieces: list[str] = []
+    position = 0
+    for match in _HEREDOC_START.finditer(text):
+        if match.start() < position:
+            continue  # inside a delimiter already rewritten
+        name, end, quoted = _heredoc_delimiter(text, match.end())
+        if not quoted:
+            continue
+        if not _HEREDOC_NAME.fullmatch(name):
+            raise bashlex.errors.ParsingError(
+                "a quoted here-document delimiter that is not a plain name is not judged",
+                text,
+                match.start(),
+            )
+        pieces.append(text[position : match.start()])
+        pieces.append(f"<<{match.group(1)}{name}")
+        position = end
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
 def _parse_with_bashlex(text: str) -> tuple[list[Any], str]:
     """bashlex.parse, working around two of its gaps: the ``time`` keyword and quoted
     here-document delimiters (``<<'EOF'``). Removing the quotes around a delimiter never
@@ -1483,9 +1750,7 @@ def _parse_with_bashlex(text: str) -> tuple[list[Any], str]:
     here-document goes to ``fastparse`` first, which builds the same trees (or raises the same
     error for a missing delimiter) when it can."""
     if "<<" in text:
-        text = _QUOTED_HEREDOC.sub(
-            lambda m: f"<<{m.group(1)}{m.group(2) or m.group(3) or m.group(4)}", text
-        )
+        text = unquote_heredoc_delimiters(text)
         fast = fastparse.parse_or_raise(text)  # bashlex's trees or error, when it can tell
         if fast is not None:
             return fast, text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ class Word:
     value: str
     kind: WordKind = WordKind.LITERAL
     tilde: bool = False  # starts with ~ (home directory: unknown here)
+    brace: bool = False  # unquoted {a,b} / {1..3}: ``value`` is expanded into several words
 
     @property
     def display(self) -> str:
@@ -196,6 +198,50 @@ class ScannedWord:
 
 _NAME_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+# pip and python program names (pip, pip3, pip3.11, python3.12, pypy3); shared by the walker
+# (python -m pip, global-option hoisting) and sources.json narrowing.
+PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?\Z")
+PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?\Z")
+
+# Inside ${…}: an optional "#", the parameter, an optional [subscript], and the rest
+# (operator and word). Used to find the parts bash evaluates as arithmetic or as code.
+_BRACED = re.compile(r"(#?)([A-Za-z_][A-Za-z0-9_]*|\d+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.DOTALL)
+_CONSTANT_ARITHMETIC = re.compile(r"[0-9\s+*/%()<>=!&|^~?:,-]*")
+_INTEGER = re.compile(r"\s*(?:-?\d+|\(\s*-?\d+\s*\))\s*")
+
+
+def integer_literal(text: str) -> bool:
+    """A plain integer, the only arithmetic expression whose evaluation cannot recurse into
+    a variable's value (bash evaluates a name in arithmetic as an expression itself, so
+    ``y='a[$(cmd)]'; echo ${a[y]}`` runs cmd)."""
+    return _INTEGER.fullmatch(text) is not None
+
+
+def braced_problem(inner: str) -> str | None:
+    """Why the text inside ``${…}`` can run code although it has no ``$(…)``: indirection
+    (``${!x}``), transformations (``${x@P}`` expands prompt escapes, ``$(…)`` included),
+    and arithmetic on run-time text (``${a[y]}``, ``${x:y}``). Nested ``${`` are checked too."""
+    if inner.startswith("!") and inner != "!":
+        return f"indirect expansion ${{{inner}}} is not judged"
+    match = _BRACED.fullmatch(inner)
+    if match is None:
+        return None
+    _, _, subscript, rest = match.groups()
+    if subscript is not None and subscript not in {"@", "*"} and not integer_literal(subscript):
+        return f"array subscript in ${{{inner}}} is evaluated as arithmetic; not judged"
+    if rest.startswith("@"):
+        return f"parameter transformation ${{{inner}}} is not judged"
+    substring = rest.startswith(":") and rest[1:2] not in {"-", "=", "?", "+"}
+    # ${x:offset:length}: both are arithmetic expressions.
+    if substring and not all(integer_literal(piece) for piece in rest[1:].split(":", 1)):
+        return f"substring offset in ${{{inner}}} is evaluated as arithmetic; not judged"
+    nested = rest.find("${")
+    if nested != -1:
+        return braced_problem(rest[nested + 2 :].split("}", 1)[0])
+    if "$[" in rest:
+        return "arithmetic expansion $[…] is not judged"
+    return None
+
 
 def _skip_parens(raw: str, index: int) -> int:
     """Index after the ``)`` closing the ``(`` at ``index`` (quotes respected roughly)."""
@@ -245,7 +291,17 @@ def scan_word(raw: str, known: dict[str, str]) -> ScannedWord:
         following = raw[at + 1 : at + 2]
         if raw.startswith("$((", at):
             unknown_value = True
-            return _skip_parens(raw, at + 1)
+            end = _skip_parens(raw, at + 1)
+            if not _CONSTANT_ARITHMETIC.fullmatch(raw[at + 3 : end - 2]):
+                # A name in arithmetic is evaluated as an expression: its value may hold
+                # "a[$(cmd)]". Only constant arithmetic is harmless.
+                problem = "arithmetic expansion $((…)) is not judged"
+            return end
+        if following == "[":
+            unknown_value = True
+            problem = "arithmetic expansion $[…] is not judged"
+            close = raw.find("]", at)
+            return close + 1 if close != -1 else length
         if following == "(":
             substitutions += 1
             unknown_value = True
@@ -263,6 +319,8 @@ def scan_word(raw: str, known: dict[str, str]) -> ScannedWord:
                 unknown_value = True
                 if "$(" in name or "`" in name:
                     problem = f"command substitution inside ${{{name}}} is not judged"
+                else:
+                    problem = braced_problem(name) or problem
             return close + 1 if close != -1 else length
         match = _NAME_AT.match(raw, at + 1)
         if match:
@@ -318,3 +376,78 @@ def scan_word(raw: str, known: dict[str, str]) -> ScannedWord:
         raw.startswith("~"),
         problem,
     )
+
+
+_SEQUENCE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
+MAX_BRACE_WORDS = 64
+
+
+def brace_expand(text: str) -> list[str] | None:
+    """bash brace expansion of an unquoted word: ``{/etc/passwd,}`` → ``/etc/passwd``
+    (empty results are dropped), ``a{1..3}`` → a1 a2 a3. None when the result would be
+    larger than :data:`MAX_BRACE_WORDS` (the caller then treats the path as unknown)."""
+    results = _expand(text)
+    if results is None:
+        return None
+    return [result for result in results if result]
+
+
+def _expand(text: str) -> list[str] | None:
+    start = 0
+    while (start := text.find("{", start)) != -1:
+        if start and text[start - 1] == "$":
+            start += 1
+            continue
+        depth, index, commas = 0, start, []
+        while index < len(text):
+            char = text[index]
+            if char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif char == "," and depth == 1:
+                commas.append(index)
+            index += 1
+        if index >= len(text):
+            return [text]  # no closing brace: nothing expands
+        body = text[start + 1 : index]
+        prefix, suffix = text[:start], text[index + 1 :]
+        if commas:
+            bounds = [start, *commas, index]
+            alternatives = [text[a + 1 : b] for a, b in itertools.pairwise(bounds)]
+        else:
+            sequence = _SEQUENCE.fullmatch(body)
+            if sequence is None:
+                start += 1
+                continue
+            numbers = _sequence(*sequence.groups())
+            if numbers is None:
+                return None
+            alternatives = numbers
+        results: list[str] = []
+        for alternative in alternatives:
+            expanded = _expand(prefix + alternative + suffix)
+            if expanded is None or len(results) + len(expanded) > MAX_BRACE_WORDS:
+                return None
+            results.extend(expanded)
+        return results
+    return [text]
+
+
+def _sequence(first: str, last: str, step: str | None) -> list[str] | None:
+    increment = abs(int(step)) if step and int(step) else 1
+    if first.lstrip("-").isdigit() != last.lstrip("-").isdigit():
+        return [f"{{{first}..{last}{'..' + step if step else ''}}}"]  # not a sequence
+    if first.lstrip("-").isdigit():
+        low, high = int(first), int(last)
+        if abs(high - low) // increment >= MAX_BRACE_WORDS:
+            return None
+        values = (
+            range(low, high + 1, increment) if low <= high else range(low, high - 1, -increment)
+        )
+        return [str(value) for value in values]
+    low, high = ord(first), ord(last)
+    values = range(low, high + 1, increment) if low <= high else range(low, high - 1, -increment)
+    return [chr(value) for value in values]
