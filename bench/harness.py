@@ -53,7 +53,7 @@ class Process:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            terminate_pid(self.proc.pid, timeout=20)
+            terminate_pid(self.proc.pid, timeout=20, group=True)
             self.proc.wait()
 
 
@@ -68,7 +68,12 @@ class Stack:
         log = LOG_DIR / f"{name}.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                argv, env=self.env, cwd=REPO_DIR, stdout=out, stderr=subprocess.STDOUT
+                argv,
+                env=self.env,
+                cwd=REPO_DIR,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # stop() ends its children too (uvicorn's workers)
             )
         process = Process(name, proc, log)
         self.processes.append(process)

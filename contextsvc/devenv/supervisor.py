@@ -71,6 +71,6 @@ def run_all(specs: Sequence[ProcessSpec], env: Mapping[str, str]) -> int:
         for spec, proc in reversed(children):
             if proc.poll() is None:
                 print(f"stopping {spec.name} (pid {proc.pid})")
-                terminate_pid(proc.pid, timeout=15)
+                terminate_pid(proc.pid, timeout=15, group=True)
             proc.wait()
     return exit_code

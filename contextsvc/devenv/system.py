@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -103,17 +104,22 @@ def pid_cmdline(pid: int) -> str:
         return ""
 
 
-def terminate_pid(pid: int, *, timeout: float = 15.0) -> None:
-    """SIGTERM one process we started, then SIGKILL if it will not go."""
-    if not pid_alive(pid):
-        return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return
-        time.sleep(0.1)
-    os.kill(pid, signal.SIGKILL)
+def terminate_pid(pid: int, *, timeout: float = 15.0, group: bool = False) -> None:
+    """SIGTERM one process we started, then SIGKILL if it will not go.
+
+    ``group``: the process leads a session we started it in; whatever of that session is
+    left once it is gone (uvicorn's worker processes, when their parent had to be killed)
+    is killed too, instead of living on as orphans."""
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    if group:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def which_or_install(binary: str, package: str) -> str:

@@ -84,7 +84,12 @@ class ManagedProcess:
     def start(self) -> ManagedProcess:
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            list(self.argv), env=dict(self.env), cwd=REPO_DIR, stdout=log, stderr=subprocess.STDOUT
+            list(self.argv),
+            env=dict(self.env),
+            cwd=REPO_DIR,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # stop() ends its children too (uvicorn's workers)
         )
         log.close()
         return self
@@ -102,7 +107,7 @@ class ManagedProcess:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            terminate_pid(self.proc.pid, timeout=20)
+            terminate_pid(self.proc.pid, timeout=20, group=True)
             self.proc.wait()
 
 
