@@ -11,7 +11,14 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from allocations import services
-from allocations.models import Allocation, AllocationEvent, Phase, Strategy
+from allocations.models import (
+    Allocation,
+    AllocationEvent,
+    ContextResource,
+    ContextType,
+    Phase,
+    Strategy,
+)
 from allocations.observe import PoolKey, PoolObjects, ready_replicas
 from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_pool_name
@@ -87,14 +94,21 @@ def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
         return Orphan(namespace, name, names, "its Sandboxes mount no workspace PVC we know of")
     if workspace is None:
         return allocation
-    spec = workspace.get("spec") or {}
-    allocation.workspace_size = str(
-        ((spec.get("resources") or {}).get("requests") or {}).get("storage") or ""
-    )
-    modes = list(spec.get("accessModes") or [""])
-    allocation.workspace_access_mode = "ReadWriteMany" if "ReadWriteMany" in modes else modes[0]
-    allocation.workspace_storage_class = str(spec.get("storageClassName") or "")
+    (
+        allocation.workspace_size,
+        allocation.workspace_access_mode,
+        allocation.workspace_storage_class,
+    ) = _pvc_shape(workspace)
     return allocation
+
+
+def _pvc_shape(pvc: dict[str, Any]) -> tuple[str, str, str]:
+    """Size, access mode and StorageClass, as the v1 responses show them."""
+    spec = pvc.get("spec") or {}
+    size = str(((spec.get("resources") or {}).get("requests") or {}).get("storage") or "")
+    modes = list(spec.get("accessModes") or [""])
+    mode = "ReadWriteMany" if "ReadWriteMany" in modes else modes[0]
+    return size, mode, str(spec.get("storageClassName") or "")
 
 
 def adopt(key: PoolKey, pool: PoolObjects, *, dry_run: bool = False) -> Allocation | Orphan:
@@ -125,3 +139,49 @@ def adopt(key: PoolKey, pool: PoolObjects, *, dry_run: bool = False) -> Allocati
         # namespace): these objects are not one we can adopt.
         return Orphan(key[0], key[1], (), "an active allocation with this name exists")
     return found
+
+
+def adopt_context(
+    key: tuple[str, str], pvc: dict[str, Any], *, dry_run: bool = False
+) -> ContextResource | Orphan:
+    """A named context's PVC with both labels and no row (the Go service's) becomes a
+    context again, so its callers can read and delete it."""
+    namespace, name = key
+    labels = objects.labels_of(pvc)
+    pvc_name = str(pvc["metadata"]["name"])
+    found = (f"PersistentVolumeClaim/{pvc_name}",)
+    if not is_pool_name(name) or pvc_name != objects.context_pvc_name(name):
+        return Orphan(namespace, name, found, f"not the PVC a context named {name!r} would have")
+    context_type = labels.get(objects.CONTEXT_TYPE_LABEL, "")
+    if context_type not in ContextType.values:
+        return Orphan(namespace, name, found, f"unknown context type {context_type!r}")
+    size, access_mode, storage_class = _pvc_shape(pvc)
+    context = ContextResource(
+        name=name,
+        namespace=namespace,
+        type=context_type,
+        size=size,
+        access_mode=access_mode,
+        storage_class=storage_class,
+        status=(
+            ContextResource.Status.READY
+            if objects.pvc_is_bound(pvc)
+            else ContextResource.Status.PROVISIONING
+        ),
+        requester=ADOPTION_ACTOR,
+    )
+    if dry_run:
+        return context
+    try:
+        with transaction.atomic():
+            context.save()
+            audit_record(
+                actor=ADOPTION_ACTOR,
+                action="context.adopt",
+                target_type="context",
+                target=str(context),
+                payload={"type": context_type, "pvc": pvc_name},
+            )
+    except IntegrityError:
+        return Orphan(namespace, name, found, "an active context with this name exists")
+    return context

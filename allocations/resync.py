@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 @dataclass
 class ClusterSnapshot:
     pools: dict[PoolKey, PoolObjects]
-    context_pvcs: dict[tuple[str, str], dict[str, object]]
+    context_pvcs: dict[tuple[str, str], dict[str, Any]]
 
 
 def _listed(kind: objects.ApiKind, selector: str) -> list[dict[str, Any]]:
@@ -124,9 +124,11 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         report.requeued.append(allocation.name)
 
 
-def resync_contexts(pvcs: dict[tuple[str, str], dict[str, object]]) -> int:
+def resync_contexts(
+    pvcs: dict[tuple[str, str], dict[str, Any]], report: ResyncReport, *, adopt: bool
+) -> None:
+    active = list(ContextResource.objects.exclude(status=ContextResource.Status.DELETED))
     changed = 0
-    active = ContextResource.objects.exclude(status=ContextResource.Status.DELETED)
     for context in active:
         pvc = pvcs.get((context.namespace, context.name))
         if context.status == ContextResource.Status.DELETING:
@@ -135,7 +137,25 @@ def resync_contexts(pvcs: dict[tuple[str, str], dict[str, object]]) -> int:
             changed += services.context_observe(
                 context_id=context.pk, bound=objects.pvc_is_bound(pvc)
             )
-    return changed
+    report.changed += changed
+    if not adopt:
+        return
+    known = {(context.namespace, context.name) for context in active}
+    for key, pvc in sorted(pvcs.items()):
+        if key not in known:
+            _record(report, key, adoption.adopt_context(key, pvc))
+
+
+def _record(
+    report: ResyncReport,
+    key: tuple[str, str],
+    result: Allocation | ContextResource | adoption.Orphan,
+) -> None:
+    if isinstance(result, adoption.Orphan):
+        report.orphans.append(result)
+        logger.warning("orphaned objects in %s for %s: %s", *key, result.why)
+    else:
+        report.adopted.append(result.name)
 
 
 def resync_all(*, adopt: bool = True) -> ResyncReport:
@@ -149,7 +169,7 @@ def resync_all(*, adopt: bool = True) -> ResyncReport:
         report.checked += 1
         pool = pools.pop((allocation.namespace, allocation.name), PoolObjects())
         resync_allocation(allocation, pool, report)
-    report.changed += resync_contexts(cluster.context_pvcs)
+    resync_contexts(cluster.context_pvcs, report, adopt=adopt)
     if adopt:
         for key, pool in sorted(pools.items()):
             try:
@@ -158,9 +178,5 @@ def resync_all(*, adopt: bool = True) -> ResyncReport:
                 # One pool that cannot be inspected (say, its caller's PVC cannot be read)
                 # must not stop the rest of the resync; the next run tries it again.
                 result = adoption.Orphan(*key, (), f"could not be inspected: {error.message}")
-            if isinstance(result, adoption.Orphan):
-                report.orphans.append(result)
-                logger.warning("orphaned objects in %s for pool %s: %s", *key, result.why)
-            else:
-                report.adopted.append(result.name)
+            _record(report, key, result)
     return report

@@ -21,22 +21,96 @@ pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 
 
 def legacy_shared_pool(namespace: str, name: str, replicas: int) -> None:
-    """What the Go service created for a shared RWX allocation."""
-    spec = objects.PoolSpec(
-        name=name,
-        namespace=namespace,
-        replicas=replicas,
-        strategy="shared",
-        size="3Gi",
-        access_mode="ReadWriteMany",
-        storage_class="standard",
+    """What the Go service created for a shared RWX allocation, written out from the v1
+    contract rather than with our own builders, so that a drift in ours shows here."""
+    labels = {"context.rossoctl.io/pool": name, "app.kubernetes.io/managed-by": "context-service"}
+    admin_create(
+        objects.PVC,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": f"{name}-workspace",
+                "namespace": namespace,
+                "labels": {**labels, "context.rossoctl.io/replicas": str(replicas)},
+            },
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "resources": {"requests": {"storage": "3Gi"}},
+                "storageClassName": "standard",
+            },
+        },
     )
-    admin_create(objects.PVC, objects.pvc_manifest(spec, objects.shared_pvc_name(name)))
     for index in range(replicas):
         admin_create(
             objects.SANDBOX,
-            objects.sandbox_manifest(spec, index, objects.builtin_blueprint(image="busybox:1.36")),
+            {
+                "apiVersion": "agents.x-k8s.io/v1beta1",
+                "kind": "Sandbox",
+                "metadata": {
+                    "name": f"sandbox-{name}-{index}",
+                    "namespace": namespace,
+                    "labels": labels,
+                    "annotations": {
+                        "context.rossoctl.io/replicas": str(replicas),
+                        "context.rossoctl.io/workspace-read-only": "false",
+                    },
+                },
+                "spec": {
+                    "podTemplate": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "sandbox",
+                                    "image": "busybox:1.36",
+                                    "command": [
+                                        "/bin/sh",
+                                        "-c",
+                                        "mkdir -p /workspace && exec sleep infinity",
+                                    ],
+                                    "workingDir": "/workspace",
+                                    "volumeMounts": [
+                                        {"name": "workspace", "mountPath": "/workspace"}
+                                    ],
+                                }
+                            ],
+                            "volumes": [
+                                {
+                                    "name": "workspace",
+                                    "persistentVolumeClaim": {"claimName": f"{name}-workspace"},
+                                }
+                            ],
+                        },
+                    }
+                },
+            },
         )
+
+
+def legacy_context_pvc(namespace: str, pvc_name: str, name: str, context_type: str) -> None:
+    """A named context's PVC as the Go service made it (v1 contract)."""
+    admin_create(
+        objects.PVC,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": pvc_name,
+                "namespace": namespace,
+                "labels": {
+                    "app.kubernetes.io/managed-by": "context-service",
+                    "context.rossoctl.io/name": name,
+                    "context.rossoctl.io/type": context_type,
+                },
+            },
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "resources": {"requests": {"storage": "2Gi"}},
+                "storageClassName": "standard",
+            },
+        },
+    )
 
 
 def test_adopt_command_turns_legacy_objects_into_an_allocation(namespace: str) -> None:
@@ -102,3 +176,53 @@ def test_resync_adopts_and_reports_orphans_without_deleting(namespace: str) -> N
     assert orphan.objects == ("PersistentVolumeClaim/stray-workspace",)
     assert not Allocation.objects.filter(name="stray").exists()
     assert kube.get_object(objects.PVC, namespace, "stray-workspace") is not None
+
+
+def test_legacy_named_contexts_are_adopted_served_and_deleted(namespace: str) -> None:
+    api = ApiClient(issue_token("rossoctl", ["allocations"]))
+    legacy_context_pvc(namespace, "context-old-notes", "old-notes", "knowledge")
+    # Labelled, but not the PVC a context of that name would have: reported, left alone.
+    legacy_context_pvc(namespace, "context-renamed", "other", "memory")
+    wait_until(
+        lambda: all(
+            objects.pvc_is_bound(kube.get_object(objects.PVC, namespace, name) or {})
+            for name in ("context-old-notes", "context-renamed")
+        ),
+        timeout=60,
+        message="the legacy PVCs to bind",
+    )
+    path = f"/v1/namespaces/{namespace}/contexts/old-notes"
+    assert api.get(path).status_code == 404
+
+    report = resync_all()
+
+    assert "old-notes" in report.adopted
+    orphan = next(o for o in report.orphans if o.pool == "other")
+    assert orphan.why == "not the PVC a context named 'other' would have"
+    assert api.get(path).json() == {
+        "name": "old-notes",
+        "namespace": namespace,
+        "type": "knowledge",
+        "status": "ready",
+        "storage": {
+            "backend": "pvc",
+            "size": "2Gi",
+            "accessMode": "ReadWriteMany",
+            "storageClass": "standard",
+        },
+        "attachment": {"kind": "pvc", "claimName": "context-old-notes"},
+    }
+    assert resync_all().adopted == []  # once is enough
+
+    assert api.delete(path).status_code == 204
+    wait_until(
+        lambda: kube.get_object(objects.PVC, namespace, "context-old-notes") is None,
+        timeout=60,
+        message="the adopted context's PVC to be deleted",
+    )
+    assert kube.get_object(objects.PVC, namespace, "context-renamed") is not None
+    assert list(
+        AuditEntry.objects.filter(target=f"{namespace}/old-notes")
+        .order_by("id")
+        .values_list("actor", "action")
+    ) == [("system:adoption", "context.adopt"), ("api:rossoctl", "context.delete")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from allocations.models import ContextResource
+from allocations.resync import resync_all
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
@@ -105,5 +106,7 @@ def test_a_pvc_without_both_labels_is_not_a_context(api: ApiClient, namespace: s
         labels={"app.kubernetes.io/managed-by": "context-service"},
     )
 
+    # Adoption (the resync's, or manage.py adopt) needs both labels.
+    assert resync_all().adopted == []
     assert api.get(f"/v1/namespaces/{namespace}/contexts/plain").status_code == 404
     assert api.get(f"/v1/namespaces/{namespace}/contexts").json() == {"items": []}

@@ -1,4 +1,5 @@
-"""``manage.py adopt``: turn objects with our labels but no allocation into allocations.
+"""``manage.py adopt``: turn objects with our labels but no row into allocations and
+named contexts.
 
 Objects made by the earlier Go Context Service (or left by a crash) are inferred back into
 allocations from the v1 names and annotations; what cannot be understood is listed as an
@@ -12,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from allocations import adoption
-from allocations.models import ACTIVE_PHASES, Allocation
+from allocations.models import ACTIVE_PHASES, Allocation, ContextResource
 from allocations.resync import snapshot
 
 
@@ -43,4 +44,20 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"{verb} {key[0]}/{key[1]}: {result.strategy}, {result.replicas} replica(s)"
                 )
+        known_contexts = set(
+            ContextResource.objects.exclude(status=ContextResource.Status.DELETED).values_list(
+                "namespace", "name"
+            )
+        )
+        for key, pvc in sorted(cluster.context_pvcs.items()):
+            if key in known_contexts:
+                continue
+            context = adoption.adopt_context(key, pvc, dry_run=options["dry_run"])
+            if isinstance(context, adoption.Orphan):
+                orphans += 1
+                self.stdout.write(f"orphan  {key[0]}/{key[1]}: {context.why}")
+            else:
+                adopted += 1
+                verb = "would adopt" if options["dry_run"] else "adopted"
+                self.stdout.write(f"{verb} context {key[0]}/{key[1]}: {context.type}")
         self.stdout.write(f"{adopted} adopted, {orphans} orphan(s)")
