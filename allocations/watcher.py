@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 WATCH_TIMEOUT_SECONDS = 300
 STANDBY_POLL_SECONDS = 5.0
 HEARTBEAT_SECONDS = 15.0
+LOCK_CHECK_SECONDS = 1.0
 ObjKey = tuple[str, str]
 ContextKey = tuple[str, str]
 # (is it a named context?, its key): what the processing thread is asked to look at.
@@ -318,6 +319,11 @@ def _lock_connection() -> psycopg.Connection[Any]:
         autocommit=True,
         connect_timeout=10,
         application_name="context-service-watcher-lock",
+        # A silent network failure must surface as an error within seconds, not hours.
+        keepalives=1,
+        keepalives_idle=5,
+        keepalives_interval=2,
+        keepalives_count=2,
     )
 
 
@@ -341,7 +347,10 @@ def run(stop: threading.Event) -> int:
         heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
         watcher = Watcher()
         watcher.run_leader()
-        while not stop.wait(HEARTBEAT_SECONDS):
+        last_heartbeat = time.monotonic()
+        # The lock lives as long as its connection: check it often (a standby polls every
+        # STANDBY_POLL_SECONDS, and must never find it free while this one still writes).
+        while not stop.wait(LOCK_CHECK_SECONDS):
             try:
                 lock_conn.execute("SELECT 1")
             except psycopg.Error:
@@ -349,8 +358,10 @@ def run(stop: threading.Event) -> int:
                 logger.error("lost the watcher lock connection; exiting")
                 watcher.shutdown()
                 return 1
-            heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
-            close_old_connections()
+            if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
+                heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
+                close_old_connections()
+                last_heartbeat = time.monotonic()
         watcher.shutdown()
         time.sleep(0.2)
         return 0

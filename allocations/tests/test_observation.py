@@ -23,7 +23,7 @@ from allocations.v1 import PoolRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from tests.support.kube import admin_create, wait_for_phase
-from tests.support.processes import ManagedProcess, wait_until
+from tests.support.processes import ManagedProcess, manage_argv, wait_until
 
 
 def start_watcher(process: ManagedProcess) -> None:
@@ -70,6 +70,43 @@ def test_resync_and_a_restarted_watcher_repair_missed_events(
     wait_for_phase("missed", Phase.READY)
     allocation.refresh_from_db()
     assert allocation.ready_replicas == 2
+
+
+@pytest.mark.usefixtures("service")
+def test_one_watcher_is_active_and_a_standby_takes_over(
+    namespace: str, watcher_process: ManagedProcess
+) -> None:
+    standby = ManagedProcess("watcher-standby", manage_argv("watch"), watcher_process.env)
+
+    def said(process: ManagedProcess, text: str) -> bool:
+        return text in process.log_path.read_text(errors="replace")
+
+    standby.start()
+    try:
+        wait_until(
+            lambda: said(standby, "another watcher is active; standing by"),
+            timeout=30,
+            message="the second watcher to stand by",
+        )
+        assert not said(standby, "this watcher is now active")
+        watcher_process.stop()
+        try:
+            wait_until(
+                lambda: said(standby, "this watcher is now active"),
+                timeout=30,
+                message="the standby to take over",
+            )
+            # The standby now does the active one's work: readiness reaches the row.
+            request = PoolRequest(
+                "takeover", 1, "shared", size="1Gi", access_mode="ReadWriteMany",
+                namespace=namespace,
+            )  # fmt: skip
+            services.allocation_create(request=request, actor="user:test")
+            assert wait_for_phase("takeover", Phase.READY).ready_replicas == 1
+        finally:
+            standby.stop()
+    finally:
+        start_watcher(watcher_process)
 
 
 def test_informer_relists_after_410_gone(
