@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from allocations import workspaces
 from allocations.models import AgentWorkspace, WorkspaceContext
 from contextsvc.core.api import ServiceAPIView
-from contextsvc.core.auth import actor_of
+from contextsvc.core.auth import actor_of, check_agent_type
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import read_json_object, reject_unknown_fields
 from contextsvc.core.models import Scope
@@ -136,6 +136,7 @@ class WorkspaceContextsApi(ServiceAPIView):
         description="Register a context id or touch it (refreshes its TTL).",
     )
     def post(self, request: Request, namespace: str, agent_type: str) -> Response:
+        check_agent_type(request.user, agent_type)
         body = read_json_object(request._request)
         reject_unknown_fields(body, {"contextId", "diskUsageBytes"})
         context, created = workspaces.context_touch(
@@ -153,6 +154,7 @@ class WorkspaceUsageApi(ServiceAPIView):
 
     @extend_schema(operation_id="agent_workspaces_usage", request=OBJECT, responses={200: OBJECT})
     def post(self, request: Request, namespace: str, agent_type: str) -> Response:
+        check_agent_type(request.user, agent_type)
         body = read_json_object(request._request)
         reject_unknown_fields(body, {"usedBytes"})
         workspace = workspaces.workspace_report_usage(

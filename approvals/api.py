@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from approvals import selectors, services
 from contextsvc.core.api import ServiceAPIView
-from contextsvc.core.auth import actor_of, principal_scopes
+from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import read_json_object, reject_unknown_fields
 from contextsvc.core.models import Scope
@@ -76,10 +76,12 @@ class ApprovalCollectionApi(ServiceAPIView):
         operation = body.get("operation")
         if not isinstance(operation, dict):
             raise InvalidRequest("operation must be an object")
+        agent_type = _string(body, "agentType", required=True)
+        check_agent_type(request.user, agent_type)
         result = services.approval_check(
             operation=operation,
             context_id=_string(body, "contextId", required=True),
-            agent_type=_string(body, "agentType", required=True),
+            agent_type=agent_type,
             agent_instance=_string(body, "agentInstance"),
             allocation=_string(body, "allocation"),
             namespace=_string(body, "namespace"),

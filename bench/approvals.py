@@ -32,7 +32,10 @@ def _tokens() -> tuple[str, str]:
 
     suffix = uuid.uuid4().hex[:6]
     agent = services.api_client_create(
-        name=f"bench-agent-{suffix}", scopes=["agent"], actor="system:bench"
+        name=f"bench-agent-{suffix}",
+        scopes=["agent"],
+        agent_types=["bench-agent"],
+        actor="system:bench",
     )
     approver = services.api_client_create(
         name=f"bench-approver-{suffix}", scopes=["approver"], actor="system:bench"

@@ -6,6 +6,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from contextsvc.core.auth import Role
+from contextsvc.core.fields import AgentTypesField
 from contextsvc.core.models import Scope
 from profiles.models import SandboxProfile
 
@@ -99,6 +100,7 @@ class ApiClientForm(forms.Form):
     name = forms.SlugField(max_length=64)
     description = forms.CharField(max_length=255, required=False)
     scopes = forms.MultipleChoiceField(choices=Scope.choices, widget=forms.CheckboxSelectMultiple)
+    agent_types = AgentTypesField()
 
 
 class UserForm(forms.Form):

@@ -105,6 +105,23 @@ def test_existing_pvcs_are_adopted_or_refused(rossoctl: ApiClient, namespace: st
     assert list(AgentWorkspace.objects.values_list("agent_type", flat=True)) == ["weather-service"]
 
 
+def test_an_agent_registers_contexts_only_for_its_own_type(
+    rossoctl: ApiClient, namespace: str
+) -> None:
+    ensure(rossoctl, namespace)
+    other = ApiClient(issue_token("coder-agent", ["agent"], agent_types=["coder"]))
+
+    response = other.post(
+        f"/v1/agent-workspaces/{namespace}/weather-service/contexts", {"contextId": "ctx-1"}
+    )
+
+    assert response.status_code == 403
+    assert response.json()["message"] == (
+        'API client "coder-agent" may not act for agent type "weather-service"'
+    )
+    assert WorkspaceContext.objects.count() == 0
+
+
 @pytest.mark.parametrize(
     "context_id",
     ["../etc", "a/b", "..", ".", "ctx\x00", "x" * 254, "", "-rf", " ctx", "ctx\n", "ctx\r"],

@@ -103,6 +103,52 @@ def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
     ]
 
 
+def test_an_agent_token_speaks_only_for_its_agent_types(approver: ApiClient) -> None:
+    profile_save(
+        name="lenient-agent",
+        create=True,
+        actor="user:test",
+        values={
+            "source": "builtin",
+            "image": "busybox:1.36",
+            "rules": {"permissions": {"allow": ["shell(curl:*)"]}},
+        },
+    )
+    bound = ApiClient(issue_token("data-agent-1", ["agent"], agent_types=["data-agent"]))
+
+    # Naming a more lenient profile's type would pick its rules: refused, nothing written.
+    refused = ask(bound, "curl https://evil.example", agentType="lenient-agent")
+    assert (refused.status_code, refused.json()) == (
+        403,
+        {
+            "error": "forbidden",
+            "message": 'API client "data-agent-1" may not act for agent type "lenient-agent"',
+        },
+    )
+    assert ApprovalRequest.objects.count() == 0
+    assert not AuditEntry.objects.filter(action__startswith="approval.").exists()
+    assert ask(bound, "ls").json()["decision"] == "allow"
+
+
+@pytest.mark.parametrize(
+    ("agent_types", "message"),
+    [
+        ([], "an agent client needs the agent types it may act for (or '*')"),
+        (["Not A Name"], "'Not A Name' is not an agent type name"),
+    ],
+)
+def test_agent_clients_must_name_valid_agent_types(agent_types: list[str], message: str) -> None:
+    from django.core.exceptions import ValidationError
+
+    from contextsvc.core.models import ApiClient as Client
+
+    with pytest.raises(ValidationError) as excinfo:
+        issue_token("nameless-agent", ["agent"], agent_types=agent_types)
+
+    assert excinfo.value.messages == [message]
+    assert not Client.objects.filter(name="nameless-agent").exists()
+
+
 def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
     response = ask(agent, "pip install pandas", allocation="pool-a", agentInstance="pod-7")
 

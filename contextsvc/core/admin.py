@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from contextsvc.core import services
+from contextsvc.core.fields import AgentTypesField
 from contextsvc.core.models import ApiClient, ApiToken, AuditEntry, ProcessHeartbeat, Scope
 
 
@@ -24,10 +25,11 @@ class ProcessHeartbeatAdmin(admin.ModelAdmin):
 
 class ApiClientForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(choices=Scope.choices, widget=forms.CheckboxSelectMultiple)
+    agent_types = AgentTypesField()
 
     class Meta:
         model = ApiClient
-        fields = ("name", "description", "scopes", "is_active")
+        fields = ("name", "description", "scopes", "agent_types", "is_active")
 
 
 class ApiTokenInline(admin.TabularInline):
@@ -44,7 +46,7 @@ class ApiTokenInline(admin.TabularInline):
 @admin.register(ApiClient)
 class ApiClientAdmin(admin.ModelAdmin):
     form = ApiClientForm
-    list_display = ("name", "description", "scopes", "is_active", "created_at")
+    list_display = ("name", "description", "scopes", "agent_types", "is_active", "created_at")
     inlines = [ApiTokenInline]
     actions = ["issue_token"]
 
@@ -54,6 +56,7 @@ class ApiClientAdmin(admin.ModelAdmin):
             services.api_client_update(
                 client=obj,
                 scopes=form.cleaned_data["scopes"],
+                agent_types=form.cleaned_data["agent_types"],
                 description=obj.description,
                 is_active=obj.is_active,
                 actor=_actor(request),
@@ -62,6 +65,7 @@ class ApiClientAdmin(admin.ModelAdmin):
             created = services.api_client_create(
                 name=obj.name,
                 scopes=form.cleaned_data["scopes"],
+                agent_types=form.cleaned_data["agent_types"],
                 description=obj.description,
                 actor=_actor(request),
                 created_by=request.user,  # type: ignore[arg-type]

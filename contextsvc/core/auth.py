@@ -19,6 +19,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
+from contextsvc.core.errors import Forbidden
 from contextsvc.core.models import ApiToken, Scope
 
 TOKEN_PREFIX = "cs_"  # noqa: S105 - a marker that makes leaked tokens greppable
@@ -57,6 +58,7 @@ class ApiPrincipal:
     client_id: int
     name: str
     scopes: frozenset[str] = field(default_factory=frozenset)
+    agent_types: frozenset[str] = field(default_factory=frozenset)
     is_authenticated: bool = True
     is_active: bool = True
 
@@ -128,7 +130,10 @@ def principal_from_header(header: str) -> tuple[ApiPrincipal, ApiToken] | None:
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     principal = ApiPrincipal(
-        client_id=token.client_id, name=token.client.name, scopes=frozenset(token.client.scopes)
+        client_id=token.client_id,
+        name=token.client.name,
+        scopes=frozenset(token.client.scopes),
+        agent_types=frozenset(token.client.agent_types),
     )
     return principal, token
 
@@ -164,3 +169,16 @@ class ScopeRequired(BasePermission):
         if request.method in SAFE_METHODS:
             return bool(scopes & set(getattr(view, "read_scopes", (Scope.READ,))))
         return False
+
+
+ANY_AGENT_TYPE = "*"
+
+
+def check_agent_type(principal: Any, agent_type: str) -> None:
+    """An API client speaks only for the agent types it was issued for; admins and the
+    dashboard's people for any. Fails closed: a client with none listed speaks for none."""
+    if not isinstance(principal, ApiPrincipal) or Scope.ADMIN in principal.scopes:
+        return
+    if ANY_AGENT_TYPE in principal.agent_types or agent_type in principal.agent_types:
+        return
+    raise Forbidden(f'API client "{principal.name}" may not act for agent type "{agent_type}"')

@@ -19,6 +19,13 @@ class InvalidRequest(ServiceError):
     code = "invalid_request"
 
 
+class Forbidden(ServiceError):
+    """The credential is valid but may not do this (beyond its scopes)."""
+
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(ServiceError):
     status = 404
     code = "not_found"

@@ -47,6 +47,10 @@ class ApiClient(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     description = models.CharField(max_length=255, blank=True)
     scopes = models.JSONField(default=list)
+    # For the agent scope: the agent types (profiles) this client may speak for, or "*".
+    # An agent names its type in each request; without this, any agent token could pick
+    # the most permissive profile's rules.
+    agent_types = models.JSONField(default=list, blank=True)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(

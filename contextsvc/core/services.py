@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from contextsvc.core.auth import PREFIX_SHOWN, generate_token, hash_token
 from contextsvc.core.models import ApiClient, ApiToken, AuditEntry, ProcessHeartbeat, Scope
+from contextsvc.core.validators import is_dns1123_label
 
 HEARTBEAT_RETENTION = timedelta(days=1)
 
@@ -55,16 +56,34 @@ def _check_scopes(scopes: Iterable[str]) -> list[str]:
 
 
 @transaction.atomic
+def _check_agent_types(scopes: list[str], agent_types: Iterable[str]) -> list[str]:
+    chosen = sorted({item.strip() for item in agent_types if item.strip()})
+    if Scope.AGENT in scopes and not chosen:
+        raise ValidationError(
+            {"agent_types": "an agent client needs the agent types it may act for (or '*')"}
+        )
+    bad = [item for item in chosen if item != "*" and not is_dns1123_label(item)]
+    if bad:
+        raise ValidationError({"agent_types": f"{bad[0]!r} is not an agent type name"})
+    return chosen
+
+
 def api_client_create(
     *,
     name: str,
     scopes: Iterable[str],
+    agent_types: Iterable[str] = (),
     description: str = "",
     actor: str,
     created_by: User | None = None,
 ) -> ApiClient:
+    checked = _check_scopes(scopes)
     client = ApiClient(
-        name=name, description=description, scopes=_check_scopes(scopes), created_by=created_by
+        name=name,
+        description=description,
+        scopes=checked,
+        agent_types=_check_agent_types(checked, agent_types),
+        created_by=created_by,
     )
     client.full_clean()
     client.save()
@@ -73,16 +92,29 @@ def api_client_create(
         action="api_client.create",
         target_type="api_client",
         target=name,
-        payload={"scopes": client.scopes, "description": description},
+        payload={
+            "scopes": client.scopes,
+            "agent_types": client.agent_types,
+            "description": description,
+        },
     )
     return client
 
 
 @transaction.atomic
 def api_client_update(
-    *, client: ApiClient, scopes: Iterable[str], description: str, is_active: bool, actor: str
+    *,
+    client: ApiClient,
+    scopes: Iterable[str],
+    description: str,
+    is_active: bool,
+    actor: str,
+    agent_types: Iterable[str] | None = None,
 ) -> ApiClient:
     client.scopes = _check_scopes(scopes)
+    client.agent_types = _check_agent_types(
+        client.scopes, client.agent_types if agent_types is None else agent_types
+    )
     client.description = description
     client.is_active = is_active
     client.full_clean()
@@ -92,7 +124,11 @@ def api_client_update(
         action="api_client.update",
         target_type="api_client",
         target=client.name,
-        payload={"scopes": client.scopes, "is_active": is_active},
+        payload={
+            "scopes": client.scopes,
+            "agent_types": client.agent_types,
+            "is_active": is_active,
+        },
     )
     return client
 

@@ -29,6 +29,7 @@ def client_list(request: HttpRequest) -> HttpResponse:
             client = services.api_client_create(
                 name=form.cleaned_data["name"],
                 scopes=form.cleaned_data["scopes"],
+                agent_types=form.cleaned_data["agent_types"],
                 description=form.cleaned_data["description"],
                 actor=actor(request),
                 created_by=request.user,  # type: ignore[arg-type]

@@ -10,8 +10,15 @@ from django.test import Client
 from contextsvc.core import services
 
 
-def issue_token(name: str, scopes: Iterable[str]) -> str:
-    client = services.api_client_create(name=name, scopes=scopes, actor="system:test")
+def issue_token(name: str, scopes: Iterable[str], agent_types: Iterable[str] | None = None) -> str:
+    """A client's first token. Agent clients act for any agent type unless ``agent_types``
+    says which (the tests of that binding do)."""
+    scopes = list(scopes)
+    if agent_types is None:
+        agent_types = ["*"] if "agent" in scopes else []
+    client = services.api_client_create(
+        name=name, scopes=scopes, agent_types=agent_types, actor="system:test"
+    )
     _, raw = services.api_token_issue(client=client, actor="system:test")
     return raw
 

@@ -1,6 +1,7 @@
 """``manage.py api_client``: issue and revoke API tokens for named clients.
 
 manage.py api_client create serverless-harness --scope allocations
+manage.py api_client create weather-agent --scope agent --agent-type weather-service
 manage.py api_client token serverless-harness          # another token for it
 manage.py api_client revoke cs_AbCdEfG                 # by the prefix shown at issue
 manage.py api_client list
@@ -29,6 +30,13 @@ class Command(BaseCommand):
         create.add_argument(
             "--scope", action="append", dest="scopes", choices=Scope.values, required=True
         )
+        create.add_argument(
+            "--agent-type",
+            action="append",
+            dest="agent_types",
+            default=[],
+            help="for the agent scope: an agent type it may act for (repeat; '*' for any)",
+        )
         create.add_argument("--description", default="")
         token = sub.add_parser("token", help="issue another token for a client")
         token.add_argument("name")
@@ -43,6 +51,7 @@ class Command(BaseCommand):
                 client = services.api_client_create(
                     name=options["name"],
                     scopes=options["scopes"],
+                    agent_types=options["agent_types"],
                     description=options["description"],
                     actor=ACTOR,
                 )
@@ -63,7 +72,12 @@ class Command(BaseCommand):
         else:
             for client in ApiClient.objects.prefetch_related("tokens"):
                 state = "active" if client.is_active else "disabled"
-                self.stdout.write(f"{client.name} ({state}) scopes: {', '.join(client.scopes)}")
+                agents = (
+                    f" agent types: {', '.join(client.agent_types)}" if client.agent_types else ""
+                )
+                self.stdout.write(
+                    f"{client.name} ({state}) scopes: {', '.join(client.scopes)}{agents}"
+                )
                 for token in client.tokens.all():
                     status = "revoked" if token.revoked_at else "active"
                     self.stdout.write(
