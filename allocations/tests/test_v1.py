@@ -114,6 +114,8 @@ POOL_ERRORS: list[tuple[dict[str, Any], str]] = [
     (pool(extra=1), 'unknown field "extra"'),
     (pool(name="BAD", zzz=1), 'unknown field "zzz"'),
     (pool(workspace={**RWX, "mode": "x"}), 'unknown field "workspace.mode"'),
+    # the first unknown field in the body's order, as Go's decoder stopped at it
+    ({"zz": 1, "name": "a", "aa": 2, "replicas": 1}, 'unknown field "zz"'),
     (pool(replicas="3"), "replicas must be an integer"),
     (pool(replicas=3.0), "replicas must be an integer"),
     (pool(replicas=True), "replicas must be an integer"),

@@ -79,7 +79,8 @@ def _reject_nul(value: Any, where: str) -> None:
 def reject_unknown_fields(
     obj: dict[str, Any], known: set[str] | frozenset[str], where: str = ""
 ) -> None:
-    """Name the first unknown field in sorted order, so the message is stable."""
-    unknown = sorted(set(obj) - set(known))
+    """Name the first unknown field in the body's order, as the Go service's strict decoder
+    did (it stopped at the first one it met)."""
+    unknown = [key for key in obj if key not in known]
     if unknown:
         raise InvalidRequest(f'unknown field "{where}{unknown[0]}"')

@@ -1,7 +1,7 @@
 """Every Kubernetes API access the service makes: (API group, resource) → verbs.
 
 The client (contextsvc/kube/client.py) refuses any call that is not listed here, so the
-list cannot fall behind the code; tests/test_rbac.py checks the deployed RBAC
+list cannot fall behind the code; tests/deploy/test_rbac.py checks the deployed RBAC
 (deploy/base/rbac.yaml) grants exactly this, no more. Cluster-scoped resources are marked.
 Discovery (``/apis/<group>/<version>``) and ``/version`` need no RBAC beyond being
 authenticated.
