@@ -244,12 +244,19 @@ def test_the_service_account_can_do_everything_the_service_does(
     assert len(workspaces.contexts_expire()) == 1
     assert workspaces.cleanup_jobs_observe() == 0  # the Job exists and has not finished
 
-    approval_services.approval_check(
+    # An approval needs no Kubernetes call at all; with this identity it still runs end to
+    # end (rules, queue, decision).
+    checked = approval_services.approval_check(
         operation={"kind": "shell", "command": "x"},
         context_id="c",
         agent_type="rbac-template",
         actor="api:agent",
     )
+    assert checked.decision == "ask" and checked.request is not None
+    decided = approval_services.approval_approve(
+        request_id=checked.request.pk, actor="user:approver"
+    )
+    assert decided.status == "approved"
 
 
 @pytest.mark.cluster
