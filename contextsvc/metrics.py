@@ -1,5 +1,7 @@
 """``/metrics`` in the Prometheus text format, computed from PostgreSQL at scrape time, so
-every web replica answers the same and nothing is lost when a process restarts.
+every web replica answers the same and nothing is lost when a process restarts. Histograms
+and counters count every row ever recorded (rows are kept), so they only grow, as
+Prometheus' ``rate()`` and ``histogram_quantile()`` expect.
 
 Needs a bearer token with the ``read`` scope (Prometheus: ``authorization: credentials``).
 """
@@ -12,7 +14,6 @@ from typing import Any
 
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CollectorRegistry, generate_latest
@@ -28,7 +29,6 @@ from contextsvc.core.models import Scope
 
 READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
-WINDOW = timedelta(days=1)
 
 
 def _histogram(
@@ -108,16 +108,15 @@ class ServiceCollector:
                 phases.add_metric([phase], counts.get(phase, 0))
         yield phases
 
-        since = timezone.now() - WINDOW
         buckets, seconds = _histogram(
-            Allocation.objects.filter(ready_at__gte=since),
+            Allocation.objects.all(),
             "requested_at",
             "ready_at",
             READY_BUCKETS,
         )
         yield HistogramMetricFamily(
             "contextsvc_allocation_time_to_ready_seconds",
-            "Request to ready, allocations that became ready in the last day.",
+            "Request to ready, every allocation that became ready.",
             buckets=buckets,
             sum_value=seconds,
         )
@@ -128,16 +127,14 @@ class ServiceCollector:
             value=ApprovalRequest.objects.filter(status=Status.PENDING).count(),
         )
         buckets, seconds = _histogram(
-            ApprovalRequest.objects.filter(
-                decided_at__gte=since, status__in=[Status.APPROVED, Status.DENIED]
-            ),
+            ApprovalRequest.objects.filter(status__in=[Status.APPROVED, Status.DENIED]),
             "created_at",
             "decided_at",
             DECISION_BUCKETS,
         )
         yield HistogramMetricFamily(
             "contextsvc_approval_decision_latency_seconds",
-            "Request to human decision, decisions of the last day.",
+            "Request to human decision, every approval or denial.",
             buckets=buckets,
             sum_value=seconds,
         )
