@@ -14,7 +14,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from allocations import workspaces
-from allocations.models import AgentWorkspace, WorkspaceContext
+from allocations.models import AgentWorkspace, Allocation, WorkspaceContext
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
@@ -348,6 +348,17 @@ def test_metrics_parse_and_carry_every_series(
     )
     agent.post(f"/v1/agent-workspaces/{namespace}/weather-service/usage", {"usedBytes": 4321})
     reader = issue_token("prometheus", ["read"])
+    now = timezone.now()
+    # Became ready three days ago in 4 s, and just now in 40 s: both count, for ever.
+    for name, ago, took in (("old", timedelta(days=3), 4), ("new", timedelta(0), 40)):
+        row = Allocation.objects.create(
+            name=name, namespace=namespace, replicas=1, strategy="shared", requester="user:test"
+        )
+        Allocation.objects.filter(pk=row.pk).update(
+            phase="released",
+            requested_at=now - ago - timedelta(seconds=took),
+            ready_at=now - ago,
+        )
 
     refused = Client().get("/metrics")
     response = Client().get("/metrics", headers={"Authorization": f"Bearer {reader}"})
@@ -378,6 +389,11 @@ def test_metrics_parse_and_carry_every_series(
     workspace_labels = (("agent", "weather-service"), ("namespace", namespace))
     assert samples[("rossoctl_workspace_pvc_usage_bytes", workspace_labels)] == 4321
     assert samples[("rossoctl_workspace_pvc_capacity_bytes", workspace_labels)] == 5 * GiB
+    ready_seconds = "contextsvc_allocation_time_to_ready_seconds"
+    assert [
+        samples[(f"{ready_seconds}_bucket", (("le", le),))] for le in ("2.0", "5.0", "60.0", "+Inf")
+    ] == [0, 1, 2, 2]
+    assert samples[(f"{ready_seconds}_sum", ())] == 44
 
 
 def test_a_workspace_with_active_contexts_is_only_deleted_by_force(
