@@ -1,0 +1,76 @@
+"""The dashboard's WebSocket, through the real web process (uvicorn, Channels, the Redis
+channel layer): only signed-in people with a role, from our own origin, on a known topic."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import User
+from django.test import Client
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+from websockets.typing import Origin
+
+from contextsvc.core import events
+from contextsvc.core.users import ensure_role_groups, user_set_role
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.cluster]
+
+
+def session_cookie(role: str | None) -> str:
+    user = User.objects.create_user(f"socket-{role}", password="x" * 16)
+    if role:
+        ensure_role_groups()
+        user_set_role(user=user, role=role, actor="user:test")
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+def socket_url(web_server: str, topic: str) -> str:
+    return f"ws://{urlsplit(web_server).netloc}/ws/live/?topic={topic}"
+
+
+def test_a_viewer_gets_a_snapshot_then_events(web_server: str) -> None:
+    headers = {"Cookie": session_cookie("viewer")}
+    with connect(
+        socket_url(web_server, "approvals"), origin=Origin(web_server), additional_headers=headers
+    ) as socket:
+        snapshot = json.loads(socket.recv(timeout=10))
+        # What contextsvc.core.events sends when a request is queued.
+        async_to_sync(get_channel_layer().group_send)(
+            events.APPROVALS,
+            {"type": "live.event", "event": {"type": "approval.created", "data": {"id": "x"}}},
+        )
+        event = json.loads(socket.recv(timeout=10))
+
+    assert (snapshot["type"], snapshot["topic"]) == ("snapshot", "approvals")
+    assert event == {"type": "approval.created", "data": {"id": "x"}}
+
+
+@pytest.mark.parametrize(
+    ("topic", "role", "origin"),
+    [
+        ("overview", "anonymous", "same"),  # not signed in
+        ("approvals", None, "same"),  # signed in, but no role
+        ("nonsense", "viewer", "same"),  # no such topic
+        ("approvals", "viewer", "https://evil.example"),  # another site's page
+    ],
+)
+def test_the_handshake_is_refused(
+    web_server: str, topic: str, role: str | None, origin: str
+) -> None:
+    headers = {} if role == "anonymous" else {"Cookie": session_cookie(role)}
+
+    with pytest.raises(InvalidStatus) as excinfo:
+        connect(
+            socket_url(web_server, topic),
+            origin=Origin(web_server if origin == "same" else origin),
+            additional_headers=headers,
+        )
+
+    assert excinfo.value.response.status_code == 403
