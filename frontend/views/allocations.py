@@ -80,6 +80,9 @@ def allocation_timeline(request: HttpRequest, allocation_id: int) -> HttpRespons
     return render(request, "frontend/_timeline.html", {"events": allocation.events.all()})
 
 
+CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
+
+
 def _summary(kind: str, obj: dict[str, Any]) -> str:
     status = obj.get("status") or {}
     if kind == "PersistentVolumeClaim":
@@ -112,6 +115,10 @@ def allocation_objects(request: HttpRequest, allocation_id: int) -> JsonResponse
                     "kind": kind.kind,
                     "name": metadata.get("name"),
                     "status": _summary(kind.kind, obj),
+                    "conditions": [
+                        {key: str(c.get(key) or "") for key in CONDITION_FIELDS}
+                        for c in (obj.get("status") or {}).get("conditions") or []
+                    ],
                     "yaml": yaml.safe_dump(obj, sort_keys=False),
                 }
             )

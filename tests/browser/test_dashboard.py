@@ -44,13 +44,18 @@ def test_allocation_from_the_form_turns_ready_live_and_is_released(
     page.click("#allocation-form button[type=submit]")
 
     page.wait_for_selector('#live-indicator[data-state="live"]')
-    page.evaluate("window.__not_reloaded = true")
     heading = page.locator("#allocation")
+    initial = heading.locator('[data-field="ready"]').text_content()
+    page.evaluate("window.__not_reloaded = true")
     expect(heading.locator('[data-field="ready"]')).to_have_text("3/3", timeout=60_000)
     expect(heading.locator('[data-field="phase"]')).to_have_text("ready")
     assert page.evaluate("window.__not_reloaded") is True
+    # It started below 3/3 and got there without a reload: through the socket.
+    assert initial != "3/3"
     # NetworkPolicy, the shared PVC, three Sandboxes and their three Pods.
     expect(page.locator("#objects details.object")).to_have_count(8, timeout=30_000)
+    sandbox = page.locator("#objects details.object", has_text="Sandbox sandbox-from-the-form-0")
+    expect(sandbox.locator("table.conditions")).to_contain_text("ReadyTrueDependenciesReady")
     screenshot(page, "allocation-detail")
 
     page.on("dialog", lambda dialog: dialog.accept())

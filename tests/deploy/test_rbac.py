@@ -252,7 +252,8 @@ def test_the_service_account_can_do_everything_the_service_does(
         agent_type="rbac-template",
         actor="api:agent",
     )
-    assert checked.decision == "ask" and checked.request is not None
+    assert checked.decision == "ask"
+    assert checked.request is not None
     decided = approval_services.approval_approve(
         request_id=checked.request.pk, actor="user:approver"
     )

@@ -154,9 +154,34 @@ async function loadObjects() {
     summary.textContent = `${item.kind} ${item.name} — ${item.status}`;
     const pre = document.createElement("pre");
     pre.textContent = item.yaml;
-    details.append(summary, pre);
+    details.append(summary, conditionsTable(item.conditions || []), pre);
     target.append(details);
   }
+}
+
+// Why an object is (not) ready, without reading its YAML: its status conditions.
+function conditionsTable(conditions) {
+  const table = document.createElement("table");
+  table.className = "table conditions";
+  if (!conditions.length) {
+    table.innerHTML = '<tbody><tr><td class="muted">No conditions reported yet.</td></tr></tbody>';
+    return table;
+  }
+  const head = table.createTHead().insertRow();
+  for (const name of ["Condition", "Status", "Reason", "Message", "Since"]) {
+    const th = document.createElement("th");
+    th.textContent = name;
+    head.append(th);
+  }
+  const body = table.createTBody();
+  for (const c of conditions) {
+    const row = body.insertRow();
+    for (const value of [c.type, c.status, c.reason, c.message, c.lastTransitionTime]) {
+      row.insertCell().textContent = value || "—";
+    }
+    if (c.type === "Ready" && c.status === "False") row.className = "condition-false";
+  }
+  return table;
 }
 
 // --- approvals queue ---------------------------------------------------------------------------
