@@ -141,6 +141,24 @@ def test_overview_activity_leaves_out_routine_allows() -> None:
     assert "<code>approval.allow</code>" in client_for("admin").get("/audit/").content.decode()
 
 
+def test_the_cluster_page_lists_each_crd_with_its_version() -> None:
+    from contextsvc.core import capabilities
+
+    capabilities.refresh()
+    page = client_for("viewer").get("/cluster/").content.decode()
+
+    for crd in (
+        "sandboxes.agents.x-k8s.io",
+        "sandboxtemplates.extensions.agents.x-k8s.io",
+        "sandboxwarmpools.extensions.agents.x-k8s.io",
+        "sandboxclaims.extensions.agents.x-k8s.io",
+    ):
+        assert (
+            f"<tr><td><code>{crd}</code></td><td><code>v1beta1</code></td>"
+            '<td><span class="badge phase-ready">served</span></td></tr>'
+        ) in page
+
+
 def test_forms_need_the_csrf_token() -> None:
     request = _pending()
     approver = client_for("approver", csrf=True)

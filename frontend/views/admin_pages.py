@@ -15,6 +15,7 @@ from contextsvc.core.auth import user_role
 from contextsvc.core.errors import ServiceError
 from contextsvc.core.models import ApiClient, ApiToken, AuditEntry
 from contextsvc.core.selectors import heartbeat_list_recent
+from contextsvc.kube import objects
 from frontend.access import actor, admin_required, viewer_required
 from frontend.forms import ApiClientForm, RoleForm, UserForm
 
@@ -133,11 +134,21 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 @viewer_required
 def cluster(request: HttpRequest) -> HttpResponse:
     found = capabilities.current()
+    crds = [
+        (kind.crd_name, kind.version, served)
+        for kind, served in (
+            (objects.SANDBOX, found.sandboxes),
+            (objects.SANDBOX_TEMPLATE, found.templates),
+            (objects.SANDBOX_WARM_POOL, found.warm_pools),
+            (objects.SANDBOX_CLAIM, found.claims),
+        )
+    ]
     return render(
         request,
         "frontend/cluster.html",
         {
             "caps": found,
+            "crds": crds,
             "heartbeats": heartbeat_list_recent(),
             "namespace": settings.CS_NAMESPACE,
             "allowed_namespaces": settings.CS_ALLOWED_NAMESPACES,
