@@ -3,8 +3,10 @@ TTL cleanup through a Job, expansion, and the metrics."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,7 @@ from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from contextsvc.quantity import format_bytes
+from cs_agent.workspace import WorkspaceClient
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import admin_patch_status, make_pvc
 from tests.support.processes import wait_until
@@ -144,6 +147,37 @@ def test_unsafe_context_ids_are_refused(
     )
     assert response.json()["message"].startswith(expected)
     assert WorkspaceContext.objects.count() == 0
+
+
+def test_the_agent_client_opens_its_context_directory_and_reports_usage(
+    rossoctl: ApiClient, namespace: str, web_server: str, tmp_path: Path
+) -> None:
+    ensure(rossoctl, namespace)
+    ready(namespace)
+    token = issue_token("weather-pod", ["agent"], agent_types=["weather-service"])
+    # tmp_path stands in for the PVC mounted at /workspace.
+    client = WorkspaceClient(
+        web_server, token, agent_type="weather-service", namespace=namespace, root=tmp_path
+    )
+
+    directory = client.open_context("ctx-7")
+
+    assert directory == tmp_path / "ctx-7"
+    written = json.loads((directory / ".context.json").read_text())
+    assert (written["context_id"], written["agent"], written["namespace"]) == (
+        "ctx-7",
+        "weather-service",
+        namespace,
+    )
+    (directory / "data.csv").write_bytes(b"x" * 1000)
+    expected = 1000 + (directory / ".context.json").stat().st_size
+
+    reported = client.report_usage("ctx-7")
+
+    assert WorkspaceContext.objects.get(context_id="ctx-7").disk_usage_bytes == expected
+    row = AgentWorkspace.objects.get(namespace=namespace)
+    assert reported["usageBytes"] == row.usage_bytes
+    assert row.usage_bytes > 0
 
 
 def test_contexts_register_touch_expire_and_come_back_empty(
