@@ -177,6 +177,7 @@ def test_the_agent_client_opens_its_context_directory_and_reports_usage(
     assert WorkspaceContext.objects.get(context_id="ctx-7").disk_usage_bytes == expected
     row = AgentWorkspace.objects.get(namespace=namespace)
     assert reported["usageBytes"] == row.usage_bytes
+    assert row.usage_bytes is not None
     assert row.usage_bytes > 0
 
 
