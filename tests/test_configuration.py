@@ -3,6 +3,7 @@ settings pass Django's deployment checks."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -111,3 +112,29 @@ def test_production_settings_pass_the_deployment_checks() -> None:
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "System check identified no issues (0 silenced).\n"
+
+
+PROBE = """
+import django, json, logging
+django.setup()
+from django.test import Client
+response = Client().get("/readyz", HTTP_HOST="cs.example.com", secure=True)
+print(json.dumps({"status": response.status_code, "body": response.json()}))
+"""
+
+
+def test_production_logs_are_json_lines_and_readyz_names_postgres() -> None:
+    # Port 1 on loopback is never a PostgreSQL server.
+    result = run([sys.executable, "-c", PROBE], production_env())
+
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["status"] == 503
+    assert "postgres" in answer["body"]["failed"]
+    assert answer["body"]["checks"]["postgres"].startswith("error: OperationalError: ")
+    # Python's own warnings (here whitenoise's: no collectstatic in this checkout) are not
+    # log records; every log record is one JSON object.
+    lines = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    warning = next(line for line in lines if line["message"].startswith("readiness check postgres"))
+    assert (warning["level"], warning["logger"]) == ("WARNING", "contextsvc.health")
+    assert set(warning) >= {"time", "level", "logger", "message"}
