@@ -243,6 +243,13 @@ agent-sandbox controller). Command: `make bench` (`python -m bench allocations`)
 Readiness propagation compares this benchmark's own watch of the Pods with `ready_at`,
 written by the watcher's UPDATE (the value GET serves from then on); both clocks are this
 machine's. A negative value means the service saw the Pod before the benchmark's watch did.
+
+Each POST checks the name against the cluster before answering (labelled leftovers, and
+somebody else's object under any name it would create: 7 API calls for one replica), so
+that a collision is the contract's 409 rather than a failed allocation later. The same run
+with 3 calls per POST (before that check, 2026-11-29 09:05): POSTs 28.9 s, ratio 1.29×;
+the direct path's time varies between runs on this machine (27.7–51.4 s), which moves the
+ratio more than the POSTs do.
 """
     write_section("allocations", body)
     print(body)

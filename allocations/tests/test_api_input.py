@@ -199,22 +199,15 @@ def test_list_filter_refuses_unknown_status(api: ApiClient) -> None:
     }
 
 
-@pytest.mark.parametrize(("body", "message"), POOL_ERRORS)
-def test_every_pool_validation_error_over_http(
-    api: ApiClient, body: dict[str, Any], message: str
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [("/v1/sandbox-pools", body, message) for body, message in POOL_ERRORS]
+    + [("/v1/contexts", body, message) for body, message in CONTEXT_ERRORS],
+)
+def test_every_validation_error_over_http(
+    api: ApiClient, path: str, body: dict[str, Any], message: str
 ) -> None:
-    response = api.post("/v1/sandbox-pools", body)
-
-    assert response.status_code == 400
-    assert response.json() == {"error": "invalid_request", "message": message}
-    assert_nothing_written()
-
-
-@pytest.mark.parametrize(("body", "message"), CONTEXT_ERRORS)
-def test_every_context_validation_error_over_http(
-    api: ApiClient, body: dict[str, Any], message: str
-) -> None:
-    response = api.post("/v1/contexts", body)
+    response = api.post(path, body)
 
     assert response.status_code == 400
     assert response.json() == {"error": "invalid_request", "message": message}

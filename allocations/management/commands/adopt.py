@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from allocations import adoption
 from allocations.models import ACTIVE_PHASES, Allocation, ContextResource
+from allocations.observe import PoolKey
 from allocations.resync import snapshot
 
 
@@ -24,40 +25,36 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="report without writing")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        dry_run = options["dry_run"]
         known = set(
             Allocation.objects.filter(phase__in=ACTIVE_PHASES).values_list("namespace", "name")
         )
-        cluster = snapshot()
-        adopted = orphans = 0
-        for key, pool in sorted(cluster.pools.items()):
-            if key in known:
-                continue
-            result = adoption.adopt(key, pool, dry_run=options["dry_run"])
-            if isinstance(result, adoption.Orphan):
-                orphans += 1
-                self.stdout.write(f"orphan  {key[0]}/{key[1]}: {result.why}")
-                for name in result.objects:
-                    self.stdout.write(f"          {name}")
-            else:
-                adopted += 1
-                verb = "would adopt" if options["dry_run"] else "adopted"
-                self.stdout.write(
-                    f"{verb} {key[0]}/{key[1]}: {result.strategy}, {result.replicas} replica(s)"
-                )
         known_contexts = set(
             ContextResource.objects.exclude(status=ContextResource.Status.DELETED).values_list(
                 "namespace", "name"
             )
         )
-        for key, pvc in sorted(cluster.context_pvcs.items()):
-            if key in known_contexts:
-                continue
-            context = adoption.adopt_context(key, pvc, dry_run=options["dry_run"])
-            if isinstance(context, adoption.Orphan):
-                orphans += 1
-                self.stdout.write(f"orphan  {key[0]}/{key[1]}: {context.why}")
+        cluster = snapshot()
+        results: list[tuple[PoolKey, Allocation | ContextResource | adoption.Orphan]] = [
+            (key, adoption.adopt(key, pool, dry_run=dry_run))
+            for key, pool in sorted(cluster.pools.items())
+            if key not in known
+        ] + [
+            (key, adoption.adopt_context(key, pvc, dry_run=dry_run))
+            for key, pvc in sorted(cluster.context_pvcs.items())
+            if key not in known_contexts
+        ]
+        verb = "would adopt" if dry_run else "adopted"
+        for (namespace, name), result in results:
+            if isinstance(result, adoption.Orphan):
+                self.stdout.write(f"orphan  {namespace}/{name}: {result.why}")
+                for found in result.objects:
+                    self.stdout.write(f"          {found}")
+            elif isinstance(result, ContextResource):
+                self.stdout.write(f"{verb} context {namespace}/{name}: {result.type}")
             else:
-                adopted += 1
-                verb = "would adopt" if options["dry_run"] else "adopted"
-                self.stdout.write(f"{verb} context {key[0]}/{key[1]}: {context.type}")
-        self.stdout.write(f"{adopted} adopted, {orphans} orphan(s)")
+                self.stdout.write(
+                    f"{verb} {namespace}/{name}: {result.strategy}, {result.replicas} replica(s)"
+                )
+        orphans = sum(isinstance(result, adoption.Orphan) for _, result in results)
+        self.stdout.write(f"{len(results) - orphans} adopted, {orphans} orphan(s)")
