@@ -246,7 +246,7 @@ machine's. A negative value means the service saw the Pod before the benchmark's
 
 Each POST checks the name against the cluster before answering (labelled leftovers, and
 somebody else's object under any name it would create: 7 API calls for one replica), so
-that a collision is the contract's 409 rather than a failed allocation later. The same run
+that a collision is the contract's 409 rather than a failed allocation later. An earlier run
 with 3 calls per POST (before that check, 2026-11-29 09:05): POSTs 28.9 s, ratio 1.29×;
 the direct path's time varies between runs on this machine (27.7–51.4 s), which moves the
 ratio more than the POSTs do.
