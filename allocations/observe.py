@@ -54,8 +54,9 @@ def group_by_pool(
     ):
         for obj in items:
             key = pool_key(obj)
-            if key is not None:
-                getattr(groups[key], attribute).append(obj)
+            if key is None or (attribute == "pods" and not objects.is_sandbox_pod(obj)):
+                continue
+            getattr(groups[key], attribute).append(obj)
     return dict(groups)
 
 

@@ -128,9 +128,11 @@ def owned(allocation: Allocation) -> Owned:
             items = [pvc for pvc in items if pvc["metadata"]["name"] != allocation.claim_name]
         found[kind] = items
     # Claimed Pods carry only the pool label (see objects.POOLED_POD_SELECTOR).
-    found[objects.POD] = kube.list_objects(
-        objects.POD, namespace, objects.pool_selector(allocation.name)
-    )
+    found[objects.POD] = [
+        pod
+        for pod in kube.list_objects(objects.POD, namespace, objects.pool_selector(allocation.name))
+        if objects.is_sandbox_pod(pod)
+    ]
     return Owned(found)
 
 

@@ -110,11 +110,14 @@ def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
     from allocations.provisioning import desired_objects
 
     selector = objects.pool_selector(name)
-    labelled = [objects.SANDBOX, objects.PVC, objects.POD]
+    labelled = [objects.SANDBOX, objects.PVC]
     if claims:
         labelled.append(objects.SANDBOX_CLAIM)
     try:
-        if any(kube.list_objects(kind, namespace, selector) for kind in labelled):
+        if any(kube.list_objects(kind, namespace, selector) for kind in labelled) or any(
+            objects.is_sandbox_pod(pod)
+            for pod in kube.list_objects(objects.POD, namespace, selector)
+        ):
             raise _taken(name)
         for kind, body in desired_objects(allocation):
             if kube.get_object(kind, namespace, body["metadata"]["name"]) is not None:

@@ -198,6 +198,8 @@ class Watcher:
         pool = PoolObjects()
         for informer in self.informers:
             getattr(pool, informer.field).extend(informer.items_for(key))
+        # The same rule as observe.group_by_pool: a Pod counts only if a Sandbox made it.
+        pool.pods = [pod for pod in pool.pods if objects.is_sandbox_pod(pod)]
         return pool
 
     # --- processing -------------------------------------------------------------------------

@@ -332,6 +332,49 @@ def test_somebody_elses_object_under_one_of_our_names_is_409(
     assert pool_objects(namespace, "mine") == NOTHING
 
 
+def test_a_pod_that_only_wears_our_label_counts_for_nothing(api: ApiClient, namespace: str) -> None:
+    # Anyone who may create Pods can put the pool label on one; no Sandbox made it.
+    admin_create(
+        objects.POD,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "impostor",
+                "namespace": namespace,
+                "labels": {"context.rossoctl.io/pool": "genuine"},
+            },
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+        },
+    )
+    impostor = objects.pool_selector("genuine")
+    wait_until(
+        lambda: (
+            [objects.pod_is_ready(p) for p in kube.list_objects(objects.POD, namespace, impostor)]
+            == [True]
+        ),
+        timeout=60,
+        message="the impostor Pod to be Ready",
+    )
+
+    create(
+        api,
+        {
+            "name": "genuine",
+            "replicas": 2,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteMany"},
+        },
+    )
+
+    assert wait_ready(api, "genuine")["readyReplicas"] == 2  # not 3
+    release(api, "genuine")
+    wait_for_phase("genuine", Phase.RELEASED)
+    assert [p["metadata"]["name"] for p in kube.list_objects(objects.POD, namespace, impostor)] == [
+        "impostor"
+    ]
+
+
 def test_a_leftover_claim_keeps_the_name_taken(api: ApiClient, namespace: str) -> None:
     make_warm_pool(namespace, "warm", replicas=1)
     admin_create(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -22,7 +23,7 @@ from allocations.tasks import reconcile_allocation
 from allocations.v1 import PoolRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from tests.support.kube import admin_create, wait_for_phase
+from tests.support.kube import admin_create, admin_delete, wait_for_phase
 from tests.support.processes import ManagedProcess, manage_argv, wait_until
 
 
@@ -109,6 +110,40 @@ def test_one_watcher_is_active_and_a_standby_takes_over(
         start_watcher(watcher_process)
 
 
+def expire_resource_version_one(namespace: str) -> None:
+    """Make a watch from resourceVersion "1" fail with 410 Gone, as it does on any cluster
+    that has been busy for a while. The API server's watch cache serves old versions until it
+    drops its first events, which it does once they are older than its freshness window
+    (75 s) and it is full; on a young cluster it has not yet, so churn PVCs (without our
+    labels: the informer under test never sees them) until it has."""
+    target = kube.Watchable(objects.PVC, namespace, "")
+    deadline = time.monotonic() + 300
+    batch = 0
+    while time.monotonic() < deadline:
+        first = next(iter(kube.watch_raw(target, "1", timeout_seconds=1)), None)
+        if first is not None and first["type"] == "ERROR" and first["object"].get("code") == 410:
+            return
+        for index in range(10):
+            name = f"churn-{batch}-{index}"
+            admin_create(
+                objects.PVC,
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Mi"}},
+                        "storageClassName": "churn-no-such-class",
+                    },
+                },
+            )
+            admin_delete(objects.PVC, namespace, name)
+        batch += 1
+        time.sleep(1)
+    raise AssertionError("the API server still serves resourceVersion 1 after five minutes")
+
+
 def test_informer_relists_after_410_gone(
     kube_cluster: Any,
     namespace: str,
@@ -131,6 +166,7 @@ def test_informer_relists_after_410_gone(
             },
         },
     )
+    expire_resource_version_one(namespace)
     real_list = kube.list_raw
     versions: list[str] = []
 
