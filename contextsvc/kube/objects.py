@@ -611,6 +611,17 @@ def terminal_failure(obj: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def is_sandbox_pod(pod: Mapping[str, Any]) -> bool:
+    """Made by a Sandbox (the agent-sandbox controller owns every Pod of ours). The pool
+    label alone is not enough: anyone who may label a Pod could otherwise add to an
+    allocation's ready count, or keep its name taken for ever."""
+    return any(
+        ref.get("kind") == SANDBOX.kind
+        and str(ref.get("apiVersion", "")).split("/")[0] == SANDBOX.group
+        for ref in (pod.get("metadata") or {}).get("ownerReferences") or []
+    )
+
+
 def pvc_is_bound(pvc: Mapping[str, Any]) -> bool:
     return (pvc.get("status") or {}).get("phase") == "Bound"
 
