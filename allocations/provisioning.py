@@ -127,13 +127,18 @@ def owned(allocation: Allocation) -> Owned:
             # The caller's PVC never carries our labels, but a mislabelled one must survive.
             items = [pvc for pvc in items if pvc["metadata"]["name"] != allocation.claim_name]
         found[kind] = items
-    # Claimed Pods carry only the pool label (see objects.POOLED_POD_SELECTOR).
-    found[objects.POD] = [
+    found[objects.POD] = sandbox_pods(namespace, allocation.name)
+    return Owned(found)
+
+
+def sandbox_pods(namespace: str, pool: str) -> list[dict[str, Any]]:
+    """The pool's Pods that a Sandbox made. Claimed Pods carry only the pool label (see
+    objects.POOLED_POD_SELECTOR), so the label finds them and ownership tells them apart."""
+    return [
         pod
-        for pod in kube.list_objects(objects.POD, namespace, objects.pool_selector(allocation.name))
+        for pod in kube.list_objects(objects.POD, namespace, objects.pool_selector(pool))
         if objects.is_sandbox_pod(pod)
     ]
-    return Owned(found)
 
 
 def delete_owned(allocation: Allocation) -> Owned:

@@ -107,17 +107,16 @@ def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
     name, namespace = allocation.name, allocation.namespace
     if Allocation.objects.filter(name=name).exclude(phase=Phase.RELEASED).exists():
         raise _taken(name)
-    from allocations.provisioning import desired_objects
+    from allocations.provisioning import desired_objects, sandbox_pods
 
     selector = objects.pool_selector(name)
     labelled = [objects.SANDBOX, objects.PVC]
     if claims:
         labelled.append(objects.SANDBOX_CLAIM)
     try:
-        if any(kube.list_objects(kind, namespace, selector) for kind in labelled) or any(
-            objects.is_sandbox_pod(pod)
-            for pod in kube.list_objects(objects.POD, namespace, selector)
-        ):
+        if any(kube.list_objects(kind, namespace, selector) for kind in labelled):
+            raise _taken(name)
+        if sandbox_pods(namespace, name):
             raise _taken(name)
         for kind, body in desired_objects(allocation):
             if kube.get_object(kind, namespace, body["metadata"]["name"]) is not None:
