@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from contextsvc.celery import app as celery_app
+from contextsvc.devenv.system import free_port
 from contextsvc.testenv import ClusterHandle, ensure_cluster, throwaway_namespace
 from tests.support.processes import (
     ManagedProcess,
@@ -127,20 +128,12 @@ def watcher_process(
 def web_server(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
     """The real web process (``manage.py serve``: uvicorn, the HTTP bridge, Channels) on a
     free loopback port, against the test database. Yields its base URL."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     server = ManagedProcess(
         "web", manage_argv("serve", "--bind", f"127.0.0.1:{port}"), child_env()
     ).start()
-
-    def listening() -> bool:
-        server.assert_running()
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", port)) == 0
-
     try:
-        wait_until(listening, timeout=30, message="the web process to listen")
+        server.wait_listening(port, timeout=30)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()

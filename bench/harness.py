@@ -6,29 +6,20 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
 from contextsvc.devenv import services
-from contextsvc.devenv.system import REPO_DIR, terminate_pid
+from contextsvc.devenv.system import REPO_DIR, free_port
+from tests.support.processes import ManagedProcess
 
 LOG_DIR = REPO_DIR / ".local" / "bench-logs"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _with_database(url: str, name: str) -> str:
@@ -46,36 +37,13 @@ def fresh_database(name: str) -> str:
 
 
 @dataclass
-class Process:
-    name: str
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            terminate_pid(self.proc.pid, timeout=20, group=True)
-            self.proc.wait()
-
-
-@dataclass
 class Stack:
     env: dict[str, str]
     web_url: str = ""
-    processes: list[Process] = field(default_factory=list)
+    processes: list[ManagedProcess] = field(default_factory=list)
 
-    def start(self, name: str, argv: list[str]) -> Process:
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
-        log = LOG_DIR / f"{name}.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen(
-                argv,
-                env=self.env,
-                cwd=REPO_DIR,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # stop() ends its children too (uvicorn's workers)
-            )
-        process = Process(name, proc, log)
+    def start(self, name: str, argv: list[str]) -> ManagedProcess:
+        process = ManagedProcess(name, argv, self.env, log_dir=LOG_DIR).start()
         self.processes.append(process)
         return process
 
@@ -125,7 +93,7 @@ def service_stack(
             ],
         )
         stack.start("watcher", [sys.executable, "manage.py", "watch"])
-        stack.start(
+        web = stack.start(
             "web",
             [
                 sys.executable,
@@ -137,15 +105,7 @@ def service_stack(
                 str(web_workers),
             ],
         )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the web process did not start") from None
-                time.sleep(0.1)
+        web.wait_listening(port, timeout=60)
         stack.web_url = f"http://127.0.0.1:{port}"
         yield stack
     finally:

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -21,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from contextsvc.devenv.system import REPO_DIR
+from contextsvc.devenv.system import REPO_DIR, free_port
 from contextsvc.testenv import build
-from tests.support.processes import ManagedProcess, child_env, wait_until
+from tests.support.processes import ManagedProcess, child_env
 
 pytestmark = pytest.mark.cluster
 
@@ -92,21 +91,13 @@ def image_web(image_env: dict[str, str]) -> Iterator[str]:
         check=False,
     )
     assert (collected.returncode, collected.stderr) == (0, "")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     # The image binds 0.0.0.0; a later --bind wins, and this machine stays on loopback.
     web = ManagedProcess(
         "image-web", [*ENTRYPOINT, "web", "--bind", f"127.0.0.1:{port}"], image_env
     ).start()
-
-    def listening() -> bool:
-        web.assert_running()
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", port)) == 0
-
     try:
-        wait_until(listening, timeout=60, message="the image's web process to listen")
+        web.wait_listening(port, timeout=60)
         yield f"http://127.0.0.1:{port}"
     finally:
         web.stop()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from contextsvc.devenv.system import REPO_DIR, terminate_pid
+from contextsvc.devenv.system import REPO_DIR, port_open, terminate_pid
 
 LOG_DIR = REPO_DIR / ".local" / "test-logs"
 
@@ -69,12 +69,13 @@ class ManagedProcess:
     name: str
     argv: Sequence[str]
     env: Mapping[str, str]
+    log_dir: Path = LOG_DIR
     log_path: Path = field(init=False)
     proc: subprocess.Popen[bytes] | None = None
 
     def __post_init__(self) -> None:
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
-        self.log_path = LOG_DIR / f"{self.name}.log"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.log_dir / f"{self.name}.log"
 
     @property
     def pid(self) -> int:
@@ -99,6 +100,15 @@ class ManagedProcess:
         code = self.proc.poll()
         if code is not None:
             raise AssertionError(f"{self.name} exited with {code}:\n{self.log_tail()}")
+
+    def wait_listening(self, port: int, *, timeout: float) -> None:
+        """Until the process accepts connections on ``port``; fails at once if it exits."""
+
+        def listening() -> bool:
+            self.assert_running()
+            return port_open(port)
+
+        wait_until(listening, timeout=timeout, message=f"{self.name} to listen on {port}")
 
     def log_tail(self, lines: int = 40) -> str:
         if not self.log_path.exists():
