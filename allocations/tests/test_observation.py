@@ -23,7 +23,7 @@ from allocations.tasks import reconcile_allocation
 from allocations.v1 import PoolRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from tests.support.kube import admin_create, admin_delete, wait_for_phase
+from tests.support.kube import admin_create, admin_delete, make_pvc, wait_for_phase
 from tests.support.processes import ManagedProcess, manage_argv, wait_until
 
 
@@ -125,19 +125,7 @@ def expire_resource_version_one(namespace: str) -> None:
             return
         for index in range(10):
             name = f"churn-{batch}-{index}"
-            admin_create(
-                objects.PVC,
-                {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolumeClaim",
-                    "metadata": {"name": name, "namespace": namespace},
-                    "spec": {
-                        "accessModes": ["ReadWriteOnce"],
-                        "resources": {"requests": {"storage": "1Mi"}},
-                        "storageClassName": "churn-no-such-class",
-                    },
-                },
-            )
+            make_pvc(namespace, name, modes=["ReadWriteOnce"], storage_class="churn-no-such-class")
             admin_delete(objects.PVC, namespace, name)
         batch += 1
         time.sleep(1)

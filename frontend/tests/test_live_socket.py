@@ -9,30 +9,28 @@ from urllib.parse import urlsplit
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.contrib.auth.models import User
-from django.test import Client
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from contextsvc.core import events
-from contextsvc.core.users import ensure_role_groups, user_set_role
+from contextsvc.core.users import ensure_role_groups
+from frontend.tests.test_views import client_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.cluster]
 
 
 def session_cookie(role: str | None) -> str:
-    user = User.objects.create_user(f"socket-{role}", password="x" * 16)
-    if role:
-        ensure_role_groups()
-        user_set_role(user=user, role=role, actor="user:test")
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}"
+    return f"sessionid={client_for(role).cookies['sessionid'].value}"
 
 
 def socket_url(web_server: str, topic: str) -> str:
     return f"ws://{urlsplit(web_server).netloc}/ws/live/?topic={topic}"
+
+
+@pytest.fixture(autouse=True)
+def _roles() -> None:
+    ensure_role_groups()
 
 
 def test_a_viewer_gets_a_snapshot_then_events(web_server: str) -> None:

@@ -15,7 +15,7 @@ from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from profiles.models import SandboxProfile
 from tests.support.api import ApiClient, issue_token
-from tests.support.kube import admin_create, wait_for_phase
+from tests.support.kube import admin_create, make_template, wait_for_phase
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 FIXTURES = Path(__file__).resolve().parents[2] / "approvals" / "tests" / "fixtures"
@@ -243,26 +243,20 @@ def test_relaxations_are_explicit_and_only_switch_off_what_they_name(
 def test_template_profile_copies_the_template_blueprint(
     admin: ApiClient, caller: ApiClient, namespace: str
 ) -> None:
-    admin_create(
-        objects.SANDBOX_TEMPLATE,
+    make_template(
+        namespace,
+        "research",
         {
-            "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
-            "kind": "SandboxTemplate",
-            "metadata": {"name": "research", "namespace": namespace},
+            "metadata": {"labels": {"team": "research"}},
             "spec": {
-                "podTemplate": {
-                    "metadata": {"labels": {"team": "research"}},
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "agent",
-                                "image": "registry.example.com/research:7",
-                                "env": [{"name": "TEAM", "value": "research"}],
-                                "securityContext": {"runAsUser": 0},
-                            }
-                        ]
-                    },
-                }
+                "containers": [
+                    {
+                        "name": "agent",
+                        "image": "registry.example.com/research:7",
+                        "env": [{"name": "TEAM", "value": "research"}],
+                        "securityContext": {"runAsUser": 0},
+                    }
+                ]
             },
         },
     )
@@ -317,26 +311,20 @@ def test_template_profile_copies_the_template_blueprint(
 def test_template_that_mounts_the_workspace_is_refused_on_save(
     admin: ApiClient, namespace: str
 ) -> None:
-    admin_create(
-        objects.SANDBOX_TEMPLATE,
+    make_template(
+        namespace,
+        "greedy",
         {
-            "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
-            "kind": "SandboxTemplate",
-            "metadata": {"name": "greedy", "namespace": namespace},
+            "metadata": {"labels": {"context.rossoctl.io/pool": "mine"}},
             "spec": {
-                "podTemplate": {
-                    "metadata": {"labels": {"context.rossoctl.io/pool": "mine"}},
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "c",
-                                "image": "busybox:1.36",
-                                "volumeMounts": [{"name": "w", "mountPath": "/workspace"}],
-                            }
-                        ],
-                        "volumes": [{"name": "w", "emptyDir": {}}],
-                    },
-                }
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "busybox:1.36",
+                        "volumeMounts": [{"name": "w", "mountPath": "/workspace"}],
+                    }
+                ],
+                "volumes": [{"name": "w", "emptyDir": {}}],
             },
         },
     )
@@ -368,32 +356,26 @@ def test_template_that_mounts_the_workspace_is_refused_on_save(
 def test_template_that_reaches_the_host_is_refused_on_save(
     admin: ApiClient, namespace: str
 ) -> None:
-    admin_create(
-        objects.SANDBOX_TEMPLATE,
+    make_template(
+        namespace,
+        "escape",
         {
-            "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
-            "kind": "SandboxTemplate",
-            "metadata": {"name": "escape", "namespace": namespace},
             "spec": {
-                "podTemplate": {
-                    "spec": {
-                        "hostNetwork": True,
-                        "hostPID": True,
-                        "securityContext": {"appArmorProfile": {"type": "Unconfined"}},
-                        "containers": [
-                            {
-                                "name": "c",
-                                "image": "busybox:1.36",
-                                "securityContext": {
-                                    "privileged": True,
-                                    "seccompProfile": {"type": "Unconfined"},
-                                },
-                                "volumeMounts": [{"name": "root", "mountPath": "/host"}],
-                            }
-                        ],
-                        "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
-                    },
-                }
+                "hostNetwork": True,
+                "hostPID": True,
+                "securityContext": {"appArmorProfile": {"type": "Unconfined"}},
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "busybox:1.36",
+                        "securityContext": {
+                            "privileged": True,
+                            "seccompProfile": {"type": "Unconfined"},
+                        },
+                        "volumeMounts": [{"name": "root", "mountPath": "/host"}],
+                    }
+                ],
+                "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
             },
         },
     )

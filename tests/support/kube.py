@@ -61,20 +61,26 @@ def make_pvc(
     )
 
 
-def make_warm_pool(namespace: str, name: str, replicas: int = 2) -> None:
-    admin_create(
+def make_template(
+    namespace: str, name: str, pod_template: dict[str, Any], **spec: Any
+) -> dict[str, Any]:
+    return admin_create(
         objects.SANDBOX_TEMPLATE,
         {
             "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
             "kind": "SandboxTemplate",
-            "metadata": {"name": f"{name}-template", "namespace": namespace},
-            "spec": {
-                "podTemplate": {
-                    "spec": {"containers": [{"name": "sandbox", "image": "busybox:1.36"}]}
-                },
-                "networkPolicyManagement": "Unmanaged",
-            },
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"podTemplate": pod_template, **spec},
         },
+    )
+
+
+def make_warm_pool(namespace: str, name: str, replicas: int = 2) -> None:
+    make_template(
+        namespace,
+        f"{name}-template",
+        {"spec": {"containers": [{"name": "sandbox", "image": "busybox:1.36"}]}},
+        networkPolicyManagement="Unmanaged",
     )
     admin_create(
         objects.SANDBOX_WARM_POOL,
