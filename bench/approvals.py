@@ -148,8 +148,10 @@ Measured {now()} on {machine()}. Command: `make bench` (`python -m bench approva
 warm-up), {CONCURRENT_WAITERS} agents long-polling at a time through the web process
 (uvicorn, async consumer, Redis channel layer), each agent and its approver in a process
 of their own; from just before the approver's `POST …/decision` is sent to the waiting agent
-holding its answer. Target: p99 ≤ 250 ms. Earlier runs without the warm-up had p99
-189–360 ms, dominated by the first waves while the pool's processes were still starting.
+holding its answer. Target: p99 ≤ 250 ms. Four runs with the warm-up on 2026-11-29 gave
+p99 166, 204, 210 and 400 ms (the last right after the test suite, while the cluster was
+still deleting its namespaces): on this 2-core machine the tail follows whatever else runs.
+Runs without the warm-up had p99 189–360 ms, dominated by the pool's processes starting.
 
 | n | p50 | p99 | max |
 |---|---|---|---|
