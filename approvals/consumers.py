@@ -26,7 +26,7 @@ from approvals import selectors, services
 from contextsvc.core.auth import (
     InvalidCredentials,
     actor_of,
-    principal_from_header,
+    principal_from_headers,
     principal_scopes,
 )
 from contextsvc.core.errors import NotFound
@@ -46,8 +46,8 @@ def _in_thread(function: Any) -> Any:
 
 
 @_in_thread
-def _authenticate(header: str) -> tuple[str, frozenset[str]] | None:
-    found = principal_from_header(header)
+def _authenticate(authorization: str, sh_auth: str) -> tuple[str, frozenset[str]] | None:
+    found = principal_from_headers(authorization=authorization, sh_auth=sh_auth)
     if found is None:
         return None
     principal, _ = found
@@ -63,6 +63,11 @@ def _read(request_id: UUID, requested_by: str | None) -> dict[str, Any]:
 
 
 class ApprovalWaitConsumer(AsyncHttpConsumer):
+    # Not subscribed to a channel of its own: it listens on the request's group through a
+    # channel it makes in ``_wait``. (A consumer's own channel would keep one more blocking
+    # Redis read open per waiter, whose cancellation at the end logged spurious errors.)
+    channel_layer_alias = None
+
     async def handle(self, body: bytes) -> None:
         status, payload = await self._answer()
         headers = [(b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store")]
@@ -72,9 +77,12 @@ class ApprovalWaitConsumer(AsyncHttpConsumer):
 
     async def _answer(self) -> tuple[int, dict[str, Any]]:
         headers = dict(self.scope.get("headers") or [])
-        header = headers.get(b"authorization", b"").decode("latin-1")
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        sh_auth = headers.get(b"x-sh-auth", b"").decode("latin-1")
         try:
-            found = await _authenticate(header) if header else None
+            found = (
+                await _authenticate(authorization, sh_auth) if authorization or sh_auth else None
+            )
         except InvalidCredentials as exc:
             return 401, {"error": "unauthorized", "message": str(exc)}
         if found is None:

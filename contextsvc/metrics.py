@@ -24,7 +24,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from contextsvc.core.auth import InvalidCredentials, principal_from_header
+from contextsvc.core.auth import SH_AUTH_HEADER, InvalidCredentials, principal_from_headers
 from contextsvc.core.models import Scope
 
 READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
@@ -158,7 +158,10 @@ class ServiceCollector:
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
     try:
-        found = principal_from_header(request.headers.get("Authorization", ""))
+        found = principal_from_headers(
+            authorization=request.headers.get("Authorization", ""),
+            sh_auth=request.headers.get(SH_AUTH_HEADER, ""),
+        )
     except InvalidCredentials as exc:
         found, problem = None, str(exc)
     else:

@@ -122,6 +122,13 @@ def test_release_of_unknown_pool_is_404(api: ApiClient) -> None:
         ({"Authorization": "Bearer"}, "malformed bearer token"),
         ({"Authorization": "Bearer a b"}, "malformed bearer token"),
         ({"Authorization": "Basic dXNlcjpwYXNz"}, "Authentication credentials were not provided."),
+        ({"X-SH-Auth": "cs_notarealtoken"}, "invalid or revoked token"),
+        ({"X-SH-Auth": "Bearer cs_x"}, "malformed X-SH-Auth token (send the token alone)"),
+        ({"X-SH-Auth": " "}, "malformed X-SH-Auth token (send the token alone)"),
+        (
+            {"X-SH-Auth": "cs_a", "Authorization": "Basic dXNlcjpwYXNz"},
+            "Authorization and X-SH-Auth carry different credentials",
+        ),
     ],
 )
 def test_every_endpoint_needs_a_token(headers: dict[str, str], message: str) -> None:
@@ -140,6 +147,53 @@ def test_every_endpoint_needs_a_token(headers: dict[str, str], message: str) -> 
         if path.startswith("/v1/"):
             assert response.json() == {"error": "unauthorized", "message": message}
             assert response["WWW-Authenticate"] == 'Bearer realm="context-service"'
+    assert_nothing_written()
+
+
+def test_x_sh_auth_is_the_same_credential_as_a_bearer_token() -> None:
+    """contextctl sends ``X-SH-Auth: <token>``: the same token, scopes and audit identity."""
+    raw = issue_token("contextctl-user", ["allocations"])
+    reader_raw = issue_token("reader", ["read"])
+    client = Client()
+
+    listed = client.get("/v1/sandbox-pools", headers={"X-SH-Auth": raw})
+    both = client.get(
+        "/v1/sandbox-pools", headers={"X-SH-Auth": raw, "Authorization": f"Bearer {raw}"}
+    )
+    refused = client.post(
+        "/v1/sandbox-pools",
+        '{"name": "x", "replicas": 1}',
+        content_type="application/json",
+        headers={"X-SH-Auth": reader_raw},
+    )
+
+    assert (listed.status_code, listed.json()) == (200, {"items": []})
+    assert (both.status_code, both.json()) == (200, {"items": []})
+    assert refused.status_code == 403
+    assert refused.json() == {
+        "error": "forbidden",
+        "message": "this credential lacks the scope this endpoint needs",
+    }
+    assert_nothing_written()
+
+
+def test_two_different_tokens_in_one_request_are_refused() -> None:
+    first = issue_token("first", ["allocations"])
+    second = issue_token("second", ["admin"])
+
+    response = Client().post(
+        "/v1/sandbox-pools",
+        '{"name": "x", "replicas": 1, "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"}}',
+        content_type="application/json",
+        headers={"X-SH-Auth": first, "Authorization": f"Bearer {second}"},
+    )
+
+    assert response.status_code == 401
+    assert response.json() == {
+        "error": "unauthorized",
+        "message": "Authorization and X-SH-Auth carry different credentials",
+    }
+    assert response["WWW-Authenticate"] == 'Bearer realm="context-service"'
     assert_nothing_written()
 
 

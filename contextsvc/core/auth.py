@@ -104,49 +104,87 @@ def actor_of(principal: Any) -> str:
 
 
 class InvalidCredentials(Exception):
-    """A bearer token was sent but is malformed, unknown, expired or revoked."""
+    """A token was sent but is malformed, unknown, expired or revoked, or the request carries
+    two different tokens."""
 
 
-def principal_from_header(header: str) -> tuple[ApiPrincipal, ApiToken] | None:
-    """The principal of an ``Authorization`` header value; None when it is not a bearer
-    token at all (another scheme)."""
-    scheme, _, credentials = header.partition(" ")
+# contextctl sends ``X-SH-Auth: <token>`` (the header the Go service's gateway checked);
+# scripts send ``Authorization: Bearer <token>``. Both carry the same API-client tokens.
+SH_AUTH_HEADER = "X-SH-Auth"
+
+
+def _bearer_credentials(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer`` value; None for another scheme."""
+    scheme, _, credentials = authorization.partition(" ")
     if scheme.lower() != "bearer":
         return None
     credentials = credentials.strip()
     if not credentials or " " in credentials:
         raise InvalidCredentials("malformed bearer token")
-    token = (
-        ApiToken.objects.select_related("client").filter(token_hash=hash_token(credentials)).first()
-    )
+    return credentials
+
+
+def _sh_auth_credentials(value: str) -> str:
+    credentials = value.strip()
+    if not credentials or " " in credentials:
+        raise InvalidCredentials(f"malformed {SH_AUTH_HEADER} token (send the token alone)")
+    return credentials
+
+
+def request_token(*, authorization: str, sh_auth: str) -> str | None:
+    """The one token a request carries, from either header; None when it carries none.
+
+    Both headers may be sent (a gateway in front may add one), but then they must carry the
+    same token: two different credentials in one request are refused rather than one of
+    them picked, so that no header order decides who the caller is."""
+    bearer = _bearer_credentials(authorization) if authorization else None
+    if not sh_auth:
+        return bearer
+    token = _sh_auth_credentials(sh_auth)
+    if authorization and bearer != token:
+        raise InvalidCredentials(f"Authorization and {SH_AUTH_HEADER} carry different credentials")
+    return token
+
+
+def principal_from_token(token: str) -> tuple[ApiPrincipal, ApiToken]:
+    found = ApiToken.objects.select_related("client").filter(token_hash=hash_token(token)).first()
     now = timezone.now()
     if (
-        token is None
-        or token.revoked_at is not None
-        or (token.expires_at is not None and token.expires_at <= now)
-        or not token.client.is_active
+        found is None
+        or found.revoked_at is not None
+        or (found.expires_at is not None and found.expires_at <= now)
+        or not found.client.is_active
     ):
         raise InvalidCredentials("invalid or revoked token")
-    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    if found.last_used_at is None or now - found.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
     principal = ApiPrincipal(
-        client_id=token.client_id,
-        name=token.client.name,
-        scopes=frozenset(token.client.scopes),
-        agent_types=frozenset(token.client.agent_types),
+        client_id=found.client_id,
+        name=found.client.name,
+        scopes=frozenset(found.client.scopes),
+        agent_types=frozenset(found.client.agent_types),
     )
-    return principal, token
+    return principal, found
+
+
+def principal_from_headers(
+    *, authorization: str, sh_auth: str
+) -> tuple[ApiPrincipal, ApiToken] | None:
+    """The API client a request's headers name; None when they carry no token at all."""
+    token = request_token(authorization=authorization, sh_auth=sh_auth)
+    return principal_from_token(token) if token is not None else None
 
 
 class BearerTokenAuthentication(BaseAuthentication):
-    """``Authorization: Bearer cs_…`` as ``contextctl`` sends it with ``$CS_TOKEN``."""
+    """API-client tokens: ``Authorization: Bearer cs_…`` (scripts, curl) or
+    ``X-SH-Auth: cs_…`` (contextctl, Serverless Harness)."""
 
     def authenticate(self, request: Request) -> tuple[ApiPrincipal, ApiToken] | None:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
-            return None
         try:
-            return principal_from_header(header)
+            return principal_from_headers(
+                authorization=request.META.get("HTTP_AUTHORIZATION", ""),
+                sh_auth=request.META.get("HTTP_X_SH_AUTH", ""),
+            )
         except InvalidCredentials as exc:
             raise exceptions.AuthenticationFailed(str(exc)) from None
 
