@@ -22,6 +22,19 @@ REPLICAS_MESSAGE = "replicas must be between 1 and 100"
 WARM_POOL_WITH_WORKSPACE = "warmPoolRef cannot be combined with workspace settings"
 READ_ONLY_REQUIRED = "workspace.readOnly is required with workspace.claimName"
 READ_ONLY_WITHOUT_CLAIM = "workspace.readOnly requires workspace.claimName"
+WARM_POOL_NAME_MESSAGE = "warmPoolRef must be a lowercase Kubernetes name"
+CLAIM_NAME_MESSAGE = "workspace.claimName must be a lowercase Kubernetes name"
+CLAIM_WITH_STORAGE = "workspace.claimName cannot be combined with size, accessMode, or storageClass"
+SIZE_REQUIRED = "workspace.size is required"
+SIZE_MESSAGE = "workspace.size must be a positive Kubernetes quantity"
+# The two words in this order here, and the other way round in the contexts message below:
+# both are the Go service's own strings.
+ACCESS_MODE_MESSAGE = "workspace.accessMode must be ReadWriteMany or ReadWriteOnce"
+NAMESPACE_MESSAGE = "namespace must be a lowercase Kubernetes name"
+CONTEXT_TYPE_MESSAGE = "type must be workspace, memory, knowledge, or artifacts"
+BACKEND_MESSAGE = "storage.backend must be pvc"
+STORAGE_SIZE_MESSAGE = "storage.size must be a positive Kubernetes quantity"
+STORAGE_ACCESS_MODE_MESSAGE = "storage.accessMode must be ReadWriteOnce or ReadWriteMany"
 ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
 
 POOL_FIELDS = frozenset({"name", "replicas", "warmPoolRef", "workspace", "profile", "namespace"})
@@ -80,7 +93,7 @@ def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
         raise InvalidRequest(REPLICAS_MESSAGE)
     if warm_pool:
         if not is_dns1123_subdomain(warm_pool):
-            raise InvalidRequest("warmPoolRef must be a DNS-1123 subdomain")
+            raise InvalidRequest(WARM_POOL_NAME_MESSAGE)
         if size or access_mode or storage_class or claim or read_only is not None:
             raise InvalidRequest(WARM_POOL_WITH_WORKSPACE)
         _check_namespace(namespace)
@@ -94,12 +107,9 @@ def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
         )
     if claim:
         if not is_dns1123_subdomain(claim):
-            raise InvalidRequest("workspace.claimName must be a DNS-1123 subdomain")
+            raise InvalidRequest(CLAIM_NAME_MESSAGE)
         if size or access_mode or storage_class:
-            raise InvalidRequest(
-                "workspace.size, workspace.accessMode and workspace.storageClass must be empty "
-                "with workspace.claimName"
-            )
+            raise InvalidRequest(CLAIM_WITH_STORAGE)
         if read_only is None:
             raise InvalidRequest(READ_ONLY_REQUIRED)
         _check_namespace(namespace)
@@ -114,12 +124,12 @@ def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
         )
     if read_only is not None:
         raise InvalidRequest(READ_ONLY_WITHOUT_CLAIM)
-    if not size:
-        raise InvalidRequest("workspace.size is required")
+    if not size.strip():
+        raise InvalidRequest(SIZE_REQUIRED)
     if not is_positive_quantity(size):
-        raise InvalidRequest("workspace.size must be a positive Kubernetes quantity")
+        raise InvalidRequest(SIZE_MESSAGE)
     if access_mode not in ACCESS_MODES:
-        raise InvalidRequest("workspace.accessMode must be ReadWriteOnce or ReadWriteMany")
+        raise InvalidRequest(ACCESS_MODE_MESSAGE)
     if storage_class and not is_dns1123_subdomain(storage_class):
         raise InvalidRequest("workspace.storageClass must be a DNS-1123 subdomain")
     _check_namespace(namespace)
@@ -138,7 +148,7 @@ def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
 
 def _check_namespace(namespace: str) -> None:
     if namespace and not is_dns1123_label(namespace):
-        raise InvalidRequest("namespace must be a DNS-1123 label")
+        raise InvalidRequest(NAMESPACE_MESSAGE)
 
 
 V1_STATUS = {
@@ -213,15 +223,15 @@ def parse_context_request(body: dict[str, Any]) -> ContextRequest:
     if not is_pool_name(name):
         raise InvalidRequest(NAME_MESSAGE)
     if not is_dns1123_label(namespace):
-        raise InvalidRequest("namespace must be a DNS-1123 label")
+        raise InvalidRequest(NAMESPACE_MESSAGE)
     if context_type not in CONTEXT_TYPES:
-        raise InvalidRequest("type must be one of workspace, memory, knowledge, artifacts")
+        raise InvalidRequest(CONTEXT_TYPE_MESSAGE)
     if backend != "pvc":
-        raise InvalidRequest("storage.backend must be pvc")
+        raise InvalidRequest(BACKEND_MESSAGE)
     if not is_positive_quantity(size):
-        raise InvalidRequest("storage.size must be a positive Kubernetes quantity")
+        raise InvalidRequest(STORAGE_SIZE_MESSAGE)
     if access_mode not in ACCESS_MODES:
-        raise InvalidRequest("storage.accessMode must be ReadWriteOnce or ReadWriteMany")
+        raise InvalidRequest(STORAGE_ACCESS_MODE_MESSAGE)
     if storage_class and not is_dns1123_subdomain(storage_class):
         raise InvalidRequest("storage.storageClass must be a DNS-1123 subdomain")
     return ContextRequest(name, namespace, context_type, size, access_mode, storage_class)

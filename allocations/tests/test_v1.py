@@ -22,8 +22,24 @@ def refused(body: dict[str, Any]) -> str:
     return excinfo.value.message
 
 
+# The Go service's own strings, exactly as ../shared/reference/v1-api.md lists them (written
+# out here rather than imported, so that a change to the implementation's text fails).
 NAME = "name must be a lowercase Kubernetes name no longer than 50 characters"
 REPLICAS = "replicas must be between 1 and 100"
+WARM_POOL_NAME = "warmPoolRef must be a lowercase Kubernetes name"
+WARM_POOL_WITH_WORKSPACE = "warmPoolRef cannot be combined with workspace settings"
+CLAIM_NAME = "workspace.claimName must be a lowercase Kubernetes name"
+CLAIM_WITH_STORAGE = "workspace.claimName cannot be combined with size, accessMode, or storageClass"
+READ_ONLY_REQUIRED = "workspace.readOnly is required with workspace.claimName"
+READ_ONLY_WITHOUT_CLAIM = "workspace.readOnly requires workspace.claimName"
+SIZE_REQUIRED = "workspace.size is required"
+SIZE = "workspace.size must be a positive Kubernetes quantity"
+ACCESS_MODE = "workspace.accessMode must be ReadWriteMany or ReadWriteOnce"
+NAMESPACE = "namespace must be a lowercase Kubernetes name"
+CONTEXT_TYPE = "type must be workspace, memory, knowledge, or artifacts"
+BACKEND = "storage.backend must be pvc"
+STORAGE_SIZE = "storage.size must be a positive Kubernetes quantity"
+STORAGE_ACCESS_MODE = "storage.accessMode must be ReadWriteOnce or ReadWriteMany"
 
 
 # Shared with the HTTP tests in test_api_input.py, which send each body for real.
@@ -49,63 +65,46 @@ POOL_ERRORS: list[tuple[dict[str, Any], str]] = [
     ({"name": "x", "workspace": RWX}, REPLICAS),
     (pool(replicas=10**30), REPLICAS),
     # 3. warmPoolRef
-    (pool(warmPoolRef="Bad_Pool", workspace={}), "warmPoolRef must be a DNS-1123 subdomain"),
-    (pool(warmPoolRef="warm"), "warmPoolRef cannot be combined with workspace settings"),
-    (
-        pool(warmPoolRef="warm", workspace={"readOnly": False}),
-        "warmPoolRef cannot be combined with workspace settings",
-    ),
-    (
-        pool(warmPoolRef="warm", workspace={"claimName": "data"}),
-        "warmPoolRef cannot be combined with workspace settings",
-    ),
+    (pool(warmPoolRef="Bad_Pool", workspace={}), WARM_POOL_NAME),
+    # the name is checked before the workspace
+    (pool(warmPoolRef="Bad_Pool"), WARM_POOL_NAME),
+    (pool(warmPoolRef="warm"), WARM_POOL_WITH_WORKSPACE),
+    (pool(warmPoolRef="warm", workspace={"readOnly": False}), WARM_POOL_WITH_WORKSPACE),
+    (pool(warmPoolRef="warm", workspace={"claimName": "data"}), WARM_POOL_WITH_WORKSPACE),
+    (pool(warmPoolRef="warm", workspace={"storageClass": "fast"}), WARM_POOL_WITH_WORKSPACE),
+    # "nothing else is checked" with a warm pool: a bad replica count still comes first
+    (pool(warmPoolRef="Bad_Pool", replicas=0), REPLICAS),
     # 4. claimName
+    (pool(workspace={"claimName": "Bad!", "readOnly": True}), CLAIM_NAME),
+    (pool(workspace={"claimName": "Bad!", "size": "1Gi"}), CLAIM_NAME),
+    (pool(workspace={"claimName": "data", "size": "1Gi", "readOnly": True}), CLAIM_WITH_STORAGE),
     (
-        pool(workspace={"claimName": "Bad!", "readOnly": True}),
-        "workspace.claimName must be a DNS-1123 subdomain",
-    ),
-    (
-        pool(workspace={"claimName": "data", "size": "1Gi", "readOnly": True}),
-        "workspace.size, workspace.accessMode and workspace.storageClass must be empty with "
-        "workspace.claimName",
+        pool(workspace={"claimName": "data", "accessMode": "ReadWriteOnce", "readOnly": True}),
+        CLAIM_WITH_STORAGE,
     ),
     (
         pool(workspace={"claimName": "data", "storageClass": "x", "readOnly": True}),
-        "workspace.size, workspace.accessMode and workspace.storageClass must be empty with "
-        "workspace.claimName",
+        CLAIM_WITH_STORAGE,
     ),
-    (
-        pool(workspace={"claimName": "data"}),
-        "workspace.readOnly is required with workspace.claimName",
-    ),
+    # combined storage is reported before the missing readOnly
+    (pool(workspace={"claimName": "data", "size": "1Gi"}), CLAIM_WITH_STORAGE),
+    (pool(workspace={"claimName": "data"}), READ_ONLY_REQUIRED),
     # 5. managed workspace
-    (
-        pool(workspace={**RWX, "readOnly": True}),
-        "workspace.readOnly requires workspace.claimName",
-    ),
-    (pool(workspace={"accessMode": "ReadWriteOnce"}), "workspace.size is required"),
-    (pool(workspace={}), "workspace.size is required"),
-    ({"name": "x", "replicas": 1}, "workspace.size is required"),
-    (
-        pool(workspace={"size": "0", "accessMode": "ReadWriteOnce"}),
-        "workspace.size must be a positive Kubernetes quantity",
-    ),
-    (
-        pool(workspace={"size": "-5Gi", "accessMode": "ReadWriteOnce"}),
-        "workspace.size must be a positive Kubernetes quantity",
-    ),
-    (
-        pool(workspace={"size": "5 GB", "accessMode": "ReadWriteOnce"}),
-        "workspace.size must be a positive Kubernetes quantity",
-    ),
-    (
-        pool(workspace={"size": "5Gi"}),
-        "workspace.accessMode must be ReadWriteOnce or ReadWriteMany",
-    ),
-    (
-        pool(workspace={"size": "5Gi", "accessMode": "ReadOnlyMany"}),
-        "workspace.accessMode must be ReadWriteOnce or ReadWriteMany",
-    ),
+    (pool(workspace={**RWX, "readOnly": True}), READ_ONLY_WITHOUT_CLAIM),
+    (pool(workspace={"size": "x", "readOnly": False}), READ_ONLY_WITHOUT_CLAIM),
+    (pool(workspace={"accessMode": "ReadWriteOnce"}), SIZE_REQUIRED),
+    (pool(workspace={}), SIZE_REQUIRED),
+    ({"name": "x", "replicas": 1}, SIZE_REQUIRED),
+    # "empty or blank"
+    (pool(workspace={"size": "   ", "accessMode": "ReadWriteOnce"}), SIZE_REQUIRED),
+    (pool(workspace={"size": "\t", "accessMode": "bogus"}), SIZE_REQUIRED),
+    (pool(workspace={"size": "0", "accessMode": "ReadWriteOnce"}), SIZE),
+    (pool(workspace={"size": "-5Gi", "accessMode": "ReadWriteOnce"}), SIZE),
+    (pool(workspace={"size": "5 GB", "accessMode": "ReadWriteOnce"}), SIZE),
+    (pool(workspace={"size": " 5Gi", "accessMode": "ReadWriteOnce"}), SIZE),
+    (pool(workspace={"size": "5Gi"}), ACCESS_MODE),
+    (pool(workspace={"size": "5Gi", "accessMode": "ReadOnlyMany"}), ACCESS_MODE),
+    (pool(workspace={"size": "5Gi", "accessMode": "readwritemany"}), ACCESS_MODE),
     (
         pool(workspace={**RWX, "storageClass": "Not A Class"}),
         "workspace.storageClass must be a DNS-1123 subdomain",
@@ -130,7 +129,7 @@ POOL_ERRORS: list[tuple[dict[str, Any], str]] = [
         "workspace.readOnly must be a boolean",
     ),
     # extension fields are validated after the contract's own rules
-    (pool(namespace="Not_A_Label"), "namespace must be a DNS-1123 label"),
+    (pool(namespace="Not_A_Label"), NAMESPACE),
     (pool(profile=5), "profile must be a string"),
 ]
 
@@ -185,19 +184,25 @@ def context(**fields: Any) -> dict[str, Any]:
 
 CONTEXT_ERRORS: list[tuple[dict[str, Any], str]] = [
     (context(name="Bad"), NAME),
-    (context(namespace="team.1"), "namespace must be a DNS-1123 label"),
-    (context(namespace="a" * 64), "namespace must be a DNS-1123 label"),
-    (context(type="cache"), "type must be one of workspace, memory, knowledge, artifacts"),
-    (context(storage={"backend": "s3"}), "storage.backend must be pvc"),
-    (context(storage=None), "storage.backend must be pvc"),
+    (context(name="Bad", namespace="Bad"), NAME),
+    (context(namespace="team.1"), NAMESPACE),
+    (context(namespace="a" * 64), NAMESPACE),
+    (context(namespace=""), NAMESPACE),
+    (context(namespace="team.1", type="cache"), NAMESPACE),
+    (context(type="cache"), CONTEXT_TYPE),
+    (context(type=""), CONTEXT_TYPE),
+    (context(type="cache", storage={"backend": "s3"}), CONTEXT_TYPE),
+    (context(storage={"backend": "s3"}), BACKEND),
+    (context(storage=None), BACKEND),
+    (context(storage={"backend": "s3", "size": "0"}), BACKEND),
     (
         context(storage={"backend": "pvc", "size": "0Gi", "accessMode": "ReadWriteOnce"}),
-        "storage.size must be a positive Kubernetes quantity",
+        STORAGE_SIZE,
     ),
-    (
-        context(storage={"backend": "pvc", "size": "1Gi", "accessMode": "RWX"}),
-        "storage.accessMode must be ReadWriteOnce or ReadWriteMany",
-    ),
+    (context(storage={"backend": "pvc", "accessMode": "ReadWriteOnce"}), STORAGE_SIZE),
+    (context(storage={"backend": "pvc", "size": "0", "accessMode": "RWX"}), STORAGE_SIZE),
+    (context(storage={"backend": "pvc", "size": "1Gi", "accessMode": "RWX"}), STORAGE_ACCESS_MODE),
+    (context(storage={"backend": "pvc", "size": "1Gi"}), STORAGE_ACCESS_MODE),
     (
         context(
             storage={
