@@ -127,6 +127,8 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
 def resync_contexts(
     pvcs: dict[tuple[str, str], dict[str, Any]], report: ResyncReport, *, adopt: bool
 ) -> None:
+    from allocations.tasks import reconcile_context
+
     active = list(ContextResource.objects.exclude(status=ContextResource.Status.DELETED))
     changed = 0
     for context in active:
@@ -137,6 +139,13 @@ def resync_contexts(
             changed += services.context_observe(
                 context_id=context.pk, bound=objects.pvc_is_bound(pvc)
             )
+        elif (
+            context.status == ContextResource.Status.PROVISIONING
+            and timezone.now() - context.updated_at > _requeue_grace()
+        ):
+            # The request that made it died before creating its PVC, or the worker gave up.
+            reconcile_context.delay(context.pk)
+            report.requeued.append(f"context {context.namespace}/{context.name}")
     report.changed += changed
     if not adopt:
         return

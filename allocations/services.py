@@ -409,26 +409,44 @@ def allocation_observe_ready(*, allocation_id: int, ready: int) -> bool:
 # --- Named contexts ---------------------------------------------------------------------------
 
 
-def context_create(*, request: ContextRequest, actor: str) -> ContextResource:
+@dataclass(frozen=True)
+class ContextCreated:
+    context: ContextResource
+    # Set when the PVC could not be created within the request (the worker keeps trying).
+    message: str = ""
+
+
+def _context_taken(name: str, namespace: str) -> AlreadyExists:
+    return AlreadyExists(f'context "{name}" already exists in namespace "{namespace}"')
+
+
+def _context_refused(error: kube.KubeError, namespace: str) -> Exception:
+    """The domain error for a PVC the cluster will not take, whatever we retry."""
+    if error.status == 404:
+        # A PVC's resource type always exists: a 404 on create is the namespace.
+        return InvalidRequest(f'namespace "{namespace}" does not exist')
+    if error.status == 422:
+        return InvalidRequest(f"the cluster refused the context's PVC: {error.message}")
+    return KubernetesFailure(error.message)
+
+
+def context_create(*, request: ContextRequest, actor: str) -> ContextCreated:
+    """Record the context and create its PVC in the request, as the Go service did: when
+    the 201 arrives, callers mount ``attachment.claimName`` at once.
+
+    The API server first checks the PVC in a dry run, so that a request the cluster would
+    refuse (no such namespace, an invalid spec) is a 4xx with nothing written. The row and
+    its audit entry are committed before the real create; a transient failure of that
+    create leaves the PVC to the worker, and the response says so."""
     from allocations.tasks import reconcile_context
 
     _namespace_for(request.namespace)
-    taken = AlreadyExists(
-        f'context "{request.name}" already exists in namespace "{request.namespace}"'
-    )
+    taken = _context_taken(request.name, request.namespace)
     if (
         ContextResource.objects.filter(name=request.name, namespace=request.namespace)
         .exclude(status=ContextResource.Status.DELETED)
         .exists()
     ):
-        raise taken
-    try:
-        existing = kube.get_object(
-            objects.PVC, request.namespace, objects.context_pvc_name(request.name)
-        )
-    except kube.KubeError as exc:
-        raise KubernetesFailure(exc.message) from exc
-    if existing is not None:
         raise taken
     context = ContextResource(
         name=request.name,
@@ -441,6 +459,15 @@ def context_create(*, request: ContextRequest, actor: str) -> ContextResource:
     )
     context.full_clean(validate_constraints=False)
     try:
+        if not kube.create_if_absent(
+            objects.PVC, objects.context_manifest_of(context), dry_run=True
+        ):
+            raise taken
+    except kube.KubeError as error:
+        if not error.transient:
+            raise _context_refused(error, request.namespace) from error
+        # The worker meets the same cluster later; the row is worth writing.
+    try:
         with transaction.atomic():
             context.save()
             audit_record(
@@ -450,11 +477,69 @@ def context_create(*, request: ContextRequest, actor: str) -> ContextResource:
                 target=f"{context.namespace}/{context.name}",
                 payload={"type": context.type, "size": context.size},
             )
-            context_id = context.pk
-            transaction.on_commit(lambda: reconcile_context.delay(context_id))
     except IntegrityError:
         raise taken from None
-    return context
+    try:
+        context_apply(context_id=context.pk)
+    except kube.KubeError as error:
+        if not error.transient:
+            context_fail(context_id=context.pk, message=error.message)
+            raise _context_refused(error, request.namespace) from error
+        reconcile_context.delay(context.pk)
+        context.refresh_from_db()
+        return ContextCreated(
+            context,
+            f"the PVC could not be created yet ({error.message}); the service keeps trying",
+        )
+    except ContextNameTaken:
+        raise taken from None
+    context.refresh_from_db()
+    return ContextCreated(context)
+
+
+class ContextNameTaken(Exception):
+    """A PVC of somebody else's sits under the context's PVC name."""
+
+
+def context_apply(*, context_id: int) -> str:
+    """Create a provisioning context's PVC; idempotent (one that exists with the context's
+    labels counts as done). Raises ``kube.KubeError`` as the cluster answered, and
+    ``ContextNameTaken`` (after marking the context deleted: it never had a PVC of its
+    own) when a foreign PVC holds the name."""
+    context = ContextResource.objects.filter(
+        pk=context_id, status=ContextResource.Status.PROVISIONING
+    ).first()
+    if context is None:
+        return "nothing to do"
+    body = objects.context_manifest_of(context)
+    if kube.create_if_absent(objects.PVC, body):
+        return "created"
+    existing = kube.get_object(objects.PVC, context.namespace, body["metadata"]["name"])
+    if existing is None or objects.is_context_pvc(existing, context.name):
+        # Gone again in between: the next reconcile or the resync creates it.
+        return "exists"
+    _context_drop(context, reason="its PVC name is held by an object the service does not own")
+    raise ContextNameTaken(context.name)
+
+
+def _context_drop(context: ContextResource, *, reason: str) -> None:
+    with transaction.atomic():
+        updated = ContextResource.objects.filter(
+            pk=context.pk, status=ContextResource.Status.PROVISIONING
+        ).update(
+            status=ContextResource.Status.DELETED,
+            message=reason,
+            deleted_at=Now(),
+            updated_at=Now(),
+        )
+        if updated:
+            audit_record(
+                actor=SYSTEM_ACTOR,
+                action="context.fail",
+                target_type="context",
+                target=f"{context.namespace}/{context.name}",
+                payload={"message": reason},
+            )
 
 
 def context_delete(*, namespace: str, name: str, actor: str) -> ContextResource:

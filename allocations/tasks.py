@@ -114,31 +114,21 @@ def rollback_allocation(self: Task, allocation_id: int) -> str:
 
 @shared_task(bind=True, name="allocations.tasks.reconcile_context", max_retries=None)
 def reconcile_context(self: Task, context_id: int) -> str:
+    """The safety net behind ``POST /v1/contexts``, which creates the PVC itself: this
+    runs when that create failed transiently, or when the resync finds a context whose PVC
+    never appeared."""
     with locks.try_advisory_lock(locks.CONTEXT, context_id) as acquired:
         if not acquired:
             raise self.retry(countdown=LOCK_BUSY_COUNTDOWN)
-        context = ContextResource.objects.filter(
-            pk=context_id, status=ContextResource.Status.PROVISIONING
-        ).first()
-        if context is None:
-            return "nothing to do"
-        body = objects.context_pvc_manifest(
-            name=context.name,
-            namespace=context.namespace,
-            context_type=context.type,
-            size=context.size,
-            access_mode=context.access_mode,
-            storage_class=context.storage_class or None,
-        )
         try:
-            if not kube.create_if_absent(objects.PVC, body):
-                return "exists"
+            return services.context_apply(context_id=context_id)
+        except services.ContextNameTaken:
+            return "name taken"
         except kube.KubeError as error:
             if error.transient and self.request.retries < 10:
                 raise self.retry(countdown=_backoff(self.request.retries)) from error
             services.context_fail(context_id=context_id, message=error.message)
             return "failed"
-        return "created"
 
 
 @shared_task(bind=True, name="allocations.tasks.delete_context", max_retries=None)
@@ -150,8 +140,13 @@ def delete_context(self: Task, context_id: int) -> str:
         return "nothing to do"
     name = objects.context_pvc_name(context.name)
     try:
-        kube.delete_object(objects.PVC, context.namespace, name)
-        gone = kube.get_object(objects.PVC, context.namespace, name) is None
+        pvc = kube.get_object(objects.PVC, context.namespace, name)
+        # Only the context's own PVC is deleted: a failed context may never have had one,
+        # and an object of somebody else's under that name is theirs.
+        if pvc is not None and objects.is_context_pvc(pvc, context.name):
+            kube.delete_object(objects.PVC, context.namespace, name)
+            pvc = kube.get_object(objects.PVC, context.namespace, name)
+        gone = pvc is None or not objects.is_context_pvc(pvc, context.name)
     except kube.KubeError as exc:
         raise self.retry(countdown=_backoff(self.request.retries)) from exc
     if not gone and self.request.retries < RELEASE_POLLS:

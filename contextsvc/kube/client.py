@@ -210,20 +210,22 @@ def list_objects(kind: ApiKind, namespace: str | None, selector: str = "") -> li
     return items
 
 
-def create_object(kind: ApiKind, body: Obj) -> Obj:
-    """Create; raises the client's exception unchanged so callers can test AlreadyExists."""
+def create_object(kind: ApiKind, body: Obj, *, dry_run: bool = False) -> Obj:
+    """Create; raises the client's exception unchanged so callers can test AlreadyExists.
+    ``dry_run`` has the API server validate and admit the object without storing it."""
     access.check(kind, "create")
     namespace = body["metadata"].get("namespace")
-    created: Obj = _call("POST", _path(kind, namespace), body=body)
+    query = [("dryRun", "All")] if dry_run else None
+    created: Obj = _call("POST", _path(kind, namespace), query=query, body=body)
     return created
 
 
-def create_if_absent(kind: ApiKind, body: Obj) -> bool:
+def create_if_absent(kind: ApiKind, body: Obj, *, dry_run: bool = False) -> bool:
     """Create; False when an object with that name already exists (the caller decides
     whether it is ours). Any other failure raises a classified ``KubeError``."""
     metadata = body["metadata"]
     try:
-        create_object(kind, body)
+        create_object(kind, body, dry_run=dry_run)
     except Exception as exc:
         if is_already_exists(exc):
             return False

@@ -559,6 +559,24 @@ def context_pvc_manifest(
     return body
 
 
+def context_manifest_of(context: Any) -> Manifest:
+    """The PVC of a named context row (``ContextResource``)."""
+    return context_pvc_manifest(
+        name=context.name,
+        namespace=context.namespace,
+        context_type=context.type,
+        size=context.size,
+        access_mode=context.access_mode,
+        storage_class=context.storage_class or None,
+    )
+
+
+def is_context_pvc(pvc: Mapping[str, Any], name: str) -> bool:
+    """The PVC carries both labels of the named context ``name`` (else it is not one)."""
+    labels = labels_of(pvc)
+    return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(CONTEXT_NAME_LABEL) == name
+
+
 # --- Observed state -----------------------------------------------------------------------------
 
 

@@ -3,11 +3,16 @@ platform (or the old Go service) would have made them."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
 from typing import Any
 
 from allocations.models import Allocation
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
+from contextsvc.testenv import ClusterHandle
 from tests.support.processes import wait_until
 
 # Fixtures are made with the cluster admin's rights, as the caller's platform would make
@@ -126,3 +131,15 @@ def wait_for_phase(name: str, phase: str, *, timeout: float = 60) -> Allocation:
     found = wait_until(reached, timeout=timeout, interval=0.1, message=f"{name} to be {phase}")
     assert isinstance(found, Allocation)
     return found
+
+
+@contextlib.contextmanager
+def frozen_apiserver(cluster: ClusterHandle) -> Iterator[None]:
+    """The test cluster's API server stopped (SIGSTOP) for the block: connections are
+    accepted by the kernel but never answered, as with a hung or overloaded server."""
+    pid = cluster.state.pids["kube-apiserver"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
