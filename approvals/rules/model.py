@@ -119,7 +119,7 @@ def operation_from_dict(data: Mapping[str, Any]) -> Operation:
     if not isinstance(data, Mapping):
         raise OperationError("operation", f"must be an object, got {json_type(data)}")
     kind = data.get("kind")
-    if kind not in _OPERATION_FIELDS:
+    if not isinstance(kind, str) or kind not in _OPERATION_FIELDS:
         raise OperationError("kind", f"must be one of shell, file, network; got {kind!r}")
     unknown = sorted(set(data) - _OPERATION_FIELDS[kind])
     if unknown:

@@ -194,6 +194,15 @@ def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
             {"contextId": "c", "agentType": "data-agent", "operation": {"kind": "exec"}},
             "kind: must be one of shell, file, network; got 'exec'",
         ),
+        # Found by schemathesis: a kind that is not a string was a 500.
+        (
+            {"contextId": "c", "agentType": "data-agent", "operation": {"kind": {}}},
+            "kind: must be one of shell, file, network; got {}",
+        ),
+        (
+            {"contextId": "c", "agentType": "data-agent", "operation": {"kind": ["shell"]}},
+            "kind: must be one of shell, file, network; got ['shell']",
+        ),
         (
             {
                 "contextId": "c",
