@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from contextsvc.celery import app as celery_app
-from contextsvc.devenv.system import free_port
 from contextsvc.testenv import ClusterHandle, ensure_cluster, throwaway_namespace
 from tests.support.processes import (
     ManagedProcess,
@@ -22,6 +21,7 @@ from tests.support.processes import (
     child_env,
     manage_argv,
     wait_until,
+    web_process,
 )
 
 
@@ -126,17 +126,9 @@ def watcher_process(
 
 @pytest.fixture(scope="session")
 def web_server(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
-    """The real web process (``manage.py serve``: uvicorn, the HTTP bridge, Channels) on a
-    free loopback port, against the test database. Yields its base URL."""
-    port = free_port()
-    server = ManagedProcess(
-        "web", manage_argv("serve", "--bind", f"127.0.0.1:{port}"), child_env()
-    ).start()
-    try:
-        server.wait_listening(port, timeout=30)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    """The real web process, shared by the session's tests. Yields its base URL."""
+    with web_process() as url:
+        yield url
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -19,7 +19,7 @@ from cs_agent import ApprovalClient, Verdict
 from profiles.services import profile_save
 from tests.support.api import issue_token
 from tests.support.kube import wait_for_phase
-from tests.support.processes import wait_until
+from tests.support.processes import ManagedProcess, paused, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.cluster]
 
@@ -31,6 +31,7 @@ def test_allocation_from_the_form_turns_ready_live_and_is_released(
     live_page: Callable[..., Any],
     namespace: str,
     screenshot: Callable[..., Any],
+    watcher_process: ManagedProcess,
 ) -> None:
     make_user("ada", "admin")
     login(page, "ada")
@@ -41,17 +42,19 @@ def test_allocation_from_the_form_turns_ready_live_and_is_released(
     page.fill("#id_replicas", "3")
     page.check("input[name=strategy][value=shared]")
     page.fill("#id_size", "1Gi")
-    page.click("#allocation-form button[type=submit]")
-
-    page.wait_for_selector('#live-indicator[data-state="live"]')
     heading = page.locator("#allocation")
-    initial = heading.locator('[data-field="ready"]').text_content()
-    page.evaluate("window.__not_reloaded = true")
+    # Readiness is observed by the watcher: held until the page is live, so that the page
+    # certainly starts below 3/3 (on a fast cluster it could otherwise be ready first).
+    with paused(watcher_process):
+        page.click("#allocation-form button[type=submit]")
+        page.wait_for_selector('#live-indicator[data-state="live"]')
+        initial = heading.locator('[data-field="ready"]').text_content()
+        page.evaluate("window.__not_reloaded = true")
+    assert initial == "0/3"
     expect(heading.locator('[data-field="ready"]')).to_have_text("3/3", timeout=60_000)
     expect(heading.locator('[data-field="phase"]')).to_have_text("ready")
+    # It got there without a reload: through the socket.
     assert page.evaluate("window.__not_reloaded") is True
-    # It started below 3/3 and got there without a reload: through the socket.
-    assert initial != "3/3"
     # NetworkPolicy, the shared PVC, three Sandboxes and their three Pods.
     expect(page.locator("#objects details.object")).to_have_count(8, timeout=30_000)
     sandbox = page.locator("#objects details.object", has_text="Sandbox sandbox-from-the-form-0")

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import connection
 
-from contextsvc.devenv.system import REPO_DIR, port_open, terminate_pid
+from contextsvc.devenv.system import REPO_DIR, free_port, port_open, terminate_pid
 
 LOG_DIR = REPO_DIR / ".local" / "test-logs"
 
@@ -121,6 +123,17 @@ class ManagedProcess:
             self.proc.wait()
 
 
+@contextlib.contextmanager
+def paused(process: ManagedProcess) -> Iterator[None]:
+    """The process stopped (SIGSTOP) for the block and resumed after: what it would have
+    done in between happens, in order, when it resumes."""
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+
+
 def celery_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "contextsvc", *args]
 
@@ -132,3 +145,18 @@ def manage_argv(*args: str) -> list[str]:
 def parent_pid(pid: int) -> int:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+@contextlib.contextmanager
+def web_process(name: str = "web", extra_env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """The real web process (``manage.py serve``: uvicorn, the HTTP bridge, Channels) on a
+    free loopback port, against the test database. Yields its base URL."""
+    port = free_port()
+    server = ManagedProcess(
+        name, manage_argv("serve", "--bind", f"127.0.0.1:{port}"), child_env(extra_env)
+    ).start()
+    try:
+        server.wait_listening(port, timeout=30)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
