@@ -4,89 +4,204 @@ from __future__ import annotations
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocations import selectors, services, v1
+from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
 from contextsvc.core.jsonbody import read_json_object
 from contextsvc.core.models import Scope
+from contextsvc.core.openapi import responses
 
-_ERROR = inline_serializer(
-    "Error", {"error": serializers.CharField(), "message": serializers.CharField()}
+_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class _PoolRequestBase(serializers.Serializer):
+    name = serializers.RegexField(openapi.POOL_NAME, max_length=50)
+    replicas = serializers.IntegerField(min_value=1, max_value=100)
+    profile = serializers.RegexField(
+        openapi.DNS_LABEL, required=False, help_text="v1 extension: a sandbox profile"
+    )
+    namespace = serializers.RegexField(openapi.DNS_LABEL, required=False, help_text="v1 extension")
+
+
+class ManagedWorkspace(serializers.Serializer):
+    size = serializers.RegexField(
+        openapi.POSITIVE_QUANTITY, max_length=64, help_text="A Kubernetes quantity, e.g. 5Gi"
+    )
+    accessMode = serializers.ChoiceField(
+        choices=openapi.ACCESS_MODES,
+        help_text="ReadWriteOnce (one PVC per sandbox) or ReadWriteMany (one shared)",
+    )
+    storageClass = serializers.RegexField(openapi.DNS_SUBDOMAIN, required=False)
+
+
+class ExistingWorkspace(serializers.Serializer):
+    claimName = serializers.RegexField(
+        openapi.DNS_SUBDOMAIN, help_text="The caller's PVC (never deleted)"
+    )
+    readOnly = serializers.BooleanField()
+
+
+class ManagedPoolRequest(_PoolRequestBase):
+    """Dedicated (ReadWriteOnce: a PVC per sandbox) or shared (ReadWriteMany: one PVC)."""
+
+    workspace = ManagedWorkspace()
+
+
+class ExistingPoolRequest(_PoolRequestBase):
+    """Sandboxes around the caller's existing PVC."""
+
+    workspace = ExistingWorkspace()
+
+
+class WarmPoolRequest(_PoolRequestBase):
+    """Claims from an existing SandboxWarmPool (its template decides the runtime)."""
+
+    warmPoolRef = serializers.RegexField(openapi.DNS_SUBDOMAIN)
+
+
+# One strategy per request, as the contract has it (the service also takes the zero values
+# Go clients send for the fields of the other strategies, e.g. "size": "" with a warm pool).
+SandboxPoolRequest = PolymorphicProxySerializer(
+    component_name="SandboxPoolRequest",
+    serializers=[ManagedPoolRequest, ExistingPoolRequest, WarmPoolRequest],
+    resource_type_field_name=None,
 )
-_WORKSPACE = inline_serializer(
-    "Workspace",
-    {
-        "size": serializers.CharField(),
-        "accessMode": serializers.ChoiceField(choices=v1.ACCESS_MODES),
-        "storageClass": serializers.CharField(required=False),
-        "claimName": serializers.CharField(required=False),
-        "readOnly": serializers.BooleanField(required=False),
+
+
+class Workspace(serializers.Serializer):
+    size = serializers.CharField(help_text="Empty for a warm-pool allocation")
+    accessMode = serializers.CharField(help_text="Empty for a warm-pool allocation")
+    storageClass = serializers.CharField(required=False)
+    claimName = serializers.CharField(required=False)
+    readOnly = serializers.BooleanField(required=False)
+
+
+class SandboxPool(serializers.Serializer):
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=["provisioning", "ready", "failed"])
+    replicas = serializers.IntegerField()
+    readyReplicas = serializers.IntegerField()
+    sandboxSelector = serializers.CharField()
+    workspace = Workspace()
+    warmPoolRef = serializers.CharField(required=False)
+    message = serializers.CharField(required=False, help_text="Why it failed")
+    profile = serializers.CharField(required=False)
+    namespace = serializers.CharField(required=False, help_text="When not the default")
+    warnings = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class SandboxPoolList(serializers.Serializer):
+    items = SandboxPool(many=True)
+
+
+class ContextStorage(serializers.Serializer):
+    backend = serializers.CharField(help_text="pvc")
+    size = serializers.CharField()
+    accessMode = serializers.CharField()
+    storageClass = serializers.CharField(required=False)
+
+
+class ContextRequest(serializers.Serializer):
+    name = serializers.RegexField(_NAME_PATTERN, max_length=50)
+    namespace = serializers.RegexField(_NAME_PATTERN, max_length=63)
+    type = serializers.ChoiceField(choices=v1.CONTEXT_TYPES)
+    storage = ContextStorage()
+
+
+class Attachment(serializers.Serializer):
+    kind = serializers.CharField()
+    claimName = serializers.CharField()
+
+
+class Context(serializers.Serializer):
+    name = serializers.CharField()
+    namespace = serializers.CharField()
+    type = serializers.CharField()
+    status = serializers.ChoiceField(choices=["provisioning", "ready", "failed"])
+    storage = ContextStorage()
+    attachment = Attachment()
+    message = serializers.CharField(
+        required=False,
+        help_text="Why it failed, or that its PVC is not created yet (the service retries)",
+    )
+
+
+class ContextList(serializers.Serializer):
+    items = Context(many=True)
+
+
+# The v1 contract's own examples (v1-api.md).
+_POOL_EXAMPLE = {
+    "name": "shared-review",
+    "status": "provisioning",
+    "replicas": 3,
+    "readyReplicas": 0,
+    "sandboxSelector": "context.rossoctl.io/pool=shared-review",
+    "workspace": {"size": "5Gi", "accessMode": "ReadWriteMany", "storageClass": "ibm-scale-csi"},
+}
+POOL_EXAMPLES = [
+    OpenApiExample(
+        "Shared workspace",
+        request_only=True,
+        value={
+            "name": "shared-review",
+            "replicas": 3,
+            "workspace": {
+                "size": "5Gi",
+                "accessMode": "ReadWriteMany",
+                "storageClass": "ibm-scale-csi",
+            },
+        },
+    ),
+    OpenApiExample(
+        "Warm pool",
+        request_only=True,
+        value={"name": "fast-run", "replicas": 2, "warmPoolRef": "research-agents"},
+    ),
+    OpenApiExample("Provisioning", response_only=True, status_codes=["201"], value=_POOL_EXAMPLE),
+]
+_CONTEXT_EXAMPLE = {
+    "name": "research-memory",
+    "namespace": "team1",
+    "type": "memory",
+    "status": "provisioning",
+    "storage": {
+        "backend": "pvc",
+        "size": "5Gi",
+        "accessMode": "ReadWriteMany",
+        "storageClass": "ibm-scale-csi",
     },
-)
-_POOL_REQUEST = inline_serializer(
-    "SandboxPoolRequest",
-    {
-        "name": serializers.CharField(max_length=50),
-        "replicas": serializers.IntegerField(min_value=1, max_value=100),
-        "warmPoolRef": serializers.CharField(required=False),
-        "workspace": _WORKSPACE,
-        "profile": serializers.CharField(required=False, help_text="v1 extension"),
-        "namespace": serializers.CharField(required=False, help_text="v1 extension"),
-    },
-)
-_POOL = inline_serializer(
-    "SandboxPool",
-    {
-        "name": serializers.CharField(),
-        "status": serializers.ChoiceField(choices=["provisioning", "ready", "failed"]),
-        "replicas": serializers.IntegerField(),
-        "readyReplicas": serializers.IntegerField(),
-        "sandboxSelector": serializers.CharField(),
-        "workspace": _WORKSPACE,
-        "warmPoolRef": serializers.CharField(required=False),
-        "message": serializers.CharField(required=False),
-        "profile": serializers.CharField(required=False),
-        "namespace": serializers.CharField(required=False),
-        "warnings": serializers.ListField(child=serializers.CharField(), required=False),
-    },
-)
-_CONTEXT_STORAGE = inline_serializer(
-    "ContextStorage",
-    {
-        "backend": serializers.ChoiceField(choices=["pvc"]),
-        "size": serializers.CharField(),
-        "accessMode": serializers.ChoiceField(choices=v1.ACCESS_MODES),
-        "storageClass": serializers.CharField(required=False),
-    },
-)
-_CONTEXT_REQUEST = inline_serializer(
-    "ContextRequest",
-    {
-        "name": serializers.CharField(max_length=50),
-        "namespace": serializers.CharField(),
-        "type": serializers.ChoiceField(choices=v1.CONTEXT_TYPES),
-        "storage": _CONTEXT_STORAGE,
-    },
-)
-_CONTEXT = inline_serializer(
-    "Context",
-    {
-        "name": serializers.CharField(),
-        "namespace": serializers.CharField(),
-        "type": serializers.CharField(),
-        "status": serializers.ChoiceField(choices=["provisioning", "ready", "failed"]),
-        "storage": _CONTEXT_STORAGE,
-        "attachment": inline_serializer(
-            "Attachment", {"kind": serializers.CharField(), "claimName": serializers.CharField()}
-        ),
-    },
-)
-_ERRORS = {400: _ERROR, 401: _ERROR, 403: _ERROR, 404: _ERROR, 409: _ERROR, 500: _ERROR}
+    "attachment": {"kind": "pvc", "claimName": "context-research-memory"},
+}
+CONTEXT_EXAMPLES = [
+    OpenApiExample(
+        "Memory",
+        request_only=True,
+        value={
+            "name": "research-memory",
+            "namespace": "team1",
+            "type": "memory",
+            "storage": {
+                "backend": "pvc",
+                "size": "5Gi",
+                "accessMode": "ReadWriteMany",
+                "storageClass": "ibm-scale-csi",
+            },
+        },
+    ),
+    OpenApiExample("Created", response_only=True, status_codes=["201"], value=_CONTEXT_EXAMPLE),
+]
 
 
 def _pool(allocation: object) -> dict[str, object]:
@@ -94,6 +209,8 @@ def _pool(allocation: object) -> dict[str, object]:
 
 
 class SandboxPoolCollectionApi(ServiceAPIView):
+    """Sandbox pools (allocations): create one, or list the live ones."""
+
     write_scope = Scope.ALLOCATIONS
 
     @extend_schema(
@@ -102,7 +219,8 @@ class SandboxPoolCollectionApi(ServiceAPIView):
             OpenApiParameter("status", OpenApiTypes.STR, enum=["provisioning", "ready", "failed"]),
             OpenApiParameter("namespace", OpenApiTypes.STR),
         ],
-        responses={200: inline_serializer("SandboxPoolList", {"items": _POOL}), **_ERRORS},
+        responses=responses({200: SandboxPoolList}),
+        description="Every live pool (v1 extension), sorted by name.",
     )
     def get(self, request: Request) -> Response:
         allocations = selectors.allocation_list_visible(
@@ -113,8 +231,10 @@ class SandboxPoolCollectionApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="sandbox_pools_create",
-        request=_POOL_REQUEST,
-        responses={201: _POOL, **_ERRORS},
+        request=SandboxPoolRequest,
+        responses=responses({201: SandboxPool}, 409),
+        examples=POOL_EXAMPLES,
+        description="Allocate sandboxes with a workspace topology (the v1 contract).",
     )
     def post(self, request: Request) -> Response:
         pool_request = v1.parse_pool_request(read_json_object(request._request))
@@ -122,42 +242,60 @@ class SandboxPoolCollectionApi(ServiceAPIView):
         body = _pool(created.allocation)
         if created.warnings:
             body["warnings"] = list(created.warnings)
-        return Response(body, status=201)
+        return Response(
+            body, status=201, headers={"Location": f"/v1/sandbox-pools/{created.allocation.name}"}
+        )
 
 
 class SandboxPoolDetailApi(ServiceAPIView):
+    """One sandbox pool: read it, or release it (never a caller's PVC)."""
+
     write_scope = Scope.ALLOCATIONS
 
-    @extend_schema(operation_id="sandbox_pools_get", responses={200: _POOL, **_ERRORS})
+    @extend_schema(operation_id="sandbox_pools_get", responses=responses({200: SandboxPool}, 404))
     def get(self, request: Request, name: str) -> Response:
         return Response(_pool(selectors.allocation_get_visible(name=name)))
 
-    @extend_schema(operation_id="sandbox_pools_release", responses={204: None, **_ERRORS})
+    @extend_schema(operation_id="sandbox_pools_release", responses=responses({204: None}, 404))
     def delete(self, request: Request, name: str) -> Response:
         services.allocation_release(name=name, actor=actor_of(request.user))
         return Response(status=204)
 
 
 class ContextCreateApi(ServiceAPIView):
+    """Create a named context; its PVC exists in the cluster when the 201 is returned."""
+
     write_scope = Scope.ALLOCATIONS
 
     @extend_schema(
         operation_id="contexts_create",
-        request=_CONTEXT_REQUEST,
-        responses={201: _CONTEXT, **_ERRORS},
+        request=ContextRequest,
+        responses=responses({201: Context}, 409),
+        examples=CONTEXT_EXAMPLES,
+        description="Create a named context; its PVC exists when the 201 is returned.",
     )
     def post(self, request: Request) -> Response:
         context_request = v1.parse_context_request(read_json_object(request._request))
-        context = services.context_create(request=context_request, actor=actor_of(request.user))
-        return Response(v1.context_response(context), status=201)
+        created = services.context_create(request=context_request, actor=actor_of(request.user))
+        body = v1.context_response(created.context)
+        if created.message:
+            body["message"] = created.message
+        context = created.context
+        return Response(
+            body,
+            status=201,
+            headers={"Location": f"/v1/namespaces/{context.namespace}/contexts/{context.name}"},
+        )
 
 
 class ContextCollectionApi(ServiceAPIView):
+    """The named contexts of a namespace."""
+
     write_scope = Scope.ALLOCATIONS
 
     @extend_schema(
         operation_id="contexts_list",
-        responses={200: inline_serializer("ContextList", {"items": _CONTEXT}), **_ERRORS},
+        responses=responses({200: ContextList}, 404),
     )
     def get(self, request: Request, namespace: str) -> Response:
         contexts = selectors.context_list_visible(namespace=namespace)
@@ -165,15 +303,17 @@ class ContextCollectionApi(ServiceAPIView):
 
 
 class ContextDetailApi(ServiceAPIView):
+    """One named context: read it, or delete it with its PVC."""
+
     write_scope = Scope.ALLOCATIONS
 
-    @extend_schema(operation_id="contexts_get", responses={200: _CONTEXT, **_ERRORS})
+    @extend_schema(operation_id="contexts_get", responses=responses({200: Context}, 404))
     def get(self, request: Request, namespace: str, name: str) -> Response:
         return Response(
             v1.context_response(selectors.context_get_visible(namespace=namespace, name=name))
         )
 
-    @extend_schema(operation_id="contexts_delete", responses={204: None, **_ERRORS})
+    @extend_schema(operation_id="contexts_delete", responses=responses({204: None}, 404))
     def delete(self, request: Request, namespace: str, name: str) -> Response:
         services.context_delete(namespace=namespace, name=name, actor=actor_of(request.user))
         return Response(status=204)

@@ -5,21 +5,84 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocations import workspaces
 from allocations.models import AgentWorkspace, WorkspaceContext
+from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import read_json_object, reject_unknown_fields
 from contextsvc.core.models import Scope
+from contextsvc.core.openapi import responses
 from contextsvc.quantity import format_bytes
 
-OBJECT = OpenApiTypes.OBJECT
 READERS = (Scope.READ, Scope.AGENT, Scope.ALLOCATIONS)
+
+
+class AgentWorkspaceSerializer(serializers.Serializer):
+    agentType = serializers.CharField()
+    namespace = serializers.CharField()
+    pvcName = serializers.CharField()
+    status = serializers.CharField()
+    storageClass = serializers.CharField(allow_null=True)
+    initialSize = serializers.CharField()
+    maxSize = serializers.CharField()
+    size = serializers.CharField()
+    capacityBytes = serializers.IntegerField(allow_null=True)
+    usageBytes = serializers.IntegerField(allow_null=True)
+    expansion = serializers.CharField(allow_null=True)
+    adopted = serializers.BooleanField()
+    message = serializers.CharField(allow_null=True)
+
+
+class AgentWorkspaceList(serializers.Serializer):
+    items = AgentWorkspaceSerializer(many=True)
+
+
+class AgentWorkspaceRequest(serializers.Serializer):
+    agentType = serializers.RegexField(openapi.DNS_LABEL, max_length=54)
+    namespace = serializers.RegexField(openapi.DNS_LABEL)
+    initialSize = serializers.RegexField(openapi.POSITIVE_QUANTITY, required=False)
+    maxSize = serializers.RegexField(openapi.POSITIVE_QUANTITY, required=False)
+    storageClass = serializers.RegexField(openapi.DNS_SUBDOMAIN, required=False)
+
+
+class ContextJson(serializers.Serializer):
+    """The ``.context.json`` of seed 001."""
+
+    context_id = serializers.CharField()
+    agent = serializers.CharField()
+    namespace = serializers.CharField()
+    created_at = serializers.CharField()
+    last_accessed_at = serializers.CharField()
+    ttl_days = serializers.FloatField()
+    disk_usage_bytes = serializers.IntegerField(allow_null=True)
+
+
+class WorkspaceContextSerializer(serializers.Serializer):
+    contextId = serializers.CharField()
+    status = serializers.CharField()
+    path = serializers.CharField()
+    contextJson = ContextJson()
+    cleanup = serializers.CharField(allow_null=True)
+
+
+class WorkspaceContextList(serializers.Serializer):
+    items = WorkspaceContextSerializer(many=True)
+
+
+class ContextTouchRequest(serializers.Serializer):
+    contextId = serializers.RegexField(openapi.CONTEXT_ID)
+    diskUsageBytes = serializers.IntegerField(required=False, min_value=0)
+
+
+class UsageRequest(serializers.Serializer):
+    usedBytes = serializers.IntegerField(min_value=0)
 
 
 def workspace_json(workspace: AgentWorkspace) -> dict[str, Any]:
@@ -71,10 +134,16 @@ def _count(body: dict[str, Any], key: str, *, required: bool) -> int | None:
 
 
 class WorkspaceCollectionApi(ServiceAPIView):
+    """Agent workspaces (one RWX PVC per agent type and namespace): list, or ensure one."""
+
     read_scopes = READERS
     write_scope = Scope.ALLOCATIONS
 
-    @extend_schema(operation_id="agent_workspaces_list", responses={200: OBJECT})
+    @extend_schema(
+        operation_id="agent_workspaces_list",
+        parameters=[OpenApiParameter("namespace", OpenApiTypes.STR)],
+        responses=responses({200: AgentWorkspaceList}),
+    )
     def get(self, request: Request) -> Response:
         found = AgentWorkspace.objects.filter(status__in=workspaces.LIVE)
         namespace = request.query_params.get("namespace")
@@ -83,7 +152,15 @@ class WorkspaceCollectionApi(ServiceAPIView):
         return Response({"items": [workspace_json(w) for w in found]})
 
     @extend_schema(
-        operation_id="agent_workspaces_ensure", request=OBJECT, responses={200: OBJECT, 201: OBJECT}
+        operation_id="agent_workspaces_ensure",
+        request=AgentWorkspaceRequest,
+        responses=responses(
+            {
+                200: OpenApiResponse(AgentWorkspaceSerializer, description="It existed already"),
+                201: OpenApiResponse(AgentWorkspaceSerializer, description="Created"),
+            },
+            409,
+        ),
     )
     def post(self, request: Request) -> Response:
         body = read_json_object(request._request)
@@ -102,16 +179,25 @@ class WorkspaceCollectionApi(ServiceAPIView):
 
 
 class WorkspaceDetailApi(ServiceAPIView):
+    """One agent workspace: read it, or delete it (``force`` with live contexts)."""
+
     read_scopes = READERS
     write_scope = Scope.ALLOCATIONS
 
-    @extend_schema(operation_id="agent_workspaces_get", responses={200: OBJECT})
+    @extend_schema(
+        operation_id="agent_workspaces_get",
+        responses=responses({200: AgentWorkspaceSerializer}, 404),
+    )
     def get(self, request: Request, namespace: str, agent_type: str) -> Response:
         return Response(
             workspace_json(workspaces.workspace_get(namespace=namespace, agent_type=agent_type))
         )
 
-    @extend_schema(operation_id="agent_workspaces_delete", responses={204: None})
+    @extend_schema(
+        operation_id="agent_workspaces_delete",
+        parameters=[OpenApiParameter("force", OpenApiTypes.BOOL)],
+        responses=responses({204: None}, 404, 409),
+    )
     def delete(self, request: Request, namespace: str, agent_type: str) -> Response:
         force = request.query_params.get("force") in ("1", "true", "yes")
         workspaces.workspace_delete(
@@ -121,18 +207,30 @@ class WorkspaceDetailApi(ServiceAPIView):
 
 
 class WorkspaceContextsApi(ServiceAPIView):
+    """The contexts of an agent workspace: list, or register/touch one."""
+
     read_scopes = READERS
     write_scope = Scope.AGENT
 
-    @extend_schema(operation_id="workspace_contexts_list", responses={200: OBJECT})
+    @extend_schema(
+        operation_id="workspace_contexts_list",
+        responses=responses({200: WorkspaceContextList}, 404),
+    )
     def get(self, request: Request, namespace: str, agent_type: str) -> Response:
         workspace = workspaces.workspace_get(namespace=namespace, agent_type=agent_type)
         return Response({"items": [context_response(c) for c in workspace.contexts.all()]})
 
     @extend_schema(
         operation_id="workspace_contexts_touch",
-        request=OBJECT,
-        responses={200: OBJECT, 201: OBJECT},
+        request=ContextTouchRequest,
+        responses=responses(
+            {
+                200: OpenApiResponse(WorkspaceContextSerializer, description="Touched"),
+                201: OpenApiResponse(WorkspaceContextSerializer, description="Registered"),
+            },
+            404,
+            409,
+        ),
         description="Register a context id or touch it (refreshes its TTL).",
     )
     def post(self, request: Request, namespace: str, agent_type: str) -> Response:
@@ -150,9 +248,15 @@ class WorkspaceContextsApi(ServiceAPIView):
 
 
 class WorkspaceUsageApi(ServiceAPIView):
+    """An agent reports its workspace usage; the service grows the PVC when needed."""
+
     write_scope = Scope.AGENT
 
-    @extend_schema(operation_id="agent_workspaces_usage", request=OBJECT, responses={200: OBJECT})
+    @extend_schema(
+        operation_id="agent_workspaces_usage",
+        request=UsageRequest,
+        responses=responses({200: AgentWorkspaceSerializer}, 404, 409),
+    )
     def post(self, request: Request, namespace: str, agent_type: str) -> Response:
         check_agent_type(request.user, agent_type)
         body = read_json_object(request._request)

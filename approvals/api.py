@@ -6,18 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from approvals import selectors, services
+from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import read_json_object, reject_unknown_fields
 from contextsvc.core.models import Scope
+from contextsvc.core.openapi import responses
 
-OBJECT = OpenApiTypes.OBJECT
 CHECK_FIELDS = frozenset(
     {
         "contextId",
@@ -30,6 +32,97 @@ CHECK_FIELDS = frozenset(
     }
 )
 DECISION_FIELDS = frozenset({"decision", "reason", "scope", "expiresInSeconds", "rule"})
+
+
+class Operation(serializers.Serializer):
+    """``{"kind": "shell", "command": …}``, ``{"kind": "file", "action": …, "path": …}`` or
+    ``{"kind": "network", "host": …}`` / ``{"kind": "network", "url": …}``."""
+
+    kind = serializers.ChoiceField(choices=["shell", "file", "network"])
+    command = serializers.CharField(required=False, help_text="kind shell")
+    action = serializers.ChoiceField(choices=["read", "write", "delete"], required=False)
+    path = serializers.CharField(required=False)
+    host = serializers.CharField(required=False)
+    url = serializers.CharField(required=False)
+    direction = serializers.ChoiceField(choices=["outbound", "inbound"], required=False)
+
+
+class ApprovalCheckRequest(serializers.Serializer):
+    contextId = serializers.RegexField(openapi.CONTEXT_ID)
+    agentType = serializers.RegexField(openapi.DNS_LABEL)
+    agentInstance = serializers.CharField(required=False)
+    allocation = serializers.CharField(required=False)
+    namespace = serializers.CharField(required=False)
+    operation = Operation()
+    deadlineSeconds = serializers.IntegerField(required=False, min_value=1)
+
+
+class Verdict(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["allow", "deny"])
+    evaluation = serializers.DictField(help_text="Which rule decided each part")
+
+
+class Grant(serializers.Serializer):
+    id = serializers.IntegerField()
+    rule = serializers.CharField()
+    scope = serializers.ChoiceField(choices=["context", "agent_type"])
+    agentType = serializers.CharField()
+    contextId = serializers.CharField(allow_null=True)
+    expiresAt = serializers.DateTimeField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    createdBy = serializers.CharField()
+    revokedAt = serializers.DateTimeField(allow_null=True)
+    revokedBy = serializers.CharField(allow_null=True)
+
+
+class GrantList(serializers.Serializer):
+    items = Grant(many=True)
+
+
+class Approval(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(
+        choices=["pending", "approved", "denied", "expired", "cancelled"]
+    )
+    decision = serializers.CharField(
+        allow_null=True, help_text="What the agent must do: allow, deny, or null while pending"
+    )
+    contextId = serializers.CharField()
+    agentType = serializers.CharField()
+    agentInstance = serializers.CharField(allow_null=True)
+    allocation = serializers.CharField(allow_null=True)
+    operation = serializers.DictField()
+    normalised = serializers.CharField()
+    evaluation = serializers.DictField()
+    risk = serializers.CharField()
+    requestedBy = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+    deadline = serializers.DateTimeField()
+    decidedAt = serializers.DateTimeField(allow_null=True)
+    decidedBy = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    grant = Grant(allow_null=True)
+
+
+class ApprovalList(serializers.Serializer):
+    items = Approval(many=True)
+    count = serializers.IntegerField()
+
+
+class DecisionRequest(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["approve", "deny", "approve_similar"])
+    reason = serializers.CharField(required=False)
+    scope = serializers.ChoiceField(
+        choices=["context", "agent_type"], required=False, help_text="With approve_similar"
+    )
+    expiresInSeconds = serializers.IntegerField(required=False)
+    rule = serializers.CharField(required=False, help_text="With approve_similar")
+
+
+class Similar(serializers.Serializer):
+    rule = serializers.CharField(allow_null=True)
+    scope = serializers.CharField()
+    matches = serializers.IntegerField()
 
 
 def own_requests_only(request: Request) -> str | None:
@@ -61,13 +154,20 @@ def _integer(body: dict[str, Any], key: str) -> int | None:
 
 
 class ApprovalCollectionApi(ServiceAPIView):
+    """Operation checks: rules decide at once, or a human decides later."""
+
     read_scopes = (Scope.READ, Scope.AGENT, Scope.APPROVER)
     write_scope = Scope.AGENT
 
     @extend_schema(
         operation_id="approvals_check",
-        request=OBJECT,
-        responses={200: OBJECT, 202: OBJECT},
+        request=ApprovalCheckRequest,
+        responses=responses(
+            {
+                200: OpenApiResponse(Verdict, description="A rule decided at once"),
+                202: OpenApiResponse(Approval, description="Queued for a human"),
+            }
+        ),
         description="Decide an operation now (200 allow/deny) or queue it for a human (202).",
     )
     def post(self, request: Request) -> Response:
@@ -100,9 +200,10 @@ class ApprovalCollectionApi(ServiceAPIView):
         operation_id="approvals_list",
         parameters=[
             OpenApiParameter(name, OpenApiTypes.STR)
-            for name in ("status", "agentType", "contextId", "allocation", "limit", "offset")
-        ],
-        responses={200: OBJECT},
+            for name in ("status", "agentType", "contextId", "allocation")
+        ]
+        + [OpenApiParameter(name, OpenApiTypes.INT) for name in ("limit", "offset")],
+        responses=responses({200: ApprovalList}),
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
@@ -139,7 +240,7 @@ class ApprovalDetailApi(ServiceAPIView):
                 description="long-poll: seconds (max 60) to wait for a decision",
             )
         ],
-        responses={200: OBJECT},
+        responses=responses({200: Approval}, 404),
     )
     def get(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
@@ -149,9 +250,15 @@ class ApprovalDetailApi(ServiceAPIView):
 
 
 class ApprovalDecisionApi(ServiceAPIView):
+    """Approve, deny, or approve and allow similar (approvers)."""
+
     write_scope = Scope.APPROVER
 
-    @extend_schema(operation_id="approvals_decide", request=OBJECT, responses={200: OBJECT})
+    @extend_schema(
+        operation_id="approvals_decide",
+        request=DecisionRequest,
+        responses=responses({200: Approval}, 404, 409),
+    )
     def post(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
         body = read_json_object(request._request)
@@ -178,9 +285,15 @@ class ApprovalDecisionApi(ServiceAPIView):
 
 
 class ApprovalCancelApi(ServiceAPIView):
+    """The agent no longer needs a pending request."""
+
     write_scope = Scope.AGENT
 
-    @extend_schema(operation_id="approvals_cancel", request=None, responses={200: OBJECT})
+    @extend_schema(
+        operation_id="approvals_cancel",
+        request=None,
+        responses=responses({200: Approval}, 404, 409),
+    )
     def post(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
         # Agents cancel only their own; the lookup 404s otherwise.
@@ -190,9 +303,18 @@ class ApprovalCancelApi(ServiceAPIView):
 
 
 class ApprovalSimilarApi(ServiceAPIView):
+    """What "approve and allow similar" would grant, and how much it would have matched."""
+
     read_scopes = (Scope.READ, Scope.APPROVER)
 
-    @extend_schema(operation_id="approvals_similar", responses={200: OBJECT})
+    @extend_schema(
+        operation_id="approvals_similar",
+        parameters=[
+            OpenApiParameter("rule", OpenApiTypes.STR),
+            OpenApiParameter("scope", OpenApiTypes.STR, enum=["context", "agent_type"]),
+        ],
+        responses=responses({200: Similar}, 404),
+    )
     def get(self, request: Request, request_id: str) -> Response:
         found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
         return Response(
@@ -205,12 +327,14 @@ class ApprovalSimilarApi(ServiceAPIView):
 
 
 class GrantCollectionApi(ServiceAPIView):
+    """Rules granted by "approve and allow similar"."""
+
     read_scopes = (Scope.READ, Scope.APPROVER)
 
     @extend_schema(
         operation_id="grants_list",
         parameters=[OpenApiParameter("active", OpenApiTypes.BOOL)],
-        responses={200: OBJECT},
+        responses=responses({200: GrantList}),
     )
     def get(self, request: Request) -> Response:
         active = request.query_params.get("active") in ("1", "true", "yes")
@@ -220,9 +344,11 @@ class GrantCollectionApi(ServiceAPIView):
 
 
 class GrantDetailApi(ServiceAPIView):
+    """Revoke a grant."""
+
     write_scope = Scope.APPROVER
 
-    @extend_schema(operation_id="grants_revoke", responses={204: None})
+    @extend_schema(operation_id="grants_revoke", responses=responses({204: None}, 404, 409))
     def delete(self, request: Request, grant_id: int) -> Response:
         services.grant_revoke(grant_id=grant_id, actor=actor_of(request.user))
         return Response(status=204)

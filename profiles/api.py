@@ -6,34 +6,116 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from approvals.rules.model import RuleSyntaxError, SourcesError
 from approvals.rules.settings import parse_settings
 from approvals.rules.sources import parse_sources
-from contextsvc.core import capabilities
+from contextsvc.core import capabilities, openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import read_json_object
 from contextsvc.core.models import Scope
+from contextsvc.core.openapi import responses
 from profiles import selectors, services, v1
 
 
+class TemplateRef(serializers.Serializer):
+    namespace = serializers.CharField()
+    name = serializers.CharField()
+
+
+class _ProfileFields(serializers.Serializer):
+    description = serializers.CharField()
+    enabled = serializers.BooleanField()
+    default = serializers.BooleanField(help_text="Used by direct allocations naming none")
+    source = serializers.ChoiceField(choices=["builtin", "template"])  # type: ignore[assignment]
+    image = serializers.CharField()
+    command = serializers.ListField(child=serializers.CharField())
+    args = serializers.ListField(child=serializers.CharField())
+    env = serializers.ListField(child=serializers.DictField())
+    resources = serializers.DictField()
+    podLabels = serializers.DictField(child=serializers.CharField())
+    volumes = serializers.ListField(child=serializers.DictField())
+    volumeMounts = serializers.ListField(child=serializers.DictField())
+    isolation = serializers.ChoiceField(choices=["default", "gvisor", "kata"])
+    relaxations = serializers.ListField(child=serializers.CharField())
+    egress = serializers.ListField(child=serializers.DictField())
+    ingress = serializers.ListField(child=serializers.DictField())
+    rules = serializers.DictField(help_text="The agent type's settings.json")
+    sources = serializers.DictField(help_text="The agent type's sources.json")
+
+
+class Profile(_ProfileFields):
+    name = serializers.CharField()
+    template = TemplateRef(required=False)
+    updatedAt = serializers.DateTimeField(allow_null=True)
+    updatedBy = serializers.CharField()
+
+
+class ProfileRequest(serializers.Serializer):
+    """The fields of ``Profile`` that may be written; all but ``name`` are optional."""
+
+    name = serializers.RegexField(openapi.DNS_LABEL)
+    template = TemplateRef(required=False)
+    description = serializers.CharField(required=False)
+    enabled = serializers.BooleanField(required=False)
+    default = serializers.BooleanField(required=False)
+    source = serializers.ChoiceField(  # type: ignore[assignment]
+        choices=["builtin", "template"], required=False
+    )
+    image = serializers.CharField(required=False)
+    command = serializers.ListField(child=serializers.CharField(), required=False)
+    args = serializers.ListField(child=serializers.CharField(), required=False)
+    env = serializers.ListField(child=serializers.DictField(), required=False)
+    resources = serializers.DictField(required=False)
+    podLabels = serializers.DictField(child=serializers.CharField(), required=False)
+    volumes = serializers.ListField(child=serializers.DictField(), required=False)
+    volumeMounts = serializers.ListField(child=serializers.DictField(), required=False)
+    isolation = serializers.ChoiceField(choices=["default", "gvisor", "kata"], required=False)
+    relaxations = serializers.ListField(child=serializers.CharField(), required=False)
+    egress = serializers.ListField(child=serializers.DictField(), required=False)
+    ingress = serializers.ListField(child=serializers.DictField(), required=False)
+    rules = serializers.DictField(required=False)
+    sources = serializers.DictField(required=False)
+
+
+class ProfileList(serializers.Serializer):
+    items = Profile(many=True)
+
+
+class Capabilities(serializers.Serializer):
+    sandboxes = serializers.BooleanField()
+    templates = serializers.BooleanField()
+    warm_pools = serializers.BooleanField()
+    claims = serializers.BooleanField()
+    extensions = serializers.BooleanField()
+    runtime_classes = serializers.ListField(child=serializers.CharField())
+    template_list = serializers.ListField(child=serializers.CharField())
+    warm_pool_list = serializers.ListField(child=serializers.DictField())
+    error = serializers.CharField()
+    detected_at = serializers.CharField()
+    missing = serializers.ListField(child=serializers.CharField())
+
+
 class ProfileCollectionApi(ServiceAPIView):
+    """Sandbox profiles: list them (callers choose one by name), or create one (admins)."""
+
     # Callers choose a profile by name, so they may list them.
     read_scopes = (Scope.READ, Scope.ALLOCATIONS)
     write_scope = Scope.ADMIN
 
-    @extend_schema(operation_id="profiles_list", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="profiles_list", responses=responses({200: ProfileList}))
     def get(self, request: Request) -> Response:
         return Response({"items": [v1.profile_response(p) for p in selectors.profile_list()]})
 
     @extend_schema(
         operation_id="profiles_create",
-        request=OpenApiTypes.OBJECT,
-        responses={201: OpenApiTypes.OBJECT},
+        request=ProfileRequest,
+        responses=responses({201: Profile}, 409),
     )
     def post(self, request: Request) -> Response:
         name, values = v1.parse_profile(read_json_object(request._request))
@@ -44,17 +126,19 @@ class ProfileCollectionApi(ServiceAPIView):
 
 
 class ProfileDetailApi(ServiceAPIView):
+    """One sandbox profile: read, replace (admins) or delete (admins)."""
+
     read_scopes = (Scope.READ, Scope.ALLOCATIONS)
     write_scope = Scope.ADMIN
 
-    @extend_schema(operation_id="profiles_get", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="profiles_get", responses=responses({200: Profile}, 404))
     def get(self, request: Request, name: str) -> Response:
         return Response(v1.profile_response(selectors.profile_get(name=name)))
 
     @extend_schema(
         operation_id="profiles_update",
-        request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT},
+        request=ProfileRequest,
+        responses=responses({200: Profile}, 404),
     )
     def put(self, request: Request, name: str) -> Response:
         body = read_json_object(request._request)
@@ -67,7 +151,7 @@ class ProfileDetailApi(ServiceAPIView):
         )
         return Response(v1.profile_response(profile))
 
-    @extend_schema(operation_id="profiles_delete", responses={204: None})
+    @extend_schema(operation_id="profiles_delete", responses=responses({204: None}, 404, 409))
     def delete(self, request: Request, name: str) -> Response:
         services.profile_delete(name=name, actor=actor_of(request.user))
         return Response(status=204)
@@ -93,10 +177,21 @@ class _ProfileDocumentApi(ServiceAPIView):
         return Response(getattr(profile, self.field))
 
 
-_DOCUMENT = extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT})
+def _document(name: str) -> Any:
+    return extend_schema_view(
+        get=extend_schema(
+            operation_id=f"profiles_{name}_get",
+            responses=responses({200: OpenApiTypes.OBJECT}, 404),
+        ),
+        put=extend_schema(
+            operation_id=f"profiles_{name}_put",
+            request=OpenApiTypes.OBJECT,
+            responses=responses({200: OpenApiTypes.OBJECT}, 404),
+        ),
+    )
 
 
-@extend_schema_view(get=_DOCUMENT, put=_DOCUMENT)
+@_document("settings")
 class ProfileSettingsApi(_ProfileDocumentApi):
     field = "rules"
 
@@ -107,7 +202,7 @@ class ProfileSettingsApi(_ProfileDocumentApi):
             raise InvalidRequest(str(exc)) from None
 
 
-@extend_schema_view(get=_DOCUMENT, put=_DOCUMENT)
+@_document("sources")
 class ProfileSourcesApi(_ProfileDocumentApi):
     field = "sources"
 
@@ -119,8 +214,10 @@ class ProfileSourcesApi(_ProfileDocumentApi):
 
 
 class CapabilitiesApi(ServiceAPIView):
+    """What the cluster serves: the agent-sandbox CRDs, RuntimeClasses, templates and warm pools."""
+
     read_scopes = (Scope.READ, Scope.ALLOCATIONS, Scope.AGENT, Scope.APPROVER)
 
-    @extend_schema(operation_id="capabilities", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="capabilities", responses=responses({200: Capabilities}))
     def get(self, request: Request) -> Response:
         return Response(capabilities.current().as_dict())

@@ -73,7 +73,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 class ServiceAPIView(APIView):
-    """Base for every API view: bearer tokens or a dashboard session, scopes per view."""
+    # Base for every API view: API-client tokens or a dashboard session, scopes per view.
+    # (A comment, not a docstring: the OpenAPI document takes a view's docstring as its
+    # operations' description, and subclasses would inherit this one.)
 
     # Sessions let a logged-in admin use the browsable docs; DRF enforces CSRF for them.
     authentication_classes = [BearerTokenAuthentication, SessionAuthentication]

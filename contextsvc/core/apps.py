@@ -11,8 +11,8 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        # Registers the bearer-token scheme with drf-spectacular.
-        from contextsvc.core import schema  # noqa: F401
+        # Registers the token schemes with drf-spectacular.
+        from contextsvc.core import openapi  # noqa: F401
 
         post_migrate.connect(_create_role_groups, sender=self)
 

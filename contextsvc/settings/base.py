@@ -236,11 +236,22 @@ SPECTACULAR_SETTINGS = {
         "agent operations for human approval."
     ),
     "VERSION": "1",
+    # 3.1: its schemas are plain JSON Schema (null is a type), which validators, schemathesis
+    # and client generators read without OpenAPI 3.0's "nullable" dialect.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "ResourceStatusEnum": ["provisioning", "ready", "failed"],
+        "ApprovalStatusEnum": ["pending", "approved", "denied", "expired", "cancelled"],
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "contextsvc.core.openapi.postprocess",
+    ],
 }
 
 # --- Logging -----------------------------------------------------------------------------
