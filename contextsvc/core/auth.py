@@ -73,7 +73,8 @@ ROLE_CACHE = "_cs_role"
 def user_role(user: AbstractBaseUser | AnonymousUser) -> str | None:
     """The person's role, looked up once per user object (a page asks several times: the
     view's check, the menu, the buttons); ``user_set_role`` drops the cached value."""
-    if not user.is_authenticated:
+    if isinstance(user, ApiPrincipal) or not user.is_authenticated:
+        # Roles are for people; an API client has scopes (and its principal is immutable).
         return None
     if getattr(user, "is_superuser", False):
         return Role.ADMIN

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.views import redirect_to_login
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework import serializers
+from drf_spectacular.views import SpectacularSwaggerView
+from rest_framework import exceptions, serializers
 
 # Patterns for the document (JSON Schema / ECMA regex), the same rules as
 # contextsvc/core/validators.py and contextsvc/quantity.py apply.
@@ -233,3 +235,13 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
                     for target, parameters in targets.items()
                 }
     return result
+
+
+class ApiDocsView(SpectacularSwaggerView):
+    """The Swagger page: people who are not logged in are sent to the login page (it is a
+    page for browsers; the document itself, ``/api/schema/``, answers 401 like the API)."""
+
+    def handle_exception(self, exc: Exception) -> Any:
+        if isinstance(exc, exceptions.NotAuthenticated):
+            return redirect_to_login(self.request.get_full_path())
+        return super().handle_exception(exc)
