@@ -149,6 +149,26 @@ def test_unsafe_context_ids_are_refused(
     assert WorkspaceContext.objects.count() == 0
 
 
+@pytest.mark.parametrize("length", [225, 253])
+def test_the_longest_context_ids_are_registered_and_audited_whole(
+    rossoctl: ApiClient, agent: ApiClient, namespace: str, length: int
+) -> None:
+    """Valid up to 253 characters; the audit target (namespace/agent type/id) used to
+    overflow its column from 225 on, a 500 with nothing written."""
+    ensure(rossoctl, namespace)
+    context_id = "c" * length
+
+    response = agent.post(
+        f"/v1/agent-workspaces/{namespace}/weather-service/contexts", {"contextId": context_id}
+    )
+
+    assert response.status_code == 201
+    assert response.json()["contextId"] == context_id
+    assert list(
+        AuditEntry.objects.filter(target_type="workspace-context").values_list("target", flat=True)
+    ) == [f"{namespace}/weather-service/{context_id}"]
+
+
 def test_the_agent_client_opens_its_context_directory_and_reports_usage(
     rossoctl: ApiClient, namespace: str, web_server: str, tmp_path: Path
 ) -> None:

@@ -94,7 +94,8 @@ class AuditEntry(models.Model):
     actor = models.CharField(max_length=200, help_text="user:NAME, api:CLIENT or system:PART")
     action = models.CharField(max_length=64, db_index=True)
     target_type = models.CharField(max_length=32)
-    target = models.CharField(max_length=255)
+    # Wide enough for the longest target: namespace (63) / agent type (54) / context id (253).
+    target = models.CharField(max_length=512)
     payload = models.JSONField(default=dict, blank=True)
 
     class Meta:
