@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 
 from allocations import services
 from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
@@ -329,10 +329,54 @@ def _lock_connection() -> psycopg.Connection[Any]:
     )
 
 
+RECONNECT_MAX_SECONDS = 30.0
+
+
 def run(stop: threading.Event) -> int:
-    """Wait to become the active watcher, then watch until ``stop`` or the lock is lost."""
+    """Be the active watcher while this process holds the lock, until ``stop``.
+
+    The lock lives as long as its connection. When the connection is lost (PostgreSQL
+    restarted, a network blip) this instance stops writing at once — another may take
+    over — then reconnects with backoff and competes for the lock again, starting from a
+    fresh list of everything; the process itself never exits for it."""
     key = locks.singleton_key("watcher")
-    lock_conn = _lock_connection()
+    failures = 0
+    while not stop.is_set():
+        try:
+            lock_conn = _lock_connection()
+        except psycopg.Error as exc:
+            failures += 1
+            delay = min(2.0**failures, RECONNECT_MAX_SECONDS)
+            logger.warning(
+                "cannot connect for the watcher lock (%s); retrying in %.0fs", exc, delay
+            )
+            stop.wait(delay)
+            continue
+        failures = 0
+        try:
+            lost = _hold_lock_and_watch(lock_conn, key, stop)
+        finally:
+            lock_conn.close()
+        if lost:
+            logger.error("lost the watcher lock connection; stopped watching, reconnecting")
+            stop.wait(1.0)
+    return 0
+
+
+def _heartbeat() -> None:
+    try:
+        heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
+    except DatabaseError as exc:
+        # The lock connection tells whether the database is gone; a heartbeat is not worth
+        # dying for.
+        logger.warning("could not record the watcher heartbeat: %s", exc)
+        close_old_connections()
+
+
+def _hold_lock_and_watch(
+    lock_conn: psycopg.Connection[Any], key: int, stop: threading.Event
+) -> bool:
+    """Stand by until the lock is ours, then watch. True when the connection was lost."""
     try:
         while not stop.is_set():
             acquired = lock_conn.execute(
@@ -340,32 +384,37 @@ def run(stop: threading.Event) -> int:
             ).fetchone()
             if acquired and acquired[0]:
                 break
-            heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
+            _heartbeat()
             logger.info("another watcher is active; standing by")
             stop.wait(STANDBY_POLL_SECONDS)
-        if stop.is_set():
-            return 0
-        logger.info("this watcher is now active")
-        heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
-        watcher = Watcher()
+    except psycopg.Error:
+        return True
+    if stop.is_set():
+        return False
+    logger.info("this watcher is now active")
+    _heartbeat()
+    watcher = Watcher()
+    try:
         watcher.run_leader()
-        last_heartbeat = time.monotonic()
-        # The lock lives as long as its connection: check it often (a standby polls every
-        # STANDBY_POLL_SECONDS, and must never find it free while this one still writes).
-        while not stop.wait(LOCK_CHECK_SECONDS):
-            try:
-                lock_conn.execute("SELECT 1")
-            except psycopg.Error:
-                # Without the lock another instance may take over: stop writing at once.
-                logger.error("lost the watcher lock connection; exiting")
-                watcher.shutdown()
-                return 1
-            if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
-                heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
-                close_old_connections()
-                last_heartbeat = time.monotonic()
+    except DatabaseError as exc:
+        logger.warning("could not start watching: %s", exc)
         watcher.shutdown()
-        time.sleep(0.2)
-        return 0
-    finally:
-        lock_conn.close()
+        close_old_connections()
+        return True
+    last_heartbeat = time.monotonic()
+    # Check the lock's connection often (a standby polls every STANDBY_POLL_SECONDS, and
+    # must never find the lock free while this one still writes).
+    while not stop.wait(LOCK_CHECK_SECONDS):
+        try:
+            lock_conn.execute("SELECT 1")
+        except psycopg.Error:
+            # Without the lock another instance may take over: stop writing at once.
+            watcher.shutdown()
+            return True
+        if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
+            _heartbeat()
+            close_old_connections()
+            last_heartbeat = time.monotonic()
+    watcher.shutdown()
+    time.sleep(0.2)
+    return False

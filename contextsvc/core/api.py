@@ -12,7 +12,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contextsvc.core.auth import BearerTokenAuthentication, ScopeRequired
-from contextsvc.core.errors import ServiceError
+from contextsvc.core.errors import (
+    DATABASE_RETRY_AFTER_SECONDS,
+    DATABASE_UNAVAILABLE,
+    ServiceError,
+    is_database_unavailable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +62,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return response
     if isinstance(exc, Http404):
         return error_response(404, "not_found", "not found")
+    if is_database_unavailable(exc):
+        logger.warning("database unavailable: %s", exc)
+        response = error_response(503, "unavailable", DATABASE_UNAVAILABLE)
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+        return response
     for exc_type, (status_code, code) in _DRF_CODES.items():
         if isinstance(exc, exc_type):
             response = error_response(status_code, code, _first_message(exc.detail))

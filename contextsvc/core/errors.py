@@ -53,3 +53,17 @@ class Unavailable(ServiceError):
 class KubernetesFailure(ServiceError):
     status = 500
     code = "internal_error"
+
+
+DATABASE_UNAVAILABLE = "the database is unavailable; retry shortly"
+# Long enough for a restarted PostgreSQL or a failover, short enough to retry soon.
+DATABASE_RETRY_AFTER_SECONDS = 5
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """The database cannot be reached (down, restarting, the pool has no connection for us)
+    as opposed to a query of ours failing."""
+    from django.db import InterfaceError, OperationalError
+    from psycopg_pool import PoolTimeout
+
+    return isinstance(exc, OperationalError | InterfaceError | PoolTimeout)

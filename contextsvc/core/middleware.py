@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from contextsvc.core.errors import (
+    DATABASE_RETRY_AFTER_SECONDS,
+    DATABASE_UNAVAILABLE,
+    is_database_unavailable,
+)
+
+logger = logging.getLogger(__name__)
 
 NUL_IN_URL = "the URL must not contain NUL characters"
 
@@ -22,3 +31,36 @@ def reject_nul_in_url(
         return get_response(request)
 
     return middleware
+
+
+API_PREFIXES = ("/v1/", "/api/", "/metrics")
+
+
+class DatabaseUnavailable:
+    """A database outage is a 503 with ``Retry-After`` on every page, not a 500: a caller
+    (or a load balancer) can tell "try again" from "we broke". The API's own views get the
+    same answer from the exception handler (contextsvc/core/api.py)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_database_unavailable(exception):
+            return None
+        logger.warning("database unavailable: %s", exception)
+        response: HttpResponse
+        if request.path.startswith(API_PREFIXES):
+            response = JsonResponse(
+                {"error": "unavailable", "message": DATABASE_UNAVAILABLE}, status=503
+            )
+        else:
+            response = HttpResponse(
+                "The service's database is unavailable; this page will work again shortly.",
+                status=503,
+                content_type="text/plain; charset=utf-8",
+            )
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+        return response

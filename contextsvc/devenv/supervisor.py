@@ -1,7 +1,10 @@
 """Run several long-lived processes in the foreground and stop them all together.
 
-Output lines are prefixed with the process name. Ctrl-C (or SIGTERM, or any child
-exiting) stops every child by its PID: SIGTERM first, SIGKILL after a grace period.
+Output lines are prefixed with the process name. A child that exits is started again
+after a delay that doubles while it keeps failing (1 s up to 30 s, reset once it has run
+for a minute), as Kubernetes restarts a container: one process losing its database for a
+moment must not take the whole local stack down. Ctrl-C (or SIGTERM) stops every child by
+its PID: SIGTERM first, SIGKILL after a grace period.
 """
 
 from __future__ import annotations
@@ -32,8 +35,38 @@ def _pump(name: str, width: int, stream: subprocess.Popen[bytes]) -> None:
         sys.stdout.flush()
 
 
+RESTART_DELAY_MIN = 1.0
+RESTART_DELAY_MAX = 30.0
+# A child that ran this long before exiting is restarted after the shortest delay again.
+HEALTHY_AFTER = 60.0
+
+
+@dataclass
+class _Child:
+    spec: ProcessSpec
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    delay: float = RESTART_DELAY_MIN
+    restart_at: float | None = None
+
+
+def _start(child: _Child, env: Mapping[str, str], width: int) -> None:
+    # A new session keeps the terminal's Ctrl-C away from the children: we stop them
+    # ourselves, in order, instead of all at once in mid-start.
+    child.proc = subprocess.Popen(
+        list(child.spec.argv),
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    child.started_at = time.monotonic()
+    child.restart_at = None
+    threading.Thread(target=_pump, args=(child.spec.name, width, child.proc), daemon=True).start()
+
+
 def run_all(specs: Sequence[ProcessSpec], env: Mapping[str, str]) -> int:
-    """Start every process; return when the first one ends or on Ctrl-C."""
+    """Start every process and keep them running until Ctrl-C (or SIGTERM)."""
     stop = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -41,36 +74,39 @@ def run_all(specs: Sequence[ProcessSpec], env: Mapping[str, str]) -> int:
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     width = max(len(spec.name) for spec in specs)
-    children: list[tuple[ProcessSpec, subprocess.Popen[bytes]]] = []
-    exit_code = 0
+    children = [_Child(spec) for spec in specs]
     try:
-        for spec in specs:
-            # A new session keeps the terminal's Ctrl-C away from the children: we stop
-            # them ourselves, in order, instead of all at once in mid-start.
-            proc = subprocess.Popen(
-                list(spec.argv),
-                env=dict(env),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            children.append((spec, proc))
-            threading.Thread(target=_pump, args=(spec.name, width, proc), daemon=True).start()
+        for child in children:
+            _start(child, env, width)
         while not stop.is_set():
-            for spec, proc in children:
-                code = proc.poll()
-                if code is not None:
-                    print(f"{spec.name} exited with status {code}; stopping the others")
-                    exit_code = code or 1
-                    stop.set()
-                    break
-            time.sleep(0.2)
+            now = time.monotonic()
+            for child in children:
+                if child.restart_at is not None:
+                    if now >= child.restart_at:
+                        print(f"starting {child.spec.name} again")
+                        _start(child, env, width)
+                    continue
+                assert child.proc is not None
+                code = child.proc.poll()
+                if code is None:
+                    continue
+                if now - child.started_at >= HEALTHY_AFTER:
+                    child.delay = RESTART_DELAY_MIN
+                print(
+                    f"{child.spec.name} exited with status {code}; "
+                    f"restarting it in {child.delay:.0f}s"
+                )
+                child.restart_at = now + child.delay
+                child.delay = min(child.delay * 2, RESTART_DELAY_MAX)
+            stop.wait(0.2)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for spec, proc in reversed(children):
-            if proc.poll() is None:
-                print(f"stopping {spec.name} (pid {proc.pid})")
+        for child in reversed(children):
+            proc = child.proc
+            if proc is not None and proc.poll() is None:
+                print(f"stopping {child.spec.name} (pid {proc.pid})")
                 terminate_pid(proc.pid, timeout=15, group=True)
-            proc.wait()
-    return exit_code
+            if proc is not None:
+                proc.wait()
+    return 0

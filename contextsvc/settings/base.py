@@ -45,6 +45,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "contextsvc.core.middleware.reject_nul_in_url",
+    "contextsvc.core.middleware.DatabaseUnavailable",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -96,10 +97,13 @@ if env_bool("CS_DB_POOL", False):
     # Under ASGI every request may run on a different thread, so persistent connections
     # are not reused; a psycopg pool is what keeps connection set-up off the request path.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Django has the pool check each connection as it leaves the pool (CONN_HEALTH_CHECKS):
+    # after a PostgreSQL restart the dead ones are replaced instead of failing requests.
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": 1,
         "max_size": env_int("CS_DB_POOL_MAX_SIZE", 20, minimum=1),
-        "timeout": 10,
+        # How long a request waits for a connection before it is a 503 (Retry-After).
+        "timeout": env_int("CS_DB_POOL_TIMEOUT", 3, minimum=1),
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
