@@ -52,13 +52,31 @@ def desired_objects(allocation: Allocation) -> list[Desired]:
     workspaces, then the Sandboxes that mount them."""
     spec = pool_spec(allocation)
     if allocation.strategy == Strategy.WARMPOOL:
-        # The pool's template decides the runtime and its network policy.
+        # The pool's template decides the runtime; the claimed Pods are fenced all the same
+        # (rows from before the fence, and adopted ones, get DNS out and nothing else).
+        fence = (allocation.blueprint or {}).get("fence") or {
+            "ingress": [],
+            "egress": [objects.DNS_EGRESS],
+        }
         return [
-            (objects.SANDBOX_CLAIM, objects.claim_manifest(spec, i)) for i in range(spec.replicas)
+            (
+                objects.NETWORK_POLICY,
+                objects.network_policy_manifest(
+                    spec, ingress=fence["ingress"], egress=fence["egress"]
+                ),
+            ),
+            *(
+                (objects.SANDBOX_CLAIM, objects.claim_manifest(spec, i))
+                for i in range(spec.replicas)
+            ),
         ]
     blueprint = blueprint_for(allocation)
+    ingress, egress = objects.blueprint_network_rules(blueprint)
     wanted: list[Desired] = [
-        (objects.NETWORK_POLICY, objects.network_policy_manifest(spec, blueprint))
+        (
+            objects.NETWORK_POLICY,
+            objects.network_policy_manifest(spec, ingress=ingress, egress=egress),
+        )
     ]
     wanted += [
         (objects.PVC, objects.pvc_manifest(spec, name)) for name in objects.managed_pvc_names(spec)

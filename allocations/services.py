@@ -33,7 +33,7 @@ from contextsvc.core.errors import (
 )
 from contextsvc.core.services import audit_record
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube import objects, podsecurity
 
 SYSTEM_ACTOR = "system:context-service"
 
@@ -85,15 +85,48 @@ def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str,
     return size, mode, str(spec.get("storageClassName") or "")
 
 
-def _check_warm_pool(request: PoolRequest, namespace: str) -> None:
+@dataclass(frozen=True)
+class WarmPoolCheck:
+    relaxations: frozenset[str]
+    # NetworkPolicy rules for the claimed Pods (objects.warm_pool_fence).
+    fence: dict[str, list[dict[str, Any]]]
+
+
+def _check_warm_pool(request: PoolRequest, namespace: str) -> WarmPoolCheck:
+    """The pool exists, and its template passes the Pod Security table (podsecurity) but
+    for the restricted rules its owner relaxed on the pool, by name: the service does not
+    own the template, but it does not hand out unhardened sandboxes silently."""
     try:
         pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, request.warm_pool)
+        template_name = objects.warm_pool_template_name(pool) if pool is not None else None
+        template = (
+            kube.get_object(objects.SANDBOX_TEMPLATE, namespace, template_name)
+            if template_name
+            else None
+        )
     except kube.KubeError as exc:
         raise KubernetesFailure(exc.message) from exc
     if pool is None:
         raise InvalidRequest(
             f'warmPoolRef "{request.warm_pool}" does not exist in namespace "{namespace}"'
         )
+    if template is None:
+        raise InvalidRequest(
+            f'warmPoolRef "{request.warm_pool}": its SandboxTemplate "{template_name or ""}" '
+            f'does not exist in namespace "{namespace}"'
+        )
+    relaxations = objects.warm_pool_relaxations(pool) & podsecurity.RELAXABLE
+    pod_spec, annotations = objects.template_pod(template)
+    problems = podsecurity.violations(pod_spec, annotations=annotations, relaxations=relaxations)
+    if problems:
+        refused = InvalidRequest(
+            f'warmPoolRef "{request.warm_pool}": its SandboxTemplate "{template_name}" is not '
+            f"hardened ({problems[0]}); harden it, or relax rules by name in the pool's "
+            f"{objects.WARM_POOL_RELAXATIONS_ANNOTATION} annotation"
+        )
+        refused.details = {"problems": {"warmPoolRef": problems}}
+        raise refused
+    return WarmPoolCheck(relaxations, objects.warm_pool_fence(template))
 
 
 def _taken(name: str) -> AlreadyExists:
@@ -170,10 +203,13 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
         raise Unavailable(problem)
     profile, blueprint, warnings = _runtime(request, caps)
     size, access_mode, storage_class = request.size, request.access_mode, request.storage_class
+    relaxations: frozenset[str] = frozenset()
     if request.strategy == Strategy.EXISTING:
         size, access_mode, storage_class = _existing_workspace(request, namespace)
     elif request.strategy == Strategy.WARMPOOL:
-        _check_warm_pool(request, namespace)
+        checked = _check_warm_pool(request, namespace)
+        relaxations = checked.relaxations
+        blueprint = {"fence": checked.fence, "relaxations": sorted(relaxations)}
 
     allocation = Allocation(
         name=request.name,
@@ -196,10 +232,15 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
     try:
         with transaction.atomic():
             allocation.save()
+            relaxed = (
+                [f"The warm pool's owner relaxes: {', '.join(sorted(relaxations))}."]
+                if relaxations
+                else []
+            )
             _event(
                 allocation,
                 AllocationEvent.Kind.CREATED,
-                " ".join([f"requested by {actor}.", *warnings]).strip(),
+                " ".join([f"requested by {actor}.", *warnings, *relaxed]).strip(),
             )
             audit_record(
                 actor=actor,
@@ -211,6 +252,7 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
                     "replicas": allocation.replicas,
                     "strategy": allocation.strategy,
                     "profile": allocation.profile_name,
+                    **({"relaxations": sorted(relaxations)} if relaxations else {}),
                 },
             )
             announce(allocation, "allocation.created")

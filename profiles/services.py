@@ -22,14 +22,26 @@ from contextsvc.kube import objects
 from profiles import validation
 from profiles.models import Isolation, ProfileSource, SandboxProfile, runtime_class_for
 
+# Model field → the API field that sets it (problems name what the caller sent).
+API_FIELDS = {
+    "is_default": "default",
+    "pod_labels": "podLabels",
+    "volume_mounts": "volumeMounts",
+    "template_namespace": "template",
+    "template_name": "template",
+}
+
 
 class ProfileInvalid(InvalidRequest):
-    """The profile fails validation; ``problems`` maps each field to what is wrong with it."""
+    """The profile fails validation; ``problems`` maps each API field to what is wrong."""
 
     def __init__(self, problems: validation.Problems) -> None:
-        field, messages = next(iter(problems.items()))
+        by_api_field: validation.Problems = {}
+        for field, messages in problems.items():
+            by_api_field.setdefault(API_FIELDS.get(field, field), []).extend(messages)
+        field, messages = next(iter(by_api_field.items()))
         super().__init__(f"{field}: {messages[0]}")
-        self.details = {"problems": problems}
+        self.details = {"problems": by_api_field}
 
 
 def _relaxations(profile: SandboxProfile) -> frozenset[str]:
@@ -92,9 +104,11 @@ def profile_blueprint(profile: SandboxProfile, *, service_account: str | None) -
     """Copy the profile's blueprint now (a template is read from the cluster)."""
     if profile.source == ProfileSource.TEMPLATE:
         blueprint = template_profile_blueprint(profile)
-        problems = objects.blueprint_problems(blueprint)
+        # The template may have changed since the profile was saved: checked again, whole.
+        problems: validation.Problems = {}
+        validation.check_blueprint(problems, blueprint, "template_name")
         if problems:
-            raise InvalidRequest(f"profile {profile.name!r}: {problems[0]}")
+            raise ProfileInvalid(problems)
         return blueprint
     return builtin_profile_blueprint(profile, service_account=service_account)
 
@@ -118,7 +132,7 @@ def profile_problems(profile: SandboxProfile, *, check_cluster: bool = True) -> 
         validation.check_labels(problems, profile.pod_labels)
         if not problems:
             validation.check_blueprint(
-                problems, builtin_profile_blueprint(profile, service_account=None), "blueprint"
+                problems, builtin_profile_blueprint(profile, service_account=None), None
             )
     elif profile.source == ProfileSource.TEMPLATE:
         validation.check_template_reference(
@@ -191,6 +205,11 @@ def profile_save(*, name: str, values: dict[str, Any], actor: str, create: bool)
         if found is None:
             raise NotFound(f'profile "{name}" not found')
         profile = found
+    if create and "source" not in values:
+        # What the body gives decides: a template reference, else the built-in runtime.
+        profile.source = (
+            ProfileSource.TEMPLATE if "template_name" in values else ProfileSource.BUILTIN
+        )
     for key, value in values.items():
         if key not in FIELDS:
             raise InvalidRequest(f'unknown profile field "{key}"')

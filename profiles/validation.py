@@ -12,7 +12,7 @@ from approvals.rules.model import RuleSyntaxError, SourcesError
 from approvals.rules.settings import parse_settings
 from approvals.rules.sources import parse_sources
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
-from contextsvc.kube import objects
+from contextsvc.kube import objects, podsecurity
 from contextsvc.quantity import is_positive_quantity
 
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*\Z")
@@ -152,9 +152,20 @@ def check_sources(problems: Problems, sources: Any) -> None:
         _add(problems, "sources", str(exc))
 
 
-def check_blueprint(problems: Problems, blueprint: objects.Blueprint, field: str) -> None:
-    for problem in objects.blueprint_problems(blueprint):
-        _add(problems, field, problem)
+# Where a built-in profile's blueprint problems are reported: the field that set that part.
+BUILTIN_FIELDS = {
+    objects.PART_LABELS: "pod_labels",
+    objects.PART_VOLUMES: "volumes",
+    objects.PART_MOUNTS: "volume_mounts",
+    objects.PART_POD: "image",
+}
+
+
+def check_blueprint(problems: Problems, blueprint: objects.Blueprint, field: str | None) -> None:
+    """Every problem of the blueprint, under ``field`` (a template profile: its template),
+    or under the built-in profile field that set the part it is about."""
+    for part, problem in podsecurity.sandbox_problems(blueprint):
+        _add(problems, field or BUILTIN_FIELDS[part], problem)
 
 
 def check_relaxations(problems: Problems, relaxations: Any) -> None:

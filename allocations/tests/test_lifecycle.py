@@ -18,6 +18,7 @@ from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import (
+    HARDENED_POD_SPEC,
     NOTHING,
     admin_create,
     make_pvc,
@@ -269,6 +270,15 @@ def test_warm_pool_claims_ready_and_release_keeps_the_pool(api: ApiClient, names
     found = pool_objects(namespace, "burst")
     assert found["claims"] == ["claim-burst-0", "claim-burst-1"]
     assert len(found["pods"]) == 2  # the claimed warm Pods now carry the pool label
+    # The claimed Pods are fenced like direct ones: nothing in, DNS out (the template has
+    # no network rules of its own).
+    fence = kube.get_object(objects.NETWORK_POLICY, namespace, "burst-sandboxes")
+    assert fence is not None
+    assert fence["spec"] == {
+        "podSelector": {"matchLabels": {"context.rossoctl.io/pool": "burst"}},
+        "policyTypes": ["Ingress", "Egress"],
+        "egress": [{"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}],
+    }
 
     release(api, "burst")
     wait_for_phase("burst", Phase.RELEASED)
@@ -276,6 +286,98 @@ def test_warm_pool_claims_ready_and_release_keeps_the_pool(api: ApiClient, names
     assert pool_objects(namespace, "burst") == NOTHING
     assert kube.get_object(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
     assert kube.get_object(objects.SANDBOX_TEMPLATE, namespace, "warm-template") is not None
+
+
+UNHARDENED = {"containers": [{"name": "sandbox", "image": "busybox:1.36"}]}
+UNHARDENED_PROBLEMS = [
+    'restricted privilege-escalation: container "sandbox" does not set allowPrivilegeEscalation: false',
+    'restricted running-as-non-root: container "sandbox" may run as root (runAsNonRoot is not true)',
+    'restricted seccomp-restricted: container "sandbox" has no RuntimeDefault or Localhost seccomp profile',
+    'restricted capabilities-restricted: container "sandbox" does not drop ALL capabilities',
+]
+
+
+def test_a_warm_pool_with_an_unhardened_template_is_refused(api: ApiClient, namespace: str) -> None:
+    """Found by hand: the claimed Sandbox had no security context at all."""
+    make_warm_pool(namespace, "plain", replicas=1, pod_spec=UNHARDENED, wait=False)
+
+    response = api.post(
+        "/v1/sandbox-pools",
+        {"name": "w", "replicas": 1, "namespace": namespace, "warmPoolRef": "plain"},
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_request",
+        "message": 'warmPoolRef "plain": its SandboxTemplate "plain-template" is not hardened '
+        f"({UNHARDENED_PROBLEMS[0]}); harden it, or relax rules by name in the pool's "
+        "context.rossoctl.io/relaxations annotation",
+        "problems": {"warmPoolRef": UNHARDENED_PROBLEMS},
+    }
+    assert Allocation.objects.count() == 0
+    assert not AuditEntry.objects.filter(target_type="allocation").exists()
+    assert kube.list_objects(objects.SANDBOX_CLAIM, namespace) == []
+    assert kube.list_objects(objects.NETWORK_POLICY, namespace) == []
+
+
+def test_a_warm_pool_owner_may_relax_restricted_rules_by_name(
+    api: ApiClient, namespace: str
+) -> None:
+    relaxed = "run-as-root, privilege-escalation, keep-capabilities"
+    root_pod = {
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "sandbox", "image": "busybox:1.36"}],
+    }
+    make_warm_pool(
+        namespace,
+        "rooted",
+        replicas=1,
+        pod_spec=root_pod,
+        annotations={"context.rossoctl.io/relaxations": relaxed},
+    )
+
+    body = create(
+        api, {"name": "relaxed", "replicas": 1, "namespace": namespace, "warmPoolRef": "rooted"}
+    )
+
+    assert body["status"] == "provisioning"
+    audit = AuditEntry.objects.get(action="allocation.create", target="relaxed")
+    assert audit.payload["relaxations"] == [
+        "keep-capabilities",
+        "privilege-escalation",
+        "run-as-root",
+    ]
+    created = Allocation.objects.get(name="relaxed").events.get(kind="created")
+    assert created.message == (
+        "requested by api:serverless-harness. The warm pool's owner relaxes: "
+        "keep-capabilities, privilege-escalation, run-as-root."
+    )
+    # A baseline rule is never relaxed, whatever the annotation says.
+    make_warm_pool(
+        namespace,
+        "hostport",
+        replicas=1,
+        pod_spec={
+            **HARDENED_POD_SPEC,
+            "containers": [
+                {
+                    **HARDENED_POD_SPEC["containers"][0],
+                    "ports": [{"containerPort": 80, "hostPort": 80}],
+                }
+            ],
+        },
+        annotations={"context.rossoctl.io/relaxations": "host-ports,run-as-root"},
+        wait=False,
+    )
+    refused = api.post(
+        "/v1/sandbox-pools",
+        {"name": "hp", "replicas": 1, "namespace": namespace, "warmPoolRef": "hostport"},
+    )
+    assert refused.status_code == 400
+    assert refused.json()["problems"] == {
+        "warmPoolRef": ['baseline host-ports: container "sandbox" binds host port 80']
+    }
+    assert not Allocation.objects.filter(name="hp").exists()
 
 
 def test_missing_warm_pool_is_400(api: ApiClient, namespace: str) -> None:

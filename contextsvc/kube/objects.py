@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextsvc.quantity import parse_quantity
+
 Manifest = dict[str, Any]
 
 # --- API coordinates -------------------------------------------------------------------------
@@ -138,12 +140,18 @@ class Relaxation:
     PRIVILEGE_ESCALATION = "privilege-escalation"
     CAPABILITIES = "keep-capabilities"
     SERVICE_ACCOUNT_TOKEN = "service-account-token"  # noqa: S105 - a name, not a secret
+    # Volumes outside Pod Security "restricted"'s list (nfs, iscsi, …).
+    ANY_VOLUME_TYPE = "any-volume-type"
+    # No default requests and limits for containers that set none.
+    UNBOUNDED_RESOURCES = "unbounded-resources"
     ALL = (
         RUN_AS_ROOT,
         WRITABLE_ROOT_FILESYSTEM,
         PRIVILEGE_ESCALATION,
         CAPABILITIES,
         SERVICE_ACCOUNT_TOKEN,
+        ANY_VOLUME_TYPE,
+        UNBOUNDED_RESOURCES,
     )
 
 
@@ -272,56 +280,73 @@ def _at_or_under_workspace(path: object) -> bool:
     return text == WORKSPACE_MOUNT_PATH or text.startswith(WORKSPACE_MOUNT_PATH + "/")
 
 
-def blueprint_problems(blueprint: Blueprint) -> list[str]:
-    """Why a blueprint may not be used: the workspace and the pool labels are ours."""
-    problems = []
+# Which part of a pod a problem is about: profiles report it under the field that sets it.
+PART_LABELS, PART_VOLUMES, PART_MOUNTS, PART_POD = "labels", "volumes", "mounts", "pod"
+Problem = tuple[str, str]  # (part, message)
+
+
+def blueprint_problems(blueprint: Blueprint) -> list[Problem]:
+    """Why a blueprint may not be used: the workspace and the pool labels are ours. (What
+    it may not do to the node is ``podsecurity``'s table.)"""
+    problems: list[Problem] = []
     for key in blueprint.labels:
         if _reserved_label(key):
-            problems.append(f'pod label "{key}" is set by Context Service and cannot be overridden')
+            problems.append(
+                (
+                    PART_LABELS,
+                    f'pod label "{key}" is set by Context Service and cannot be overridden',
+                )
+            )
     spec = blueprint.pod_spec
     containers = list(spec.get("containers") or [])
     if not containers:
-        problems.append("the pod template has no containers")
+        problems.append((PART_POD, "the pod template has no containers"))
     for volume in spec.get("volumes") or []:
         if volume.get("name") in (WORKSPACE_VOLUME, TMP_VOLUME):
-            problems.append(f'volume "{volume.get("name")}" is reserved for Context Service')
+            problems.append(
+                (PART_VOLUMES, f'volume "{volume.get("name")}" is reserved for Context Service')
+            )
     for claim in blueprint.volume_claim_templates:
         if (claim.get("metadata") or {}).get("name") == WORKSPACE_VOLUME:
-            problems.append(f'volume claim template "{WORKSPACE_VOLUME}" is reserved')
-    problems += _host_access_problems(spec, containers + list(spec.get("initContainers") or []))
+            problems.append(
+                (PART_VOLUMES, f'volume claim template "{WORKSPACE_VOLUME}" is reserved')
+            )
     for container in containers + list(spec.get("initContainers") or []):
         for mount in container.get("volumeMounts") or []:
             if _at_or_under_workspace(mount.get("mountPath")):
                 problems.append(
-                    f'container "{container.get("name")}" mounts "{mount.get("name")}" at '
-                    f"{mount.get('mountPath')}, where the allocation's workspace goes"
+                    (
+                        PART_MOUNTS,
+                        f'container "{container.get("name")}" mounts "{mount.get("name")}" at '
+                        f"{mount.get('mountPath')}, where the allocation's workspace goes",
+                    )
                 )
     return problems
 
 
-_HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
-_CONFINED = ("RuntimeDefault", "Localhost")
-
-
-def _host_access_problems(spec: Mapping[str, Any], containers: list[Manifest]) -> list[str]:
-    """Settings ``harden`` cannot undo without changing what the template means: a pod on
-    the node's network or PID namespace, with a host path, privileged or unconfined, is
-    not a sandbox, and hostNetwork would also step around the allocation's NetworkPolicy."""
-    problems = [f"the pod template sets {key}" for key in _HOST_NAMESPACES if spec.get(key)]
-    for volume in spec.get("volumes") or []:
-        if "hostPath" in volume:
-            problems.append(f'volume "{volume.get("name")}" is a hostPath volume')
-    contexts = [("the pod", spec.get("securityContext") or {})] + [
-        (f'container "{c.get("name")}"', c.get("securityContext") or {}) for c in containers
-    ]
-    for where, security in contexts:
-        if security.get("privileged"):
-            problems.append(f"{where} is privileged")
-        for key in ("seccompProfile", "appArmorProfile"):
-            kind = (security.get(key) or {}).get("type")
-            if kind is not None and kind not in _CONFINED:
-                problems.append(f"{where} sets {key} {kind}")
-    return problems
+def default_resources(container: Manifest) -> None:
+    """Fill what a container leaves out with the built-in runtime's requests and limits,
+    in place: a sandbox without a memory limit can take its node's memory. A limit is
+    never set below the container's own request, nor a request above its own limit."""
+    resources: Manifest = container.setdefault("resources", {})
+    requests: Manifest = resources.setdefault("requests", {})
+    limits: Manifest = resources.setdefault("limits", {})
+    for key, default in DEFAULT_RESOURCES["requests"].items():
+        if key not in requests:
+            limit = limits.get(key)
+            requests[key] = (
+                limit
+                if limit is not None and parse_quantity(limit) < parse_quantity(default)
+                else default
+            )
+    for key, default in DEFAULT_RESOURCES["limits"].items():
+        if key not in limits:
+            request = requests.get(key)
+            limits[key] = (
+                request
+                if request is not None and parse_quantity(request) > parse_quantity(default)
+                else default
+            )
 
 
 def harden(pod_spec: Manifest, relaxations: frozenset[str]) -> None:
@@ -339,6 +364,8 @@ def harden(pod_spec: Manifest, relaxations: frozenset[str]) -> None:
     for container in list(pod_spec.get("containers") or []) + list(
         pod_spec.get("initContainers") or []
     ):
+        if Relaxation.UNBOUNDED_RESOURCES not in relaxations:
+            default_resources(container)
         security: Manifest = dict(container.get("securityContext") or {})
         security["allowPrivilegeEscalation"] = Relaxation.PRIVILEGE_ESCALATION in relaxations
         security["readOnlyRootFilesystem"] = read_only_root
@@ -492,9 +519,22 @@ def _peer_rule(rule: Mapping[str, Any], direction: str) -> Manifest:
     return body
 
 
-def network_policy_manifest(spec: PoolSpec, blueprint: Blueprint) -> Manifest:
-    """Default deny in and out for the allocation's Pods; DNS out; then the profile's rules."""
-    dns = {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+DNS_EGRESS: Manifest = {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+
+
+def blueprint_network_rules(blueprint: Blueprint) -> tuple[list[Manifest], list[Manifest]]:
+    """(ingress, egress) NetworkPolicy rules from a profile's rules, DNS out first."""
+    return (
+        [_peer_rule(rule, "from") for rule in blueprint.ingress],
+        [DNS_EGRESS, *(_peer_rule(rule, "to") for rule in blueprint.egress)],
+    )
+
+
+def network_policy_manifest(
+    spec: PoolSpec, *, ingress: Sequence[Manifest], egress: Sequence[Manifest]
+) -> Manifest:
+    """Default deny in and out for the allocation's Pods (direct Sandboxes, or the warm-pool
+    Pods its claims took), except what the rules let through."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -506,9 +546,47 @@ def network_policy_manifest(spec: PoolSpec, blueprint: Blueprint) -> Manifest:
         "spec": {
             "podSelector": {"matchLabels": {POOL_LABEL: spec.name}},
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [_peer_rule(rule, "from") for rule in blueprint.ingress],
-            "egress": [dns, *(_peer_rule(rule, "to") for rule in blueprint.egress)],
+            "ingress": copy.deepcopy(list(ingress)),
+            "egress": copy.deepcopy(list(egress)),
         },
+    }
+
+
+# --- Warm pools (the pool owner's template) ---------------------------------------------------
+
+# On a SandboxWarmPool, by its owner: restricted Pod Security rules its template may break
+# (comma-separated relaxation names, as a profile lists them).
+WARM_POOL_RELAXATIONS_ANNOTATION = f"{LABEL_DOMAIN}/relaxations"
+
+
+def warm_pool_template_name(pool: Mapping[str, Any]) -> str | None:
+    name = ((pool.get("spec") or {}).get("sandboxTemplateRef") or {}).get("name")
+    return str(name) if name else None
+
+
+def warm_pool_relaxations(pool: Mapping[str, Any]) -> frozenset[str]:
+    raw = ((pool.get("metadata") or {}).get("annotations") or {}).get(
+        WARM_POOL_RELAXATIONS_ANNOTATION, ""
+    )
+    return frozenset(name.strip() for name in str(raw).split(",") if name.strip())
+
+
+def template_pod(template: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, str]]:
+    """(pod spec, pod annotations) of a SandboxTemplate's pod template."""
+    pod_template = (template.get("spec") or {}).get("podTemplate") or {}
+    return pod_template.get("spec") or {}, (pod_template.get("metadata") or {}).get(
+        "annotations"
+    ) or {}
+
+
+def warm_pool_fence(template: Mapping[str, Any]) -> dict[str, list[Manifest]]:
+    """The NetworkPolicy rules for a warm-pool allocation's Pods: the template's own
+    ``networkPolicy`` rules (its owner's intent) when it has them, DNS out, and nothing else
+    — even when the template leaves its Pods unmanaged."""
+    policy = (template.get("spec") or {}).get("networkPolicy") or {}
+    return {
+        "ingress": copy.deepcopy(list(policy.get("ingress") or [])),
+        "egress": [DNS_EGRESS, *copy.deepcopy(list(policy.get("egress") or []))],
     }
 
 

@@ -128,7 +128,7 @@ def test_without_extensions_warm_pools_and_template_profiles_answer_400(bare_clu
     }
     assert profile.status_code == 400
     assert profile.json()["problems"] == {
-        "template_name": [f"profile 't' copies a SandboxTemplate, but {expected}"],
+        "template": [f"profile 't' copies a SandboxTemplate, but {expected}"],
     }
     assert Allocation.objects.count() == 0
     assert SandboxProfile.objects.count() == 0

@@ -15,7 +15,7 @@ from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from profiles.models import SandboxProfile
 from tests.support.api import ApiClient, issue_token
-from tests.support.kube import admin_create, make_template, wait_for_phase
+from tests.support.kube import admin_create, admin_patch, make_template, wait_for_phase
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 FIXTURES = Path(__file__).resolve().parents[2] / "approvals" / "tests" / "fixtures"
@@ -302,10 +302,59 @@ def test_template_profile_copies_the_template_blueprint(
         "mountPath": "/workspace",
         "readOnly": False,
     }
-    # Editing the template afterwards does not change this allocation (it was copied).
+    # The template sets no resources: the built-in runtime's defaults apply.
+    assert container["resources"] == {
+        "requests": {"memory": "64Mi", "cpu": "50m"},
+        "limits": {"memory": "256Mi"},
+    }
+
+    # Editing the template afterwards does not change this allocation (it was copied) ...
+    admin_patch(
+        objects.SANDBOX_TEMPLATE,
+        namespace,
+        "research",
+        {
+            "spec": {
+                "podTemplate": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "agent",
+                                "image": "registry.example.com/research:8",
+                                "ports": [{"containerPort": 8080, "hostPort": 8080}],
+                            }
+                        ]
+                    }
+                }
+            }
+        },
+    )
+    kept = kube.get_object(objects.SANDBOX, namespace, "sandbox-copied-1")
+    assert kept is not None
+    assert kept["spec"]["podTemplate"]["spec"]["containers"][0]["image"] == (
+        "registry.example.com/research:7"
+    )
     assert Allocation.objects.get(name="copied").blueprint["podSpec"]["containers"][0]["image"] == (
         "registry.example.com/research:7"
     )
+    # ... and a new allocation is refused with every problem of the edited template.
+    refused = caller.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "after-edit",
+            "replicas": 1,
+            "namespace": namespace,
+            "profile": "research-agent",
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "error": "invalid_request",
+        "message": 'template: baseline host-ports: container "agent" binds host port 8080',
+        "problems": {"template": ['baseline host-ports: container "agent" binds host port 8080']},
+    }
+    assert not Allocation.objects.filter(name="after-edit").exists()
 
 
 def test_template_that_mounts_the_workspace_is_refused_on_save(
@@ -341,9 +390,9 @@ def test_template_that_mounts_the_workspace_is_refused_on_save(
     assert response.status_code == 400
     assert response.json() == {
         "error": "invalid_request",
-        "message": 'template_name: pod label "context.rossoctl.io/pool" is set by Context Service and cannot be overridden',
+        "message": 'template: pod label "context.rossoctl.io/pool" is set by Context Service and cannot be overridden',
         "problems": {
-            "template_name": [
+            "template": [
                 'pod label "context.rossoctl.io/pool" is set by Context Service and cannot be overridden',
                 'container "c" mounts "w" at /workspace, where the allocation\'s workspace goes',
             ]
@@ -391,14 +440,54 @@ def test_template_that_reaches_the_host_is_refused_on_save(
 
     assert response.status_code == 400
     assert response.json()["problems"] == {
-        "template_name": [
-            "the pod template sets hostNetwork",
-            "the pod template sets hostPID",
-            'volume "root" is a hostPath volume',
-            "the pod sets appArmorProfile Unconfined",
-            'container "c" is privileged',
-            'container "c" sets seccompProfile Unconfined',
+        "template": [
+            "baseline host-namespaces: the pod template sets hostNetwork",
+            "baseline host-namespaces: the pod template sets hostPID",
+            'baseline privileged: container "c" is privileged',
+            'baseline hostpath-volumes: volume "root" is a hostPath volume',
+            "baseline apparmor: the pod sets appArmorProfile Unconfined",
+            'baseline seccomp-baseline: container "c" sets seccompProfile Unconfined',
+            'restricted seccomp-restricted: container "c" has no RuntimeDefault or Localhost '
+            "seccomp profile",
         ]
+    }
+    assert not SandboxProfile.objects.exists()
+    assert not AuditEntry.objects.filter(target_type="profile").exists()
+
+
+def test_host_ports_and_unmasked_proc_are_refused_on_save(admin: ApiClient, namespace: str) -> None:
+    """Found by hand: such a profile was saved and its Pod bound node port 8080."""
+    make_template(
+        namespace,
+        "ports",
+        {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "busybox:1.36",
+                        "ports": [{"containerPort": 8080, "hostPort": 8080}],
+                        "securityContext": {"procMount": "Unmasked"},
+                    }
+                ]
+            }
+        },
+    )
+
+    response = admin.post(
+        "/v1/profiles", {"name": "ports", "template": {"namespace": namespace, "name": "ports"}}
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "invalid_request",
+        "message": 'template: baseline host-ports: container "c" binds host port 8080',
+        "problems": {
+            "template": [
+                'baseline host-ports: container "c" binds host port 8080',
+                'baseline proc-mount: container "c" sets procMount Unmasked',
+            ]
+        },
     }
     assert not SandboxProfile.objects.exists()
     assert not AuditEntry.objects.filter(target_type="profile").exists()
@@ -422,7 +511,7 @@ def test_missing_template_and_runtime_class_are_refused_on_save(
 
     assert missing.status_code == 400
     assert missing.json()["problems"] == {
-        "template_name": [f'SandboxTemplate "ghost" does not exist in namespace "{namespace}"'],
+        "template": [f'SandboxTemplate "ghost" does not exist in namespace "{namespace}"'],
     }
     assert kata.status_code == 400
     assert kata.json()["problems"]["isolation"][0].startswith(

@@ -55,7 +55,7 @@ def test_a_plain_builtin_profile_is_valid() -> None:
         (
             {"pod_labels": {"context.rossoctl.io/pool": "other"}},
             {
-                "blueprint": [
+                "pod_labels": [
                     'pod label "context.rossoctl.io/pool" is set by Context Service and cannot be overridden'
                 ]
             },
@@ -63,7 +63,7 @@ def test_a_plain_builtin_profile_is_valid() -> None:
         (
             {"pod_labels": {"app.kubernetes.io/managed-by": "me"}},
             {
-                "blueprint": [
+                "pod_labels": [
                     'pod label "app.kubernetes.io/managed-by" is set by Context Service and cannot be overridden'
                 ]
             },
@@ -74,7 +74,7 @@ def test_a_plain_builtin_profile_is_valid() -> None:
                 "volume_mounts": [{"name": "data", "mountPath": "/workspace"}],
             },
             {
-                "blueprint": [
+                "volume_mounts": [
                     'container "sandbox" mounts "data" at /workspace, where the allocation\'s workspace goes'
                 ]
             },
@@ -85,14 +85,18 @@ def test_a_plain_builtin_profile_is_valid() -> None:
                 "volume_mounts": [{"name": "data", "mountPath": "/workspace/cache"}],
             },
             {
-                "blueprint": [
+                "volume_mounts": [
                     'container "sandbox" mounts "data" at /workspace/cache, where the allocation\'s workspace goes'
                 ]
             },
         ),
         (
             {"volumes": [{"name": "workspace", "emptyDir": {}}]},
-            {"blueprint": ['volume "workspace" is reserved for Context Service']},
+            {"volumes": ['volume "workspace" is reserved for Context Service']},
+        ),
+        (
+            {"volumes": [{"name": "share", "nfs": {"server": "nfs.example", "path": "/"}}]},
+            {"volumes": ['restricted volume-types: volume "share" is of type nfs']},
         ),
         ({"isolation": "firecracker"}, {"isolation": ["must be one of default, gvisor, kata"]}),
         (
@@ -100,7 +104,8 @@ def test_a_plain_builtin_profile_is_valid() -> None:
             {
                 "relaxations": [
                     "unknown relaxation 'root'; choose from run-as-root, writable-root-filesystem, "
-                    "privilege-escalation, keep-capabilities, service-account-token"
+                    "privilege-escalation, keep-capabilities, service-account-token, "
+                    "any-volume-type, unbounded-resources"
                 ]
             },
         ),
