@@ -285,9 +285,9 @@ class ApprovalDecisionApi(ServiceAPIView):
 
 
 class ApprovalCancelApi(ServiceAPIView):
-    """The agent no longer needs a pending request."""
+    """The agent no longer needs a pending request; or an approver withdraws it."""
 
-    write_scope = Scope.AGENT
+    write_scopes = (Scope.AGENT, Scope.APPROVER)
 
     @extend_schema(
         operation_id="approvals_cancel",

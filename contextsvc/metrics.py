@@ -163,15 +163,25 @@ def metrics(request: HttpRequest) -> HttpResponse:
             sh_auth=request.headers.get(SH_AUTH_HEADER, ""),
         )
     except InvalidCredentials as exc:
-        found, problem = None, str(exc)
-    else:
-        problem = "a bearer token with the read scope is required"
-    if found is None or not found[0].scopes & {Scope.READ, Scope.ADMIN}:
+        return _unauthorized(str(exc))
+    if found is None:
+        return _unauthorized("a token with the read scope is required")
+    if not found[0].scopes & {Scope.READ, Scope.ADMIN}:
         return JsonResponse(
-            {"error": "unauthorized", "message": problem},
-            status=401,
-            headers={"WWW-Authenticate": 'Bearer realm="context-service"'},
+            {
+                "error": "forbidden",
+                "message": "this credential lacks the scope this endpoint needs",
+            },
+            status=403,
         )
     registry = CollectorRegistry()
     registry.register(ServiceCollector())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+
+
+def _unauthorized(message: str) -> JsonResponse:
+    return JsonResponse(
+        {"error": "unauthorized", "message": message},
+        status=401,
+        headers={"WWW-Authenticate": 'Bearer realm="context-service"'},
+    )

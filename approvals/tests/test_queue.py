@@ -456,6 +456,24 @@ def test_agents_see_and_cancel_only_their_own_requests(
     assert approver.get("/v1/approvals", status="cancelled").json()["count"] == 1
 
 
+def test_an_approver_may_cancel_a_pending_request(agent: ApiClient, approver: ApiClient) -> None:
+    """docs/approvals.md: approvers may cancel; they used to get a 403."""
+    request_id = ask(agent, "pip install pandas").json()["id"]
+
+    cancelled = approver.post(f"/v1/approvals/{request_id}/cancel")
+
+    assert cancelled.status_code == 200
+    assert (cancelled.json()["status"], cancelled.json()["decision"]) == ("cancelled", "deny")
+    assert list(
+        AuditEntry.objects.filter(action="approval.cancel", target=request_id).values_list(
+            "actor", flat=True
+        )
+    ) == ["api:alice"]
+    again = approver.post(f"/v1/approvals/{request_id}/cancel")
+    assert again.status_code == 409
+    assert AuditEntry.objects.filter(action="approval.cancel", target=request_id).count() == 1
+
+
 def test_list_filters(agent: ApiClient, approver: ApiClient) -> None:
     ask(agent, "pip install a", context="c1")
     ask(agent, "pip install b", context="c2")

@@ -194,7 +194,8 @@ class BearerTokenAuthentication(BaseAuthentication):
 
 
 class ScopeRequired(BasePermission):
-    """Writes need the view's ``write_scope``; reads need one of its ``read_scopes``, or the
+    """Writes need the view's ``write_scope`` (or one of its ``write_scopes``); reads need
+    one of its ``read_scopes``, or the
     right to write (whoever may change something may also look at it). ``admin`` may do
     everything."""
 
@@ -202,8 +203,8 @@ class ScopeRequired(BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         scopes = principal_scopes(request.user)
-        write_scope = getattr(view, "write_scope", Scope.ADMIN)
-        if Scope.ADMIN in scopes or write_scope in scopes:
+        write_scopes = getattr(view, "write_scopes", (getattr(view, "write_scope", Scope.ADMIN),))
+        if Scope.ADMIN in scopes or scopes & set(write_scopes):
             return True
         if request.method in SAFE_METHODS:
             return bool(scopes & set(getattr(view, "read_scopes", (Scope.READ,))))

@@ -3,7 +3,9 @@ admin (everything). A role is a Django group; superusers are admins."""
 
 from __future__ import annotations
 
+from django.contrib.auth import password_validation
 from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from contextsvc.core.auth import ROLE_CACHE, Role, user_role
@@ -47,8 +49,12 @@ def user_create(*, username: str, password: str, role: str, actor: str) -> User:
     if User.objects.filter(username=username).exists():
         raise InvalidRequest(f'user "{username}" already exists')
     user = User(username=username)
+    try:
+        user.full_clean(exclude=["password"])
+        password_validation.validate_password(password, user)
+    except ValidationError as exc:
+        raise InvalidRequest(" ".join(exc.messages)) from None
     user.set_password(password)
-    user.full_clean()
     user.save()
     audit_record(
         actor=actor,

@@ -215,3 +215,24 @@ def test_allocations_list_costs_the_same_queries_on_any_page() -> None:
     page = viewer.get("/allocations/?page=2").content.decode()
     assert page.count('<tr data-id="') == 50
     assert "page 2 of 5" in page
+
+
+def test_a_weak_password_is_refused_with_the_validators_reasons() -> None:
+    """The password validators are configured; the Users page used to skip them."""
+    from contextsvc.core.models import AuditEntry
+
+    admin = client_for("admin")
+
+    response = admin.post(
+        "/users/", {"username": "weak", "password": "password1234", "role": "viewer"}
+    )
+
+    assert response.status_code == 200
+    assert "This password is too common." in response.content.decode()
+    assert not User.objects.filter(username="weak").exists()
+    assert not AuditEntry.objects.filter(action="user.create").exists()
+    strong = admin.post(
+        "/users/", {"username": "strong", "password": "correct horse battery 7", "role": "viewer"}
+    )
+    assert strong.status_code == 302
+    assert User.objects.filter(username="strong").exists()
