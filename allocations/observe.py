@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from allocations.models import Strategy
@@ -76,6 +77,52 @@ def terminal_failure(pool: PoolObjects) -> tuple[str, str] | None:
             kind = obj.get("kind") or "object"
             return reason, f"{kind} {obj['metadata']['name']}: {message}"
     return None
+
+
+def controller_problem(pool: PoolObjects) -> tuple[str, str] | None:
+    """The first Sandbox or Claim whose controller says why it is not ready (and it is not
+    the normal wait): what a caller waiting on ``provisioning`` wants to know."""
+    for obj in pool.claims + pool.sandboxes:
+        problem = objects.controller_problem(obj)
+        if problem is not None:
+            reason, message = problem
+            return reason, f"{obj.get('kind') or 'object'} {obj['metadata']['name']}: {message}"
+    return None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the objects say of a live allocation: it failed, or how many replicas are ready
+    and what (if anything) the controller reports about the others."""
+
+    ready: int = 0
+    failure: tuple[str, str] | None = None
+    problem: tuple[str, str] | None = None
+
+
+def observe(
+    strategy: str, pool: PoolObjects, *, requested_at: datetime, now: datetime, deadline: timedelta
+) -> Observation:
+    """The one decision the watcher (from its caches) and the resync (from list calls) both
+    make. A problem the controller keeps reporting past the reconcile deadline is a failure:
+    it has had the time any transient one needs (``ReconcilerError`` often hides a
+    configuration mistake)."""
+    failure = terminal_failure(pool)
+    if failure is not None:
+        return Observation(failure=failure)
+    ready = ready_replicas(strategy, pool)
+    problem = controller_problem(pool)
+    if problem is not None and now - requested_at > deadline:
+        reason, message = problem
+        seconds = int(deadline.total_seconds())
+        return Observation(
+            ready=ready,
+            failure=(
+                reason,
+                f"{message} (still reported after the {seconds} s reconcile deadline)",
+            ),
+        )
+    return Observation(ready=ready, problem=problem)
 
 
 def compute_count(strategy: str, pool: PoolObjects) -> int:

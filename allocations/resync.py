@@ -20,8 +20,7 @@ from allocations.observe import (
     PoolObjects,
     compute_count,
     group_by_pool,
-    ready_replicas,
-    terminal_failure,
+    observe,
 )
 from contextsvc.core import namespaces
 from contextsvc.kube import client as kube
@@ -95,16 +94,20 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
     now = timezone.now()
     phase = allocation.phase
     if phase in (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY):
-        failure = terminal_failure(pool)
-        if failure is not None:
-            reason, message = failure
-            if services.allocation_fail(
-                allocation_id=allocation.pk, reason=reason, message=message
-            ):
+        observation = observe(
+            allocation.strategy,
+            pool,
+            requested_at=allocation.requested_at,
+            now=now,
+            deadline=services.reconcile_deadline(),
+        )
+        if observation.failure is not None:
+            if services.allocation_observe(allocation_id=allocation.pk, observation=observation):
                 report.failed.append(allocation.name)
             return
-        if phase != Phase.REQUESTED and services.allocation_observe_ready(
-            allocation_id=allocation.pk, ready=ready_replicas(allocation.strategy, pool)
+        # Readiness of a requested allocation waits for its reconcile to apply the objects.
+        if phase != Phase.REQUESTED and services.allocation_observe(
+            allocation_id=allocation.pk, observation=observation
         ):
             report.changed += 1
         stale = now - allocation.updated_at > _requeue_grace()

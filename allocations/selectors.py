@@ -83,9 +83,12 @@ def allocation_needs_attention(
     from django.utils import timezone
 
     cutoff = timezone.now() - timedelta(seconds=stuck_after_seconds)
+    provisioning = (Phase.REQUESTED, Phase.PROVISIONING)
     found = Allocation.objects.filter(
         Q(phase=Phase.FAILED)
-        | Q(phase__in=(Phase.REQUESTED, Phase.PROVISIONING), requested_at__lt=cutoff)
+        | Q(phase__in=provisioning, requested_at__lt=cutoff)
+        # The controller says why it is not ready: worth a look at once, not in 5 minutes.
+        | (Q(phase__in=provisioning) & ~Q(reason=""))
         | Q(phase=Phase.RELEASING, release_requested_at__lt=cutoff)
     ).order_by("requested_at")[:limit]
     items = []
@@ -95,10 +98,11 @@ def allocation_needs_attention(
         elif allocation.phase == Phase.RELEASING:
             why = "release has not finished: objects remain in the cluster"
         else:
+            reported = f"{allocation.reason}: " if allocation.reason else "last error: "
             why = (
                 f"{allocation.ready_replicas}/{allocation.replicas} ready after "
                 f"{int((timezone.now() - allocation.requested_at).total_seconds() // 60)} min"
-                + (f"; last error: {allocation.message}" if allocation.message else "")
+                + (f"; {reported}{allocation.message}" if allocation.message else "")
             )
         items.append({"allocation": allocation, "why": why})
     return items

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import Case, F, Q, TextField, Value, When
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -22,6 +22,7 @@ from allocations.models import (
     Phase,
     Strategy,
 )
+from allocations.observe import Observation
 from allocations.v1 import ContextRequest, PoolRequest
 from contextsvc.core import capabilities, events, namespaces
 from contextsvc.core.errors import (
@@ -325,8 +326,13 @@ def allocation_mark_released(*, allocation_id: int, actor: str = SYSTEM_ACTOR) -
 # --- Reconcile bookkeeping ------------------------------------------------------------------
 
 
+def reconcile_deadline() -> timedelta:
+    """How long transient trouble may last before an allocation fails."""
+    return timedelta(seconds=settings.CS_RECONCILE_DEADLINE_SECONDS)
+
+
 def allocation_reconcile_deadline(allocation: Allocation) -> Any:
-    return allocation.requested_at + timedelta(seconds=settings.CS_RECONCILE_DEADLINE_SECONDS)
+    return allocation.requested_at + reconcile_deadline()
 
 
 def allocation_mark_applied(*, allocation_id: int, created: list[str]) -> None:
@@ -405,16 +411,35 @@ def allocation_note_rolled_back(*, allocation_id: int) -> None:
 # --- Observed readiness ---------------------------------------------------------------------
 
 
-def allocation_observe_ready(*, allocation_id: int, ready: int) -> bool:
-    """Record a ready-replica count: one UPDATE that also moves the phase between
-    provisioning and ready. Returns whether anything changed (then it is announced)."""
+def allocation_observe(*, allocation_id: int, observation: Observation) -> bool:
+    """Record what the watcher or the resync observed (allocations/observe.py): a failure,
+    or the ready count and the controller's report on the rest. True when it changed."""
+    if observation.failure is not None:
+        reason, message = observation.failure
+        return allocation_fail(allocation_id=allocation_id, reason=reason, message=message)
+    return allocation_observe_ready(
+        allocation_id=allocation_id, ready=observation.ready, problem=observation.problem
+    )
+
+
+def allocation_observe_ready(
+    *, allocation_id: int, ready: int, problem: tuple[str, str] | None = None
+) -> bool:
+    """Record a ready-replica count and what the controller says about the replicas that
+    are not ready (``problem``: reason, message): one UPDATE that also moves the phase
+    between provisioning and ready. Returns whether anything changed (then it is
+    announced). A problem is kept in ``reason`` and ``message`` while it lasts; messages of
+    the reconciler's own retries (no reason) are left alone."""
     becomes_ready = Q(replicas__lte=ready)
+    reason, message = problem if problem is not None else ("", "")
+    reported = Q(reason=reason, message=message) if problem else Q(reason="")
     changed = (
         Allocation.objects.filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
         .filter(
             ~Q(ready_replicas=ready)
             | (becomes_ready & ~Q(phase=Phase.READY))
             | (~becomes_ready & Q(phase=Phase.READY))
+            | ~reported
         )
         .update(
             ready_replicas=ready,
@@ -425,6 +450,16 @@ def allocation_observe_ready(*, allocation_id: int, ready: int) -> bool:
             ),
             ready_at=Case(
                 When(becomes_ready & Q(ready_at__isnull=True), then=Now()), default=F("ready_at")
+            ),
+            reason=Value(reason[:64]) if problem else Value(""),
+            message=(
+                Value(message)
+                if problem
+                else Case(
+                    When(~Q(reason=""), then=Value("")),
+                    default=F("message"),
+                    output_field=TextField(),
+                )
             ),
             updated_at=Now(),
         )
@@ -438,12 +473,10 @@ def allocation_observe_ready(*, allocation_id: int, ready: int) -> bool:
             if allocation.phase == Phase.READY
             else AllocationEvent.Kind.REPLICAS
         )
-        _event(
-            allocation,
-            kind,
-            f"{allocation.ready_replicas}/{allocation.replicas} replicas ready",
-            ready=allocation.ready_replicas,
-        )
+        text = f"{allocation.ready_replicas}/{allocation.replicas} replicas ready"
+        if problem:
+            text += f"; {reason}: {message}"
+        _event(allocation, kind, text, ready=allocation.ready_replicas, reason=reason)
         announce(allocation)
     return True
 

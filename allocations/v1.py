@@ -186,7 +186,11 @@ def pool_response(allocation: Allocation, *, default_namespace: str) -> dict[str
     if allocation.warm_pool:
         body["warmPoolRef"] = allocation.warm_pool
     # Additions that break nothing: fields a Go client ignores, present only when they apply.
-    if allocation.phase == Phase.FAILED:
+    if allocation.phase == Phase.FAILED or (
+        allocation.message and allocation.phase in (Phase.REQUESTED, Phase.PROVISIONING)
+    ):
+        # Why it failed, or why it is not ready yet (what the controller, or the last
+        # retry, reported).
         body["message"] = allocation.message
     if allocation.profile_name:
         body["profile"] = allocation.profile_name

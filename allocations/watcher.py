@@ -20,10 +20,11 @@ from typing import Any
 import psycopg
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
+from django.utils import timezone
 
 from allocations import services
 from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
-from allocations.observe import PoolKey, PoolObjects, pool_key, ready_replicas, terminal_failure
+from allocations.observe import PoolKey, PoolObjects, observe, pool_key
 from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
@@ -208,7 +209,7 @@ class Watcher:
         namespace, name = key
         row = (
             Allocation.objects.filter(namespace=namespace, name=name, phase__in=ACTIVE_PHASES)
-            .values("id", "phase", "strategy")
+            .values("id", "phase", "strategy", "requested_at")
             .first()
         )
         if row is None:
@@ -220,12 +221,15 @@ class Watcher:
             return
         if row["phase"] == Phase.FAILED:
             return
-        failure = terminal_failure(pool)
-        if failure is not None:
-            services.allocation_fail(allocation_id=row["id"], reason=failure[0], message=failure[1])
-            return
-        services.allocation_observe_ready(
-            allocation_id=row["id"], ready=ready_replicas(row["strategy"], pool)
+        services.allocation_observe(
+            allocation_id=row["id"],
+            observation=observe(
+                row["strategy"],
+                pool,
+                requested_at=row["requested_at"],
+                now=timezone.now(),
+                deadline=services.reconcile_deadline(),
+            ),
         )
 
     def process_context(self, key: ContextKey) -> None:

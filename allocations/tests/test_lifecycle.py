@@ -22,6 +22,7 @@ from tests.support.kube import (
     NOTHING,
     admin_create,
     make_pvc,
+    make_template,
     make_warm_pool,
     pool_objects,
     wait_for_phase,
@@ -775,4 +776,79 @@ def test_the_longest_name_makes_valid_kubernetes_names(api: ApiClient, namespace
     assert too_long.status_code == 400
     assert too_long.json()["message"] == (
         "name must be a lowercase Kubernetes name no longer than 50 characters"
+    )
+
+
+def test_what_the_controller_reports_reaches_the_caller_and_a_lasting_problem_fails(
+    api: ApiClient, namespace: str, settings: Any
+) -> None:
+    """Found by hand: a Sandbox whose Pod the API server refused left the allocation
+    provisioning, with no message, for over ten minutes."""
+    from allocations.resync import resync_all
+    from allocations.selectors import allocation_needs_attention
+
+    # A port name longer than 15 characters: nothing before the API server's Pod
+    # validation refuses it, so the controller reports a ReconcilerError.
+    make_template(
+        namespace,
+        "bad-port",
+        {
+            "spec": {
+                **HARDENED_POD_SPEC,
+                "containers": [
+                    {
+                        **HARDENED_POD_SPEC["containers"][0],
+                        "ports": [{"containerPort": 8080, "name": "a-port-name-too-long"}],
+                    }
+                ],
+            }
+        },
+    )
+    admin = ApiClient(issue_token("platform", ["admin"]))
+    saved = admin.post(
+        "/v1/profiles",
+        {"name": "bad-port", "template": {"namespace": namespace, "name": "bad-port"}},
+    )
+    assert saved.status_code == 201, saved.content
+    create(
+        api,
+        {
+            "name": "stuck",
+            "replicas": 1,
+            "namespace": namespace,
+            "profile": "bad-port",
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+
+    def reported() -> dict[str, Any] | None:
+        body: dict[str, Any] = api.get("/v1/sandbox-pools/stuck").json()
+        return body if "message" in body else None
+
+    body = wait_until(reported, timeout=60, interval=0.2, message="the controller's report")
+    assert isinstance(body, dict)
+    assert body["status"] == "provisioning"
+    assert body["message"].startswith("Sandbox sandbox-stuck-0: Error seen: Pod ")
+    assert "a-port-name-too-long" in body["message"]
+    allocation = Allocation.objects.get(name="stuck")
+    assert allocation.reason == "ReconcilerError"
+    [attention] = allocation_needs_attention(stuck_after_seconds=300)
+    assert attention["allocation"].name == "stuck"
+    assert attention["why"].startswith(
+        "0/1 ready after 0 min; ReconcilerError: Sandbox sandbox-stuck-0"
+    )
+
+    # Past the reconcile deadline the resync fails it, with the same reason.
+    settings.CS_RECONCILE_DEADLINE_SECONDS = 1
+    wait_until(
+        lambda: "stuck" in resync_all(adopt=False).failed,
+        timeout=30,
+        message="the resync to fail the allocation",
+    )
+    failed = api.get("/v1/sandbox-pools/stuck").json()
+    assert failed["status"] == "failed"
+    assert failed["message"].startswith("Sandbox sandbox-stuck-0: Error seen: Pod ")
+    assert failed["message"].endswith("(still reported after the 1 s reconcile deadline)")
+    assert AuditEntry.objects.get(action="allocation.fail", target="stuck").payload["reason"] == (
+        "ReconcilerError"
     )

@@ -707,6 +707,23 @@ def terminal_failure(obj: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+# A not-ready Sandbox or Claim on its normal way to Ready says this (no news).
+PROGRESS_REASONS = frozenset({"", "DependenciesNotReady"})
+
+
+def controller_problem(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(reason, message) when the controller reports why the object is not ready and it is
+    not the normal wait for the Pod (e.g. ``ReconcilerError``: it cannot create the Pod).
+    Terminal reasons are ``terminal_failure``'s."""
+    ready = condition(obj, "Ready")
+    if ready is None or ready.get("status") == "True":
+        return None
+    reason = str(ready.get("reason") or "")
+    if reason in PROGRESS_REASONS or reason in TERMINAL_REASONS:
+        return None
+    return reason, str(ready.get("message") or reason)
+
+
 def is_sandbox_pod(pod: Mapping[str, Any]) -> bool:
     """Made by a Sandbox (the agent-sandbox controller owns every Pod of ours). The pool
     label alone is not enough: anyone who may label a Pod could otherwise add to an
