@@ -50,8 +50,12 @@ def _check_request(
     agent_type: str, namespace: str, initial: str, maximum: str, storage_class: str
 ) -> None:
     # <agent>-workspace must stay a valid name and the agent a valid label value.
+    if not agent_type:
+        raise InvalidRequest("agentType is required")
     if not is_dns1123_label(agent_type) or len(agent_type) > 54:
         raise InvalidRequest("agentType must be a DNS-1123 label of at most 54 characters")
+    if not namespace:
+        raise InvalidRequest("namespace is required")
     if not is_dns1123_label(namespace):
         raise InvalidRequest("namespace must be a DNS-1123 label")
     namespaces.check_managed(namespace)

@@ -191,7 +191,7 @@ class ApprovalCollectionApi(ServiceAPIView):
         if result.request is None:
             return Response({"decision": result.decision, "evaluation": result.evaluation})
         return Response(
-            {**selectors.approval_json(result.request), "decision": "ask"},
+            selectors.approval_json(result.request),
             status=202,
             headers={"Location": f"/v1/approvals/{result.request.pk}"},
         )

@@ -128,11 +128,15 @@ def approval_check(
     actor: str,
 ) -> CheckResult:
     """Allow or deny at once when a rule decides; otherwise queue it for a human."""
+    # Problems name the API's fields (contextId, operation.kind…), not the engine's.
     try:
         check_context_id(context_id)
+    except OperationError as exc:
+        raise InvalidRequest(f"contextId{str(exc).removeprefix(exc.field)}") from None
+    try:
         parsed = operation_from_dict(operation)
     except OperationError as exc:
-        raise InvalidRequest(str(exc)) from None
+        raise InvalidRequest(f"operation.{exc}") from None
     seconds = _deadline_seconds(deadline_seconds)
     policy = policy_for(agent_type=agent_type, context_id=context_id)
     evaluation = evaluate(parsed, rules=policy.rules, sources=policy.sources, context_id=context_id)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from contextsvc.core.auth import Role, user_role
 from contextsvc.core.users import has_role
@@ -23,7 +23,11 @@ def role_required(role: str) -> Callable[[View], View]:
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not has_role(request.user, role):
-                raise PermissionDenied(f"this needs the {role} role")
+                refusal = f"this needs the {role} role"
+                if request.headers.get("Accept") == "application/json":
+                    # The page's own script asked: answer in the API's error shape.
+                    return JsonResponse({"error": "forbidden", "message": refusal}, status=403)
+                raise PermissionDenied(refusal)
             return view(request, *args, **kwargs)
 
         return wrapped

@@ -149,6 +149,29 @@ def test_unsafe_context_ids_are_refused(
     assert WorkspaceContext.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"agentType": "weather-service"}, "namespace is required"),
+        ({"agentType": "weather-service", "namespace": ""}, "namespace is required"),
+        ({"namespace": "team1"}, "agentType is required"),
+        (
+            {"agentType": "weather-service", "namespace": "Team_1"},
+            "namespace must be a DNS-1123 label",
+        ),
+    ],
+)
+def test_missing_fields_are_named(rossoctl: ApiClient, body: dict[str, Any], message: str) -> None:
+    response = rossoctl.post("/v1/agent-workspaces", body)
+
+    assert (response.status_code, response.json()) == (
+        400,
+        {"error": "invalid_request", "message": message},
+    )
+    assert AgentWorkspace.objects.count() == 0
+    assert not AuditEntry.objects.filter(target_type="workspace").exists()
+
+
 @pytest.mark.parametrize("length", [225, 253])
 def test_the_longest_context_ids_are_registered_and_audited_whole(
     rossoctl: ApiClient, agent: ApiClient, namespace: str, length: int

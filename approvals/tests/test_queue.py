@@ -162,7 +162,9 @@ def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
         body["allocation"],
         body["agentInstance"],
         body["risk"],
-    ) == ("ask", "pending", "ctx-1", "pool-a", "pod-7", "medium")
+    ) == (None, "pending", "ctx-1", "pool-a", "pod-7", "medium")
+    # The 202 is the request exactly as GET shows it (decision null while pending).
+    assert agent.get(f"/v1/approvals/{body['id']}").json() == body
     assert body["evaluation"]["parts"][0]["decision"] == "ask"
     assert body["evaluation"]["parts"][0]["rule"] is None
     request = ApprovalRequest.objects.get()
@@ -180,7 +182,7 @@ def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
                 "agentType": "data-agent",
                 "operation": {"kind": "shell", "command": "ls"},
             },
-            "context_id: must be 1-253 of A-Z a-z 0-9 . _ : @ + - ; got '../etc'",
+            "contextId: must be 1-253 of A-Z a-z 0-9 . _ : @ + - ; got '../etc'",
         ),
         (
             {
@@ -192,16 +194,16 @@ def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
         ),
         (
             {"contextId": "c", "agentType": "data-agent", "operation": {"kind": "exec"}},
-            "kind: must be one of shell, file, network; got 'exec'",
+            "operation.kind: must be one of shell, file, network; got 'exec'",
         ),
         # Found by schemathesis: a kind that is not a string was a 500.
         (
             {"contextId": "c", "agentType": "data-agent", "operation": {"kind": {}}},
-            "kind: must be one of shell, file, network; got {}",
+            "operation.kind: must be one of shell, file, network; got {}",
         ),
         (
             {"contextId": "c", "agentType": "data-agent", "operation": {"kind": ["shell"]}},
-            "kind: must be one of shell, file, network; got ['shell']",
+            "operation.kind: must be one of shell, file, network; got ['shell']",
         ),
         (
             {
@@ -209,7 +211,7 @@ def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
                 "agentType": "data-agent",
                 "operation": {"kind": "file", "action": "chmod", "path": "x"},
             },
-            "action: must be read, write or delete; got 'chmod'",
+            "operation.action: must be read, write or delete; got 'chmod'",
         ),
         (
             {"contextId": "c", "agentType": "data-agent", "operation": "ls"},
@@ -349,14 +351,14 @@ def test_approve_and_allow_similar_grants_a_scoped_narrow_rule(
         "data-agent",
     )
     assert ask(agent, "pip install pandas --quiet", context="ctx-1").json()["decision"] == "allow"
-    assert ask(agent, "pip install pandas", context="ctx-2").json()["decision"] == "ask"
-    assert ask(agent, "pip install numpy", context="ctx-1").json()["decision"] == "ask"
+    assert ask(agent, "pip install pandas", context="ctx-2").status_code == 202
+    assert ask(agent, "pip install numpy", context="ctx-1").status_code == 202
     # A grant never beats a deny.
     assert ask(agent, "pip install pandas && curl x", context="ctx-1").json()["decision"] == "deny"
 
     revoked = approver.delete(f"/v1/grants/{grant['id']}")
     assert revoked.status_code == 204
-    assert ask(agent, "pip install pandas", context="ctx-1").json()["decision"] == "ask"
+    assert ask(agent, "pip install pandas", context="ctx-1").status_code == 202
     assert approver.delete(f"/v1/grants/{grant['id']}").status_code == 409
     assert list(
         AuditEntry.objects.filter(target_type="grant")
@@ -379,7 +381,7 @@ def test_agent_type_grants_cover_every_context_until_they_expire(
 
     assert ask(agent, "pip install numpy", context="elsewhere").json()["decision"] == "allow"
     Grant.objects.update(expires_at="2000-01-01T00:00:00Z")
-    assert ask(agent, "pip install numpy", context="elsewhere").json()["decision"] == "ask"
+    assert ask(agent, "pip install numpy", context="elsewhere").status_code == 202
 
 
 def test_a_reviewer_rule_must_match_the_operation(agent: ApiClient, approver: ApiClient) -> None:

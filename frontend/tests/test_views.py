@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from allocations.models import Allocation
 from approvals.models import ApprovalRequest, Status
 from approvals.services import approval_check
+from contextsvc.core.models import AuditEntry
 from contextsvc.core.users import ensure_role_groups, user_set_role
 from profiles.services import profile_save
 
@@ -93,9 +94,20 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
     viewer, approver = client_for("viewer"), client_for("approver")
 
     refused = viewer.post(f"/approvals/{request.pk}/decide/", {"decision": "approve"})
+    forged = viewer.post(
+        f"/approvals/{request.pk}/decide/",
+        {"decision": "approve"},
+        headers={"Accept": "application/json"},
+    )
     page = viewer.get("/approvals/").content.decode()
     assert refused.status_code == 403
+    # The page's script gets the API's error shape, not an HTML page.
+    assert (forged.status_code, forged.json()) == (
+        403,
+        {"error": "forbidden", "message": "this needs the approver role"},
+    )
     assert ApprovalRequest.objects.get().status == Status.PENDING
+    assert not AuditEntry.objects.filter(action__startswith="approval.deny").exists()
     assert f'id="approval-{request.pk}"' in page
     assert "data-decide hidden" in page
 
@@ -105,13 +117,23 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
         headers={"Accept": "application/json"},
     )
     assert accepted.status_code == 200
-    assert accepted.json() == {"ok": True, "message": "decided"}
+    decided = accepted.json()
+    assert (decided["id"], decided["status"], decided["decision"], decided["reason"]) == (
+        str(request.pk),
+        "denied",
+        "deny",
+        "no",
+    )
     again = approver.post(
         f"/approvals/{request.pk}/decide/",
         {"decision": "approve"},
         headers={"Accept": "application/json"},
     )
     assert again.status_code == 409
+    assert again.json() == {
+        "error": "conflict",
+        "message": f"approval request {request.pk} is already denied",
+    }
     assert ApprovalRequest.objects.get().status == Status.DENIED
 
 

@@ -46,7 +46,7 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
     form = DecisionForm(request.POST)
     parsed = selectors.parse_request_id(request_id)
     wants_json = request.headers.get("Accept") == "application/json"
-    status, message = 400, "invalid decision"
+    status, code, message = 400, "invalid_request", "invalid decision"
     if form.is_valid():
         data = form.cleaned_data
         try:
@@ -69,9 +69,12 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
                 )
             status, message = 200, "decided"
         except ServiceError as exc:
-            status, message = exc.status, exc.message
+            status, code, message = exc.status, exc.code, exc.message
     if wants_json:
-        return JsonResponse({"ok": status == 200, "message": message}, status=status)
+        # The API's shapes: the decided request, or the error body.
+        if status == 200:
+            return JsonResponse(selectors.approval_json(selectors.approval_get(request_id=parsed)))
+        return JsonResponse({"error": code, "message": message}, status=status)
     (messages.success if status == 200 else messages.error)(request, message)
     return redirect("frontend:approvals")
 
