@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from allocations.models import AgentWorkspace, WorkspaceContext
@@ -143,6 +143,19 @@ def _observe_pvc(workspace: AgentWorkspace, pvc: dict[str, Any]) -> None:
     workspace.capacity_bytes = _bytes(str(capacity)) if capacity else None
     if status.get("phase") == "Bound":
         workspace.status = AgentWorkspace.Status.READY
+
+
+def workspace_list_live() -> QuerySet[AgentWorkspace]:
+    """Live workspaces, each with ``active_contexts`` counted (one query)."""
+    return (
+        AgentWorkspace.objects.filter(status__in=LIVE)
+        .annotate(
+            active_contexts=Count(
+                "contexts", filter=Q(contexts__status=WorkspaceContext.Status.ACTIVE)
+            )
+        )
+        .order_by("namespace", "agent_type")
+    )
 
 
 def workspace_get(*, namespace: str, agent_type: str) -> AgentWorkspace:

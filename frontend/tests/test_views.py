@@ -181,6 +181,41 @@ def test_the_cluster_page_lists_each_crd_with_its_version() -> None:
         ) in page
 
 
+def test_the_cluster_page_lists_agent_workspaces() -> None:
+    """Found by hand: "No agent workspaces." while two existed (the view never passed them)."""
+    from django.utils import timezone
+
+    from allocations.models import AgentWorkspace, WorkspaceContext
+
+    workspace = AgentWorkspace.objects.create(
+        agent_type="weather-service",
+        namespace="team1",
+        initial_size="5Gi",
+        max_size="20Gi",
+        requested_bytes=5 * 2**30,
+        usage_bytes=2**30,
+        status=AgentWorkspace.Status.READY,
+        created_by="user:test",
+    )
+    now = timezone.now()
+    for context_id, status in (("ctx-1", "active"), ("ctx-2", "active"), ("old", "expired")):
+        WorkspaceContext.objects.create(
+            workspace=workspace,
+            context_id=context_id,
+            status=status,
+            created_at=now,
+            last_accessed_at=now,
+            ttl_seconds=3600,
+        )
+
+    page = client_for("viewer").get("/cluster/").content.decode()
+
+    assert "No agent workspaces." not in page
+    assert "<tr><td>weather-service</td><td>team1</td><td>5.0\xa0GB" in page
+    assert '<span class="label">20%</span>' in page
+    assert "<td>2</td>" in page  # two active contexts (the expired one is not counted)
+
+
 def test_forms_need_the_csrf_token() -> None:
     request = _pending()
     approver = client_for("approver", csrf=True)
@@ -258,3 +293,58 @@ def test_a_weak_password_is_refused_with_the_validators_reasons() -> None:
     )
     assert strong.status_code == 302
     assert User.objects.filter(username="strong").exists()
+
+
+def test_pages_show_json_as_json_times_with_their_zone_and_no_endless_badge(
+    namespace: str,
+) -> None:
+    """Found by hand: Python dict reprs on profile pages, grant expiry without a time zone,
+    a live badge that said "connecting…" for ever without JavaScript, no template picker."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals.models import Grant
+    from tests.support.kube import HARDENED_POD_SPEC, make_template
+
+    make_template(namespace, "picked", {"spec": HARDENED_POD_SPEC})
+    from contextsvc.core import capabilities
+
+    capabilities.refresh()
+    profile_save(
+        name="shown",
+        values={
+            "source": "builtin",
+            "image": "busybox:1.36",
+            "resources": {"limits": {"cpu": "500m"}},
+            "egress": [{"cidr": "10.0.0.0/8", "ports": [443]}],
+        },
+        actor="user:test",
+        create=True,
+    )
+    Grant.objects.create(
+        rule="shell(ls:*)",
+        scope="agent_type",
+        agent_type="data-agent",
+        expires_at=timezone.now() + timedelta(hours=1),
+        created_by="user:test",
+    )
+    viewer, admin = client_for("viewer"), client_for("admin")
+
+    detail = viewer.get("/profiles/shown/").content.decode()
+    edit = admin.get("/profiles/shown/edit/").content.decode()
+    queue = viewer.get("/approvals/").content.decode()
+    allocations = viewer.get("/allocations/").content.decode()
+
+    assert "{&#x27;limits&#x27;" not in detail
+    assert "{'limits'" not in detail
+    assert '"cpu": "500m"' in detail.replace("&quot;", '"')
+    assert '"cidr": "10.0.0.0/8"' in detail.replace("&quot;", '"')
+    assert f'<option value="{namespace}/picked">{namespace}/picked</option>' in edit
+    assert '"limits": {' in edit.replace("&quot;", '"')
+    assert " UTC</time>" in queue
+    assert (
+        'id="live-indicator" class="live" data-state="connecting" title="Live updates" hidden>'
+        in allocations
+    )
+    assert "<noscript>" in allocations

@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from allocations import workspaces
 from contextsvc.core import capabilities, services, users
 from contextsvc.core.auth import user_role
 from contextsvc.core.errors import ServiceError
@@ -150,6 +151,7 @@ def cluster(request: HttpRequest) -> HttpResponse:
             "caps": found,
             "crds": crds,
             "heartbeats": heartbeat_list_recent(),
+            "workspaces": workspaces.workspace_list_live(),
             "namespace": settings.CS_NAMESPACE,
             "allowed_namespaces": settings.CS_ALLOWED_NAMESPACES,
         },

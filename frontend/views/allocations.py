@@ -90,6 +90,8 @@ def _summary(kind: str, obj: dict[str, Any]) -> str:
     if kind == "Pod":
         ready = objects.pod_is_ready(obj)
         return f"{status.get('phase') or 'Pending'}{', ready' if ready else ''}"
+    if kind == "NetworkPolicy":
+        return "in force"  # (it has no status: the network plugin enforces it)
     condition = objects.condition(obj, "Ready")
     if condition is None:
         return "no Ready condition yet"

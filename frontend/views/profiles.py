@@ -45,6 +45,9 @@ def profile_detail(request: HttpRequest, name: str) -> HttpResponse:
             "profile": profile,
             "rules_json": json.dumps(profile.rules, indent=2),
             "sources_json": json.dumps(profile.sources, indent=2),
+            "resources_json": json.dumps(profile.resources, indent=2),
+            "egress_json": json.dumps(profile.egress, indent=2),
+            "ingress_json": json.dumps(profile.ingress, indent=2),
             "upload": DocumentUploadForm(),
         },
     )

@@ -39,6 +39,8 @@ const Live = {
 
   show(state, text) {
     if (!this.indicator) return;
+    // Hidden in the page: without JavaScript it would say "connecting…" for ever.
+    this.indicator.hidden = false;
     this.indicator.dataset.state = state;
     this.indicator.textContent = text;
   },

@@ -1,0 +1,119 @@
+"""The dashboard's layout at 800, 1280 and 1920 px with the content that broke it: an
+approval for a 2,000-character command without spaces, audit rows for 253-character context
+ids, the cluster page's CRD table, the top bar on a narrow window, the form's radio buttons.
+Nothing may push the page wider than the window, and every control stays on screen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page
+
+from approvals.services import approval_check
+from profiles.services import profile_save
+
+pytestmark = [pytest.mark.browser, pytest.mark.cluster]
+
+WIDTHS = (800, 1280, 1920)
+# Harmless data: a listing of one very long file name (never run; only judged and shown).
+LONG_COMMAND = "ls " + "a" * 2000
+LONG_CONTEXT = "c" * 253
+
+
+def page_width(page: Page) -> tuple[int, int]:
+    """(scroll width of the document, the window's width)."""
+    widths: list[int] = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    return widths[0], widths[1]
+
+
+def right_edge(page: Page, selector: str) -> float:
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None, selector
+    return float(box["x"] + box["width"])
+
+
+@pytest.fixture
+def crowded(service: None) -> None:
+    profile_save(
+        name="data-agent",
+        values={
+            "source": "builtin",
+            "image": "busybox:1.36",
+            "rules": {"permissions": {"allow": ["shell(cat:*)"]}},
+        },
+        actor="user:test",
+        create=True,
+    )
+    for context in (LONG_CONTEXT, "c" * 200 + "-other"):
+        approval_check(
+            operation={"kind": "shell", "command": LONG_COMMAND},
+            context_id=context,
+            agent_type="data-agent",
+            actor="api:agent",
+        )
+
+
+@pytest.mark.usefixtures("crowded")
+@pytest.mark.parametrize("width", WIDTHS)
+def test_nothing_overflows_the_window(
+    page: Page,
+    make_user: Callable[..., Any],
+    login: Callable[..., Any],
+    web_server: str,
+    screenshot: Callable[..., Any],
+    width: int,
+) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    make_user("ada", "admin")
+    login(page, "ada")
+    for path in ("/", "/approvals/", "/audit/", "/cluster/", "/allocations/new/", "/profiles/"):
+        page.goto(f"{web_server}{path}")
+        page.wait_for_load_state("networkidle")
+        scroll, window = page_width(page)
+        assert scroll <= window, (path, width, scroll)
+
+    # The top bar: "Log out" on screen however narrow the window.
+    assert right_edge(page, ".logout button") <= width
+
+    # The approval card: the long command wraps; its controls stay on screen.
+    page.goto(f"{web_server}/approvals/")
+    card = ".queue article.approval"
+    for control in ("button[value=deny]", "button[value=approve]", "[data-field=time-left]"):
+        assert right_edge(page, f"{card} {control}") <= width, control
+    card_right = right_edge(page, card)
+    for badge in page.locator(f"{card} .parts .badge").all():
+        box = badge.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= card_right
+    screenshot(page, f"approvals-{width}")
+
+    # The audit table stays inside its card (long targets wrap).
+    page.goto(f"{web_server}/audit/")
+    assert right_edge(page, ".card table") <= right_edge(page, ".card") + 0.5
+    screenshot(page, f"audit-{width}")
+
+    # The cluster page's CRD table stays inside its card, "served" badges included.
+    page.goto(f"{web_server}/cluster/")
+    capabilities = page.locator("section.card", has_text="Capabilities")
+    capabilities_box = capabilities.bounding_box()
+    assert capabilities_box is not None
+    for badge in capabilities.locator("dd table .badge").all():
+        box = badge.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= capabilities_box["x"] + capabilities_box["width"]
+    screenshot(page, f"cluster-{width}")
+
+    # The form's radio buttons sit beside their labels, on one line each.
+    page.goto(f"{web_server}/allocations/new/")
+    radios = page.locator("fieldset input[type=radio]").all()
+    assert len(radios) == 4
+    for radio in radios:
+        radio_box = radio.bounding_box()
+        label_box = radio.locator("xpath=ancestor::label[1]").bounding_box()
+        assert radio_box is not None
+        assert label_box is not None
+        # One line: the label is about as tall as the button, and the text is to its right.
+        assert label_box["height"] < 2 * radio_box["height"] + 8
+        assert label_box["width"] > radio_box["width"] + 10
