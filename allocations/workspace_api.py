@@ -22,6 +22,7 @@ from contextsvc.core.openapi import responses
 from contextsvc.quantity import format_bytes
 
 READERS = (Scope.READ, Scope.AGENT, Scope.ALLOCATIONS)
+MAX_BYTES = 2**63 - 1
 
 
 class AgentWorkspaceSerializer(serializers.Serializer):
@@ -78,11 +79,11 @@ class WorkspaceContextList(serializers.Serializer):
 
 class ContextTouchRequest(serializers.Serializer):
     contextId = serializers.RegexField(openapi.CONTEXT_ID)
-    diskUsageBytes = serializers.IntegerField(required=False, min_value=0)
+    diskUsageBytes = serializers.IntegerField(required=False, min_value=0, max_value=MAX_BYTES)
 
 
 class UsageRequest(serializers.Serializer):
-    usedBytes = serializers.IntegerField(min_value=0)
+    usedBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
 
 
 def workspace_json(workspace: AgentWorkspace) -> dict[str, Any]:
@@ -130,6 +131,9 @@ def _count(body: dict[str, Any], key: str, *, required: bool) -> int | None:
         return None
     if type(value) is not int:
         raise InvalidRequest(f"{key} must be an integer")
+    if not 0 <= value <= MAX_BYTES:
+        # (A PostgreSQL bigint; schemathesis found that a larger one was a 500.)
+        raise InvalidRequest(f"{key} must be between 0 and {MAX_BYTES}")
     return value
 
 

@@ -115,7 +115,7 @@ class DecisionRequest(serializers.Serializer):
     scope = serializers.ChoiceField(
         choices=["context", "agent_type"], required=False, help_text="With approve_similar"
     )
-    expiresInSeconds = serializers.IntegerField(required=False)
+    expiresInSeconds = serializers.IntegerField(required=False, min_value=1, max_value=315360000)
     rule = serializers.CharField(required=False, help_text="With approve_similar")
 
 

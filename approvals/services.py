@@ -106,6 +106,10 @@ class CheckResult:
     request: ApprovalRequest | None = None
 
 
+# Ten years: longer than any grant is meant to live, and far from timedelta's limit.
+MAX_GRANT_SECONDS = 10 * 365 * 24 * 3600
+
+
 def _deadline_seconds(requested: int | None) -> int:
     if requested is None:
         return int(settings.CS_APPROVAL_DEADLINE_SECONDS)
@@ -272,8 +276,8 @@ def approval_approve_similar(
     agent type, optionally until a time."""
     if scope not in Grant.Scope.values:
         raise InvalidRequest("scope must be context or agent_type")
-    if expires_in_seconds is not None and expires_in_seconds < 1:
-        raise InvalidRequest("expiresInSeconds must be a positive number of seconds")
+    if expires_in_seconds is not None and not 1 <= expires_in_seconds <= MAX_GRANT_SECONDS:
+        raise InvalidRequest(f"expiresInSeconds must be between 1 and {MAX_GRANT_SECONDS}")
     if expire_if_due(request_id):
         raise Conflict(f"approval request {request_id} is already expired")
     with transaction.atomic():

@@ -172,6 +172,22 @@ def test_missing_fields_are_named(rossoctl: ApiClient, body: dict[str, Any], mes
     assert not AuditEntry.objects.filter(target_type="workspace").exists()
 
 
+@pytest.mark.parametrize("body", [{"usedBytes": 2**63}, {"usedBytes": -1}])
+def test_a_usage_report_out_of_range_is_refused(
+    rossoctl: ApiClient, agent: ApiClient, namespace: str, body: dict[str, Any]
+) -> None:
+    """Found by schemathesis: 960254641067783136215040 bytes was a 500."""
+    ensure(rossoctl, namespace)
+
+    response = agent.post(f"/v1/agent-workspaces/{namespace}/weather-service/usage", body)
+
+    assert (response.status_code, response.json()) == (
+        400,
+        {"error": "invalid_request", "message": f"usedBytes must be between 0 and {2**63 - 1}"},
+    )
+    assert AgentWorkspace.objects.get().usage_bytes is None
+
+
 @pytest.mark.parametrize("length", [225, 253])
 def test_the_longest_context_ids_are_registered_and_audited_whole(
     rossoctl: ApiClient, agent: ApiClient, namespace: str, length: int

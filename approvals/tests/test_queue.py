@@ -476,6 +476,30 @@ def test_an_approver_may_cancel_a_pending_request(agent: ApiClient, approver: Ap
     assert AuditEntry.objects.filter(action="approval.cancel", target=request_id).count() == 1
 
 
+@pytest.mark.parametrize("seconds", [0, 10**30])
+def test_a_grant_expiry_out_of_range_is_refused_and_changes_nothing(
+    agent: ApiClient, approver: ApiClient, seconds: int
+) -> None:
+    """An expiry past timedelta's range was a 500."""
+    request_id = ask(agent, "pip install pandas").json()["id"]
+
+    response = approver.post(
+        f"/v1/approvals/{request_id}/decision",
+        {"decision": "approve_similar", "scope": "context", "expiresInSeconds": seconds},
+    )
+
+    assert (response.status_code, response.json()) == (
+        400,
+        {
+            "error": "invalid_request",
+            "message": "expiresInSeconds must be between 1 and 315360000",
+        },
+    )
+    assert ApprovalRequest.objects.get().status == "pending"
+    assert not Grant.objects.exists()
+    assert not AuditEntry.objects.filter(action__startswith="approval.approve").exists()
+
+
 def test_list_filters(agent: ApiClient, approver: ApiClient) -> None:
     ask(agent, "pip install a", context="c1")
     ask(agent, "pip install b", context="c2")
