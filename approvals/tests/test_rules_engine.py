@@ -79,13 +79,9 @@ ALLOWED = [
     "pip install pandas",
     "pip install 'pandas[excel]>=2' numpy==1.26",
     "pip install --index-url https://pypi.org/simple/ requests",
-    "python3 -m pip install numpy",
-    "/workspace/ctx-1/.venv/bin/pip install pandas",
     "cat ${WORKSPACE}/x",
     'cat "$WORKSPACE/data.csv"',
     "cat /etc/os-release",
-    "python3 scripts/analyze.py --input data/in.csv",
-    "VIRTUAL_ENV=/workspace/ctx-1/.venv PATH=/workspace/ctx-1/.venv/bin:$PATH python3 x.py",
     "git clone https://github.com/pandas-dev/pandas repos/pandas",
     "find . -name '*.py' -exec grep -l TODO {} \\;",
     "mkdir -p out && cp data/a.csv out/",
@@ -93,7 +89,6 @@ ALLOWED = [
     "echo done > output/status.txt 2>/dev/null",
     "cd data && ls",
     "time ls",
-    "timeout 30 python3 train.py",
     "awk -F, '{print $1}' data.csv",
     "sed 's/a/b/g' data.txt > out.txt",
     "sed -n '1,5p;$p' data.txt",
@@ -104,7 +99,42 @@ ALLOWED = [
     'for f in data/*.csv; do echo "$f"; done > out/files.txt',
     "diff <(sort a.txt) <(sort b.txt)",
     "grep -c x data.txt || true",
+    "python3 -I -m pip install numpy",
+    "timeout 30 python3 /usr/lib/python3/dist-packages/tool.py",
 ]
+
+# The writable workspace is never a source of trusted code (docs/rules.md): running what the
+# agent can write is asked about, however broad the allow rule for the interpreter.
+AGENT_CODE = [
+    ("python3 -m pip install numpy", "python3 runs code from /workspace/ctx-1, which the agent"),
+    (
+        "/workspace/ctx-1/.venv/bin/pip install pandas",
+        "pip runs code from /workspace/ctx-1/.venv/bin/pip",
+    ),
+    (
+        "python3 scripts/analyze.py --input data/in.csv",
+        "runs code from /workspace/ctx-1/scripts/analyze.py",
+    ),
+    (
+        "VIRTUAL_ENV=/workspace/ctx-1/.venv PATH=/workspace/ctx-1/.venv/bin:$PATH python3 x.py",
+        "VIRTUAL_ENV is not an environment variable the engine knows to be harmless",
+    ),
+    ("timeout 30 python3 train.py", "runs code from /workspace/ctx-1/train.py"),
+    ("bash build.sh", "bash runs code from /workspace/ctx-1/build.sh"),
+    ("python3 < job.py", "python3 reads its program from standard input"),
+    ("python3 /tmp/x.py", "runs code from /tmp/x.py"),
+]
+
+
+@pytest.mark.parametrize(("command", "reason"), AGENT_CODE)
+def test_code_the_agent_can_write_is_asked_about(
+    command: str, reason: str, rules: RuleSet, sources: Sources
+) -> None:
+    evaluation = evaluate(ShellOperation(command), rules=rules, sources=sources, context_id=CTX)
+
+    assert evaluation.decision == Decision.ASK
+    assert evaluation.deciding_part is not None
+    assert reason in evaluation.deciding_part.reason
 
 
 @pytest.mark.parametrize("command", ALLOWED)
@@ -152,16 +182,23 @@ def test_seed_file_and_network_operations(
         ("shell(ls:*)", "lsof -i", Decision.ASK),
         ("shell(ls)", "ls", Decision.ALLOW),
         ("shell(ls)", "ls -la", Decision.ASK),
-        ("shell(git * main)", "git push origin main", Decision.ALLOW),
-        ("shell(git * main)", "git main", Decision.ALLOW),
-        ("shell(git * main)", "git push origin main2", Decision.ASK),
-        ("shell(npm run test:*)", "npm run test -- --watch", Decision.ALLOW),
-        ("shell(npm run test:*)", "npm run test-e2e", Decision.ASK),
-        ("shell(./scripts/*.sh)", "./scripts/build.sh", Decision.ALLOW),
-        ("shell(./scripts/*.sh)", "./scripts/build.sh --fast", Decision.ASK),
-        ("shell(py*)", "python3 x.py", Decision.ALLOW),
-        ("shell", "anything --goes", Decision.ALLOW),
-        ("shell(*)", "anything | at all", Decision.ALLOW),
+        ("shell(git * main)", "git log --oneline main", Decision.ALLOW),
+        ("shell(git * main)", "git log --oneline main2", Decision.ASK),
+        # the pattern matches, but git has no subcommand "main": not understood, so not allowed
+        ("shell(git * main)", "git main", Decision.ASK),
+        ("shell(grep -r:*)", "grep -r -- --watch .", Decision.ALLOW),
+        ("shell(grep -r:*)", "grep -rn x .", Decision.ASK),
+        # the pattern matches, but the script is agent-written code: never allowed by a rule
+        ("shell(./scripts/*.sh)", "./scripts/build.sh", Decision.ASK),
+        ("shell(py*)", "python3 -I -m json.tool data.json", Decision.ALLOW),
+        # without -I the working directory comes first on sys.path: ./json/ would shadow it
+        ("shell(py*)", "python3 -m json.tool data.json", Decision.ASK),
+        ("shell(py*)", "python3 x.py", Decision.ASK),
+        ("shell", "ls -la | wc -l", Decision.ALLOW),
+        # a bare shell rule allows every command the engine understands, and only those
+        ("shell", "anything --goes", Decision.ASK),
+        ("shell(*)", "cat f | sort | uniq -c", Decision.ALLOW),
+        ("shell(*)", "anything | at all", Decision.ASK),
         ("shell(ls:*)", "/bin/ls -la", Decision.ALLOW),  # trusted bin directory
         ("shell(ls:*)", "./ls -la", Decision.ASK),  # a workspace file named ls is not ls
         ("shell(ls:*)", "ls *.py", Decision.ALLOW),
@@ -169,7 +206,9 @@ def test_seed_file_and_network_operations(
     ],
 )
 def test_shell_pattern_semantics(rule: str, command: str, decision: Decision) -> None:
-    assert decide(command, policy(allow=[rule])) == decision
+    rule_set = policy(allow=[rule, "file(read:${WORKSPACE}/**)", "file(write:${WORKSPACE}/**)"])
+
+    assert decide(command, rule_set) == decision
 
 
 def test_a_deny_catches_paths_to_the_program_that_an_allow_would_not() -> None:
@@ -604,7 +643,8 @@ def test_context_id_must_be_a_safe_directory_name(rules: RuleSet) -> None:
         (ShellOperation("pip install pandas"), "shell(pip install pandas:*)"),
         (ShellOperation("pip install pandas==2.0"), "shell(pip install:*)"),
         (ShellOperation("git clone https://github.com/a/b"), "shell(git clone:*)"),
-        (ShellOperation("ls && make test"), "shell(make test:*)"),
+        (ShellOperation("ls && git status -s"), "shell(git status:*)"),
+        (ShellOperation("ls && make test"), None),  # make runs the agent's Makefile: never allowed
         (ShellOperation("ls > /srv/out/a.txt"), "file(write:/srv/out/*)"),
         (ShellOperation("python3 -c 'print(1)'"), None),  # no rule could allow inline code
         (ShellOperation("curl https://x.example; make"), None),  # denied anyway
@@ -1104,9 +1144,10 @@ def test_constant_subscripts_and_offsets_stay_allowed(command: str) -> None:
         ("sed p f -e '1e id'", "sed command 'e' runs a command or reads/writes a file"),
         ("sed -ne '1e id' f", "sed command 'e' runs a command or reads/writes a file"),
         ("sed --expression='1e id' f", "sed command 'e' runs a command or reads/writes a file"),
-        ("sed --expr='1e id' f", "sed option --expr is abbreviated or unknown; not judged"),
-        ("sed p f -f s.sed", "sed script file cannot be judged"),
-        ("sed p $f", "sed: argument $f may be an option; not judged"),
+        # --expr is a unique prefix of --expression in GNU sed: read as such
+        ("sed --expr='1e id' f", "sed command 'e' runs a command or reads/writes a file"),
+        ("sed p f -f s.sed", "sed: -f reads its script from a file the engine cannot see"),
+        ("sed p $f", "sed: $f may expand to an option only known at run time"),
     ],
 )
 def test_sed_options_anywhere_before_double_dash_are_read(command: str, reason: str) -> None:
@@ -1181,7 +1222,8 @@ def test_git_external_diff_programs_are_asked_about(rules: RuleSet) -> None:
 
     assert (part.decision, part.reason) == (
         Decision.ASK,
-        "git --ext-d runs diff programs named in git config",
+        "git log: --ext-d abbreviates --ext-diff; written in full it can be judged (the engine "
+        "does not know every option of this program)",
     )
 
 
@@ -1201,7 +1243,7 @@ def test_git_external_diff_programs_are_asked_about(rules: RuleSet) -> None:
         (
             "pip install --frobnicate pandas",
             Decision.ASK,
-            "pip option --frobnicate is unknown or an ambiguous abbreviation",
+            "pip install: unknown option --frobnicate",
         ),
         (
             "pip install -c https://evil.example/c.txt pandas",
@@ -1211,7 +1253,7 @@ def test_git_external_diff_programs_are_asked_about(rules: RuleSet) -> None:
         (
             "pip install -c constraints.txt pandas",
             Decision.ASK,
-            "pip install: the constraints file constraints.txt is not checked",
+            "pip install: -c installs what a file lists",
         ),
         (
             "git clone file:///etc x",
@@ -1221,12 +1263,13 @@ def test_git_external_diff_programs_are_asked_about(rules: RuleSet) -> None:
         (
             "git clone --recurs https://github.com/org/repo",
             Decision.ASK,
-            "git clone --recurs: submodule remotes are not checked",
+            "git clone: --recurs abbreviates --recurse-submodules; written in full it can be "
+            "judged (the engine does not know every option of this program)",
         ),
         (
             "sort --compress-prog=sh f",
             Decision.ASK,
-            "sort --compress-program runs another program",
+            "sort: --compress-program runs a compression program",
         ),
     ],
 )
@@ -1243,7 +1286,7 @@ def test_narrowing_gaps(
     [
         "pip install --upgrade --no-cache-dir pandas",
         "pip install --user -q 'numpy>=1.26'",
-        "pip install --upgr pandas",
+        "pip install -U --upgrade-strategy eager pandas",
         "git clone --depth 1 https://github.com/org/repo repos/r",
     ],
 )
