@@ -44,6 +44,7 @@ from approvals.rules.patterns import (
     glob_tokens,
     host_matches,
 )
+from approvals.rules.programs.configuration import configures
 from approvals.rules.settings import parse_rule
 from approvals.rules.shell import (
     FileAccess,
@@ -356,29 +357,6 @@ def _first_path_match(
     return possible
 
 
-# Files git reads configuration, hooks or attributes from; git status/diff/log then runs
-# whatever they name (core.fsmonitor, core.pager, hooks, diff.*.textconv, filters).
-_GIT_CONTROL = tuple(
-    compile_path(glob, "/", "")
-    for glob in ("/**/.git", "/**/.git/**", "/**/.gitconfig", "/**/.gitattributes",
-                 "/**/.gitmodules")
-)  # fmt: skip
-
-
-def _git_control_file(access: FileAccess) -> bool:
-    """Is the written path (or, for a glob or a run-time path, possibly) a git control file?"""
-    if access.path is None:
-        return False  # unknown paths are asked about anyway (writes need an allow rule)
-    for pattern in _GIT_CONTROL:
-        if pattern.regex.fullmatch(access.path):
-            return True
-        if (access.glob or SENTINEL in access.path) and could_match(
-            pattern.tokens, glob_tokens(access.path)
-        ):
-            return True
-    return False
-
-
 def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
     """The part for one file access; None when it changes nothing (a read by a known
     reader that no rule mentions)."""
@@ -420,11 +398,14 @@ def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
         return Judged(_part(Kind.FILE, text, Decision.ASK, reason, item.rule))
     if access.action is None:
         return None
-    if access.action is FileAction.WRITE and _git_control_file(access):
-        reason = (
-            "writing git config, hooks or attributes can make later git commands run "
-            f"programs (core.fsmonitor, hooks, diff drivers){via}"
-        )
+    configured = (
+        configures(access.path, pattern=access.glob)
+        if access.action is FileAction.WRITE and access.path is not None
+        else None
+    )
+    if configured:
+        # An allowed program reads it and runs what it names: never allowed by a rule.
+        reason = f"{sanitise(target)} {configured}{via}"
         return Judged(_part(Kind.FILE, text, Decision.ASK, reason, None))
     for item in compiled.lists["allow"].files.get(access.action, ()):
         if path_match(item, access.path, access.glob) is Match.CERTAIN:

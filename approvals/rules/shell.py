@@ -39,6 +39,7 @@ from approvals.rules.fileargs import unmodelled_paths
 from approvals.rules.model import FileAction
 from approvals.rules.patterns import SENTINEL
 from approvals.rules.programs import Role, understand
+from approvals.rules.programs.configuration import configures
 from approvals.rules.text import describe, hidden_characters, sanitise
 from approvals.rules.words import (
     PIP_NAME,
@@ -1156,6 +1157,11 @@ class _Walker:
                         [(action, below)], use.source, cwd, require_allow=True
                     )
                 )
+        for created in found.creates:
+            for path in resolve_paths(created, cwd) or []:
+                reason = configures(path)
+                if reason:
+                    problems.append(f"{name} may write {sanitise(path)}, which {reason}")
         code = list(found.code)
         if name in SHELLS or PYTHON_NAME.match(name):
             code += [

@@ -290,9 +290,9 @@ CORPUS = [
     deny("diff -r /etc x", "file(read:/etc/shadow:*)", "diff-recursive"),
     ask("cd /etc; grep -r root", "may match deny rule", "grep-recursive-cwd"),
     # --- git running what its config names ----------------------------------------------------
-    ask("echo '[core]' > .git/config", "git config, hooks", "write-git-config"),
-    ask("cp evil.cfg repos/app/.git/config", "git config, hooks", "cp-git-config"),
-    ask("echo '* diff=x' > .gitattributes", "git config, hooks", "write-gitattributes"),
+    ask("echo '[core]' > .git/config", "git's own directory", "write-git-config"),
+    ask("cp evil.cfg repos/app/.git/config", "git's own directory", "cp-git-config"),
+    ask("echo '* diff=x' > .gitattributes", "assigns git filters", "write-gitattributes"),
     ask("git diff --ext-diff", "--ext-diff", "git-ext-diff"),
     ask("git log -p --textconv", "--textconv", "git-textconv"),
     # --- sources.json narrowing gaps ----------------------------------------------------------

@@ -1205,16 +1205,45 @@ def test_recursive_read_is_judged_as_reading_everything_below(rules: RuleSet) ->
 
 
 @pytest.mark.parametrize(
-    "command",
-    ["echo x > .git/config", "cp f repos/a/.git/hooks/post-checkout", "mv f .gitattributes"],
+    ("command", "reason"),
+    [
+        ("echo x > .git/config", "inside git's own directory: its hooks and config run programs"),
+        ("cp f repos/a/.git/hooks/post-checkout", "inside git's own directory"),
+        ("mv f .gitattributes", "assigns git filters and diff drivers, which run programs"),
+        ("cp x.py .venv/lib/python3.11/site-packages/evil.pth", "extends Python"),
+        ("echo 'import os' > startup.pth", "a Python path file: its import lines run"),
+        ("cp tools/fake-ls .venv/bin/ls", "a directory of executables that may be on PATH"),
+        ("mkdir -p .config/git && cp cfg .config/git/config", "is git configuration"),
+        ("cp cfg .ssh/config", "configures ssh, which git runs"),
+        ("echo '[global]' > .config/pip/pip.conf", "configures pip"),
+        ("cp dotfiles/bashrc .bashrc", "runs in every interactive bash"),
+        ("cp -r hooks .git/", "inside git's own directory"),
+    ],
 )
-def test_writing_git_control_files_is_asked_about(command: str, rules: RuleSet) -> None:
+def test_writing_what_configures_an_allowed_program_is_asked_about(
+    command: str, reason: str, rules: RuleSet
+) -> None:
+    """Even where file(write:${WORKSPACE}/**) allows the write: an allowed program would
+    read the file and run what it names."""
     part = _deciding(command, rules)
 
     assert part.decision == Decision.ASK
-    assert part.reason.startswith(
-        "writing git config, hooks or attributes can make later git commands run programs"
+    assert reason in part.reason
+
+
+@pytest.mark.parametrize(
+    "path", ["/workspace/ctx-1/.git/hooks/pre-commit", "/workspace/ctx-1/lib/x.pth"]
+)
+def test_a_direct_file_write_that_configures_a_program_is_asked_about(
+    path: str, rules: RuleSet
+) -> None:
+    evaluation = evaluate(
+        FileOperation(FileAction.WRITE, path), rules=rules, sources=None, context_id=CTX
     )
+
+    assert (evaluation.decision, evaluation.rule) == (Decision.ASK, None)
+    assert evaluation.deciding_part is not None
+    assert evaluation.deciding_part.reason.startswith(path)
 
 
 def test_git_external_diff_programs_are_asked_about(rules: RuleSet) -> None:

@@ -332,6 +332,9 @@ class Understanding:
     uses: list[Use] = field(default_factory=list)
     chdir: Word | None = None  # the directory it works in (git -C DIR)
     code: list[Word] = field(default_factory=list)  # files it runs as code (scripts)
+    # Files a write may create inside a destination directory (cp a.pth dir/ → dir/a.pth):
+    # only checked against the files that configure programs (configuration.py).
+    creates: list[Word] = field(default_factory=list)
 
     def read(self, words: Iterable[Word], source: str, *, recursive: bool = False) -> None:
         self.uses.extend(Use(Role.READ, word, source, recursive) for word in words)

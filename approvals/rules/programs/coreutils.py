@@ -235,6 +235,12 @@ def _copy(name: str, parsed: Parsed, found: Understanding) -> None:
         found.uses.append(Use(source_role, word, f"source of {name}:", recursive and name == "cp"))
     if not target_dir:
         found.write(operands[-1:], f"destination of {name}:")
+    destination = (target_dir or operands)[-1]
+    found.creates.extend(
+        Word(destination.value.rstrip("/") + "/" + source.value.rstrip("/").rsplit("/", 1)[-1])
+        for source in sources
+        if source.kind is WordKind.LITERAL and destination.kind is WordKind.LITERAL
+    )
     backup_suffix = parsed.values("-S", "--suffix")
     for suffix in backup_suffix:
         if "/" in suffix.value or suffix.kind is not WordKind.LITERAL:
