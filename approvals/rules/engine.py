@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 
+from approvals.rules.invocations import FileAccess, Invocation, View, normalise_path
 from approvals.rules.model import (
     Decision,
     Direction,
@@ -46,16 +47,10 @@ from approvals.rules.patterns import (
 )
 from approvals.rules.programs.configuration import configures
 from approvals.rules.settings import parse_rule
-from approvals.rules.shell import (
-    FileAccess,
-    Invocation,
-    View,
-    as_written,
-    decompose,
-    normalise_path,
-)
+from approvals.rules.shell import decompose
 from approvals.rules.sources import Sources
 from approvals.rules.text import hidden_characters, sanitise
+from approvals.rules.walker import as_written
 from approvals.rules.words import Word, WordKind
 
 # Builtins that only move the shell or change its own state: no rule is needed (what they

@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 
 from approvals.rules.model import Decision, host_of_url
 from approvals.rules.patterns import compile_url_glob, host_matches, normalise_host
-from approvals.rules.programs import read
+from approvals.rules.programs import npm, read
+from approvals.rules.programs.base import parse
 from approvals.rules.sources import PackageManager, Registry, Sources
 from approvals.rules.words import PIP_NAME, Word, WordKind, names, split_arguments
 
@@ -231,7 +232,6 @@ _NPM_INSTALL = {
     "isntall", "ci", "clean-install", "install-test", "it", "install-ci-test", "cit",
     "update", "up", "upgrade", "exec", "x",
 }  # fmt: skip
-_NPM_VALUED = names("--registry --prefix --userconfig --cache --loglevel -w --workspace")
 
 
 def _npm_name(spec: str) -> str:
@@ -242,7 +242,9 @@ def _npm_name(spec: str) -> str:
 
 
 def check_npm(words: Sequence[Word], sources: Sources, npx: bool) -> Verdict | None:
-    found, operands = split_arguments(words[1:], _NPM_VALUED)
+    parsed = parse(words[1:], npm.GLOBAL, "npm", guess=True)
+    found = [(given.name, given.value) for given in parsed.given]
+    operands = parsed.operands
     if not npx:
         if not operands or operands[0].value not in _NPM_INSTALL:
             return None

@@ -1071,7 +1071,7 @@ def _deciding(command: str, rule_set: RuleSet, source_set: Sources | None = None
     ],
 )
 def test_heredoc_delimiters_are_quote_removed_like_bash(text: str, expected: str) -> None:
-    from approvals.rules.shell import unquote_heredoc_delimiters
+    from approvals.rules.bashparse import unquote_heredoc_delimiters
 
     assert unquote_heredoc_delimiters(text) == expected
 
@@ -1326,7 +1326,9 @@ def test_ordinary_pip_and_git_options_stay_allowed(
 
 
 def test_pip_name_pattern_has_one_definition() -> None:
-    from approvals.rules import narrowing, shell, words
+    from approvals.rules import narrowing, programs, walker, words
 
     assert narrowing.PIP_NAME is words.PIP_NAME
-    assert shell.PIP_NAME is words.PIP_NAME
+    assert walker.PIP_NAME is words.PIP_NAME
+    assert programs.PIP_NAME is words.PIP_NAME
+    assert programs.PYTHON_NAME is words.PYTHON_NAME

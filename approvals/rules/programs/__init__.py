@@ -25,7 +25,7 @@ from approvals.rules.programs.base import (
     option_uses,
     parse,
 )
-from approvals.rules.words import Word, WordKind, program_name
+from approvals.rules.words import PIP_NAME, PYTHON_NAME, Word, WordKind, program_name
 
 REGISTRY: dict[str, Program] = {
     name: program
@@ -40,9 +40,9 @@ __all__ = ["REGISTRY", "Role", "Understanding", "Use", "lookup", "read", "unders
 def lookup(name: str) -> Program | None:
     """The program a name runs: ``python3.11`` is python, ``pip3.12`` is pip."""
     found = REGISTRY.get(name)
-    if found is None and python.PYTHON_NAME.match(name):
+    if found is None and PYTHON_NAME.match(name):
         found = python.PYTHON
-    if found is None and python.PIP_NAME.match(name):
+    if found is None and PIP_NAME.match(name):
         found = python.PIP
     return found
 

@@ -167,6 +167,12 @@ class Parsed:
     given: list[Given] = field(default_factory=list)
     operands: list[Word] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    first_operand: int | None = None  # its index in the words parsed (a subcommand's)
+
+    def add_operand(self, word: Word, index: int) -> None:
+        if self.first_operand is None:
+            self.first_operand = index
+        self.operands.append(word)
 
     def has(self, *names: str) -> bool:
         return any(name in given.option.names for given in self.given for name in names)
@@ -220,7 +226,7 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
         following = words[index + 1] if index + 1 < len(words) else None
         index += 1
         if operands_only:
-            parsed.operands.append(word)
+            parsed.add_operand(word, index - 1)
             continue
         if word.kind is not WordKind.LITERAL:
             risky = spec.injectable if word.kind is WordKind.GLOB else not spec.flags_only
@@ -228,7 +234,7 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
                 parsed.problems.append(
                     f"{what}: {word.display} may expand to an option only known at run time"
                 )
-            parsed.operands.append(word)
+            parsed.add_operand(word, index - 1)
             if not spec.permute:
                 operands_only = True
             continue
@@ -236,7 +242,7 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
             operands_only = True
             continue
         if not value.startswith("-") or value == "-":
-            parsed.operands.append(word)
+            parsed.add_operand(word, index - 1)
             if not spec.permute:
                 operands_only = True
             continue

@@ -95,7 +95,6 @@ def _python(name: str, parsed: Parsed, found: Understanding) -> None:
 PYTHON = Program(
     ("python", "python3", "pypy", "pypy3"), table(permute=False, parse_options=False), _python
 )
-PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?\Z")
 
 # --- pip ------------------------------------------------------------------------------------------
 
@@ -233,6 +232,5 @@ SUBCOMMANDS = {
     for program in (INSTALL, LIST, SHOW, FREEZE, CHECK, UNINSTALL, DOWNLOAD, WHEEL)
 }
 PIP = Program(("pip", "pip3"), table(PIP_GENERAL, permute=False), None, SUBCOMMANDS)
-PIP_NAME = re.compile(r"^pip(?:\d+(?:\.\d+)*)?\Z")
 
 PROGRAMS = (PYTHON, PIP)

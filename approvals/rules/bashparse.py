@@ -1,0 +1,140 @@
+"""The parser adapter: bashlex (with the fixes bash needs: here-document delimiters, ``time``,
+parameter expansions it cannot parse) and the second parser it is checked against."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import bashlex
+import bashlex.errors
+import bashlex.subst
+
+from approvals.rules import fastparse
+from approvals.rules.text import sanitise
+
+_TIME_KEYWORD = re.compile(r"(^|[;&|(\n]\s*|[{]\s+|\b(?:then|do|else)\s+)time(?=\s)")
+
+
+_HEREDOC_START = re.compile(r"(?<!<)<<(-?)[ \t]*(?!<)")
+
+
+_HEREDOC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def error_message(error: Exception) -> str:
+    message = str(error).strip() or type(error).__name__
+    if isinstance(error, NotImplementedError) and "arithmetic" in message:
+        return "arithmetic expansion $((…)) is not supported"
+    return sanitise(message.splitlines()[0][:200])
+
+
+def parse(text: str) -> tuple[list[Any], str]:
+    """Trees for ``text`` and the text their positions refer to. Plain leading list items are
+    read by ``fastparse``; bashlex reads the rest (its positions shifted to match)."""
+    trees, offset = fastparse.parse_prefix(text)
+    if offset == len(text):
+        return trees, text
+    rest_trees, rest_text = _parse_with_bashlex(text[offset:])
+    for tree in rest_trees:
+        bashlex.ast.posshifter(offset).visit(tree)
+    return trees + rest_trees, text[:offset] + rest_text
+
+
+_bashlex_paramexpand = bashlex.subst._paramexpand
+
+
+def _paramexpand_or_fail(parserobj: Any, string: str, sindex: int) -> Any:
+    # bashlex 0.18 loops forever on "${" without a closing "}" inside a word (find() returns
+    # -1 and the scan restarts at 0), which a single command could use to hang a worker.
+    if string.startswith("${", sindex) and string.find("}", sindex + 2) == -1:
+        raise bashlex.errors.ParsingError("bad substitution: no closing '}'", string, sindex)
+    return _bashlex_paramexpand(parserobj, string, sindex)
+
+
+bashlex.subst._paramexpand = _paramexpand_or_fail
+
+
+def _heredoc_delimiter(text: str, index: int) -> tuple[str, int, bool]:
+    """The delimiter word starting at ``index`` after quote removal, where it ends, and
+    whether any of it was quoted. bash removes every quote and backslash from the word
+    (``E\\OF``, ``E''OF``, ``"EO"F`` all mean ``EOF``) and expands nothing in it."""
+    value: list[str] = []
+    quoted = False
+    length = len(text)
+    while index < length and text[index] not in " \t\n;&|<>()":
+        char = text[index]
+        if char == "'":
+            close = text.find("'", index + 1)
+            if close == -1:
+                raise bashlex.errors.ParsingError("unterminated quote in a delimiter", text, index)
+            value.append(text[index + 1 : close])
+            index, quoted = close + 1, True
+        elif char == '"':
+            index += 1
+            while index < length and text[index] != '"':
+                if text[index] == "\\" and text[index + 1 : index + 2] in {"$", "`", '"', "\\"}:
+                    index += 1
+                value.append(text[index : index + 1])
+                index += 1
+            if index >= length:
+                raise bashlex.errors.ParsingError("unterminated quote in a delimiter", text, index)
+            index, quoted = index + 1, True
+        elif char == "\\":
+            value.append(text[index + 1 : index + 2])
+            index, quoted = index + 2, True
+        else:
+            value.append(char)
+            index += 1
+    return "".join(value), index, quoted
+
+
+def unquote_heredoc_delimiters(text: str) -> str:
+    """Rewrite every quoted here-document delimiter to the word bash compares body lines
+    with, so that bashlex and ``fastparse`` (which only read unquoted names) end the body
+    where bash does. Left quoted, ``<<E\\OF`` ended at a line ``E\\OF`` for bashlex while
+    bash ended it at ``EOF`` and ran the lines after as commands. A delimiter that is quoted
+    and does not come out as a plain name (spaces, ``$``, empty …) is refused: the line is
+    then unparseable, which is asked about."""
+    pieces: list[str] = []
+    position = 0
+    for match in _HEREDOC_START.finditer(text):
+        if match.start() < position:
+            continue  # inside a delimiter already rewritten
+        name, end, quoted = _heredoc_delimiter(text, match.end())
+        if not quoted:
+            continue
+        if not _HEREDOC_NAME.fullmatch(name):
+            raise bashlex.errors.ParsingError(
+                "a quoted here-document delimiter that is not a plain name is not judged",
+                text,
+                match.start(),
+            )
+        pieces.append(text[position : match.start()])
+        pieces.append(f"<<{match.group(1)}{name}")
+        position = end
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _parse_with_bashlex(text: str) -> tuple[list[Any], str]:
+    """bashlex.parse, working around two of its gaps: the ``time`` keyword and quoted
+    here-document delimiters (``<<'EOF'``). Removing the quotes around a delimiter never
+    changes which characters are quoted elsewhere (each rewrite drops a matched pair), and the
+    body of every here-document is treated as if it were expanded anyway. A text with a
+    here-document goes to ``fastparse`` first, which builds the same trees (or raises the same
+    error for a missing delimiter) when it can."""
+    if "<<" in text:
+        text = unquote_heredoc_delimiters(text)
+        fast = fastparse.parse_or_raise(text)  # bashlex's trees or error, when it can tell
+        if fast is not None:
+            return fast, text
+    try:
+        return bashlex.parse(text), text
+    except NotImplementedError as error:
+        if "time" not in str(error):
+            raise
+        rewritten = _TIME_KEYWORD.sub(lambda m: f"{m.group(1)}\\time", text)
+        return bashlex.parse(rewritten), rewritten
