@@ -7,8 +7,11 @@ import re
 from typing import Any
 
 import bashlex
+import bashlex.ast
 import bashlex.errors
 import bashlex.subst
+import tree_sitter
+import tree_sitter_bash
 
 from approvals.rules import fastparse
 from approvals.rules.text import sanitise
@@ -138,3 +141,80 @@ def _parse_with_bashlex(text: str) -> tuple[list[Any], str]:
             raise
         rewritten = _TIME_KEYWORD.sub(lambda m: f"{m.group(1)}\\time", text)
         return bashlex.parse(rewritten), rewritten
+
+
+# --- the second parser ------------------------------------------------------------------------
+# bashlex was written from bash's grammar but differs from it in places (a "#" or a
+# here-document inside "$(…)"): where bashlex and tree-sitter-bash, an independent grammar,
+# find commands at different places in a line, one of them reads it unlike bash, and no rule
+# can allow it. Only where simple commands start is compared — the structure the rules judge.
+
+_TREE_SITTER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+# Nodes tree-sitter gives their own type where bashlex sees a simple command.
+_COMMAND_LIKE = {"declaration_command", "unset_command", "test_command"}
+
+
+def command_starts(trees: list[Any]) -> set[int]:
+    """Where bashlex (or fastparse, which builds the same trees) finds simple commands: the
+    offset of each program word, substitutions included; here-document bodies are text."""
+    starts: set[int] = set()
+    pending = list(trees)
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, bashlex.ast.node):
+            continue
+        if node.kind == "command":
+            first = next((part for part in node.parts if part.kind == "word"), None)
+            if first is not None:
+                starts.add(first.pos[0])
+        for value in vars(node).values():
+            if isinstance(value, bashlex.ast.node):
+                pending.append(value)
+            elif isinstance(value, list):
+                pending.extend(value)
+    return starts
+
+
+def second_opinion(text: str) -> tuple[set[int], bool]:
+    """Where tree-sitter-bash finds simple commands in ``text`` (character offsets), and
+    whether it reports a syntax error anywhere."""
+    tree = _TREE_SITTER.parse(text.encode())
+    root = tree.root_node
+    starts: set[int] = set()
+    ascii_only = text.isascii()
+    encoded = b"" if ascii_only else text.encode()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        kind = node.type
+        if kind == "heredoc_body":
+            continue
+        if kind == "command":
+            name = node.child_by_field_name("name")
+            offset = name.start_byte if name is not None else None
+        elif kind in _COMMAND_LIKE:
+            offset = node.start_byte
+        else:
+            offset = None
+        if offset is not None:
+            starts.add(offset if ascii_only else len(encoded[:offset].decode(errors="replace")))
+        pending.extend(node.children)
+    return starts, root.has_error
+
+
+def disagreement(trees: list[Any], text: str) -> tuple[str, list[str]] | None:
+    """None when both parsers find the same simple commands in ``text``; else the reason and
+    the text of each command only tree-sitter found (judged crudely, so a deny still wins)."""
+    ours = command_starts(trees)
+    theirs, error = second_opinion(text)
+    if error:
+        return "the second parser (tree-sitter-bash) finds a syntax error in this line", []
+    if ours == theirs:
+        return None
+    extra = [_line_from(text, start) for start in sorted(theirs - ours)]
+    return "the two parsers read this line's commands differently (see docs/rules.md)", extra
+
+
+def _line_from(text: str, start: int) -> str:
+    end = text.find("\n", start)
+    return text[start : end if end != -1 else len(text)]

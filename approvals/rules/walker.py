@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from approvals.rules.bashparse import error_message, parse
+from approvals.rules.bashparse import disagreement, error_message, parse
 from approvals.rules.environment import (
     ASSIGNMENT_WORD,
     HARMLESS_ENVIRONMENT,
@@ -210,6 +210,13 @@ class Walker:
         context = _Context(text=parsed, origin=origin, depth=depth)
         for tree in trees:
             self.node(tree, context)
+        second = disagreement(trees, parsed)
+        if second is not None:
+            # Never allowed; what tree-sitter alone sees is judged crudely so a deny wins.
+            reason, only_theirs = second
+            self.out.append(Invocation(text=sanitise(text), problems=(reason,), origin=origin))
+            for command in only_theirs:
+                self.fallback(command, reason, origin)
 
     def fallback(self, text: str, reason: str, origin: str) -> None:
         """Judge crude fragments of text that could not be parsed, so that an obvious deny

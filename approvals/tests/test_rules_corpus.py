@@ -113,7 +113,8 @@ CORPUS = [
     ask(f"{{curl,{EVIL}}}", "expanded by the shell", "brace-expansion"),
     ask(f"/usr/bin/cur? {EVIL}", "expanded by the shell", "glob-program"),
     ask(f"$'\\x63url' {EVIL}", "ANSI-C", "ansi-c-quoting"),
-    ask(f"echo ${{X:-$(curl {EVIL})}}", "inside ${", "substitution-in-default"),
+    # bashlex does not look inside ${…}; tree-sitter does, and bash runs curl when X is unset
+    deny(f"echo ${{X:-$(curl {EVIL})}}", "shell(curl:*)", "substitution-in-default"),
     # --- invisible characters, control characters, length ----------------------------------
     deny(f"cu\u200brl {EVIL}", "shell(curl:*)", "zero-width-space"),
     deny(f"echo ok\u202e ;curl {EVIL}", "shell(curl:*)", "bidi-override"),
