@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 
-from approvals.rules.invocations import FileAccess, Invocation, View, normalise_path
+from approvals.rules.invocations import (
+    FileAccess,
+    Invocation,
+    NetworkAccess,
+    View,
+    normalise_path,
+)
 from approvals.rules.model import (
     Decision,
     Direction,
@@ -102,13 +108,20 @@ class CompiledRules:
     lists: dict[str, RuleList]
 
 
-def _compile_rule(rule: Rule, position: int, workspace: str, context_id: str) -> Compiled:
+def _compile_rule(
+    rule: Rule, position: int, workspace: str, context_id: str, list_name: str
+) -> Compiled:
     if rule.pattern is None:
         return Compiled(rule, position)
     if rule.kind == Kind.SHELL:
         return Compiled(rule, position, shell=compile_shell(rule.pattern, workspace, context_id))
     if rule.kind == Kind.FILE:
-        return Compiled(rule, position, path=compile_path(rule.pattern, workspace, context_id))
+        pattern = rule.pattern
+        if list_name != "allow" and pattern.startswith("**/"):
+            # A deny (or ask) for "**/.ssh/**" means any .ssh, not only the workspace's: it
+            # fails closed. An allow starting with "**/" stays inside the workspace.
+            pattern = "/" + pattern
+        return Compiled(rule, position, path=compile_path(pattern, workspace, context_id))
     return Compiled(rule, position)
 
 
@@ -121,7 +134,7 @@ def compile_rules(rules: RuleSet, context_id: str) -> CompiledRules:
     for name in LISTS:
         compiled = RuleList()
         for position, rule in enumerate(getattr(rules, name)):
-            item = _compile_rule(rule, position, workspace, context_id)
+            item = _compile_rule(rule, position, workspace, context_id, name)
             if rule.kind == Kind.SHELL:
                 program = item.shell.program if item.shell else None
                 if program is None:
@@ -318,9 +331,18 @@ def judge_shell(
         if judged:
             result.append(judged)
     for network in invocation.network:
-        result.append(
-            judge_host(network.host, network.source, compiled, sources, Direction.OUTBOUND)
-        )
+        if network.by_program:
+            judged_destination = judge_destination(network, compiled, sources)
+            if judged_destination is not None:
+                result.append(judged_destination)
+        elif network.host is None:
+            text = "outbound (a host only known at run time)"
+            part = _part(Kind.NETWORK, text, Decision.ASK, f"via {network.source}", None)
+            result.append(Judged(part))
+        else:
+            result.append(
+                judge_host(network.host, network.source, compiled, sources, Direction.OUTBOUND)
+            )
     if invocation.fallback:
         # A best-effort split of unparseable text: its only job is to let a deny win.
         return [item for item in result if item.part.decision == Decision.DENY]
@@ -443,6 +465,35 @@ def judge_host(
         part = _narrow(part, check_host(host, sources, "network"))
     proposal = f"network({direction.value}:{host})" if part.decision == Decision.ASK else None
     return Judged(part, proposal)
+
+
+def judge_destination(
+    access: NetworkAccess, compiled: CompiledRules, sources: Sources | None
+) -> Judged | None:
+    """A URL an allowed program contacts. sources.json, when there is one, has judged it
+    already (narrowing); without one a deny or ask network rule applies to it, as to a read
+    no allow is needed."""
+    if sources is not None:
+        return None
+    via = f" (via {sanitise(access.source)})"
+    for list_name, decision in (("deny", Decision.DENY), ("ask", Decision.ASK)):
+        for item in compiled.lists[list_name].network:
+            if access.host is None:
+                if item.rule.pattern is None or item.rule.pattern == "*":
+                    text = "outbound (a host only known at run time)"
+                    reason = f"{list_name} rule: {item.rule.text}{via}"
+                    return Judged(_part(Kind.NETWORK, text, decision, reason, item.rule))
+                continue
+            if network_match(item, access.host, Direction.OUTBOUND):
+                verb = "denied" if list_name == "deny" else "ask rule"
+                reason = f"{verb}: {item.rule.text}{via}"
+                text = f"outbound {sanitise(access.host)}"
+                return Judged(_part(Kind.NETWORK, text, decision, reason, item.rule))
+    if access.host is None and any(compiled.lists[name].network for name in ("deny", "ask")):
+        text = "outbound (a host only known at run time)"
+        reason = f"a network rule may cover it{via}"
+        return Judged(_part(Kind.NETWORK, text, Decision.ASK, reason, None))
+    return None
 
 
 # --- proposals ----------------------------------------------------------------------------

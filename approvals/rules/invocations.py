@@ -49,8 +49,13 @@ class FileAccess:
 
 @dataclass(frozen=True)
 class NetworkAccess:
-    host: str
+    """``host`` None: only known at run time. ``by_program``: a destination an allowed
+    program contacts (git clone's URL): judged by sources.json when there is one, else by
+    the network rules' deny and ask lists only — like a read, it needs no allow rule."""
+
+    host: str | None
     source: str
+    by_program: bool = False
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,12 @@ from approvals.rules.invocations import (
     normalise_path,
     resolve_paths,
 )
-from approvals.rules.model import FileAction
+from approvals.rules.model import FileAction, host_of_url
 from approvals.rules.patterns import SENTINEL
 from approvals.rules.programs import Role, understand
+from approvals.rules.programs.base import parse as parse_options
 from approvals.rules.programs.configuration import configures
+from approvals.rules.programs.shells import DESCRIPTOR, SHELL_TABLE, STDIN, script_operands
 from approvals.rules.text import hidden_characters, sanitise
 from approvals.rules.words import (
     PIP_NAME,
@@ -180,6 +182,20 @@ def _crude_fragments(text: str) -> list[list[Word]]:
         if words:
             result.append(words)
     return result
+
+
+def destination_host(word: Word) -> str | None:
+    """The host of a URL a program contacts (``git@host:repo`` and a bare ``host/path``
+    too); None when only known at run time or not readable."""
+    if word.kind is not WordKind.LITERAL:
+        return None
+    value = word.value
+    if "://" not in value:
+        scp = re.match(r"^[^/\s@]+@([^/\s:]+):", value)
+        if scp:
+            return scp.group(1).lower()
+        value = "http://" + value
+    return host_of_url(value)
 
 
 class Walker:
@@ -675,6 +691,13 @@ class Walker:
         name = view.program
         if name in ALWAYS_ASK:
             problems.append(ALWAYS_ASK[name])
+        reads = words[1] if name in {".", "source"} and len(words) > 1 else None
+        if (
+            reads is not None
+            and reads.kind is WordKind.LITERAL
+            and (reads.value in STDIN or DESCRIPTOR.fullmatch(reads.value))
+        ):
+            self.here_texts(redirects, f"{name} {reads.value}", context, problems)
         if name == "exec" and len(words) == 1 and redirects:
             problems.append("exec with only redirections changes the shell's descriptors")
         if name == "eval":
@@ -776,6 +799,10 @@ class Walker:
                 for operator, target in redirects
                 if operator == "<" and isinstance(target, Word)
             ]
+        for destination in found.destinations:
+            network.append(
+                NetworkAccess(destination_host(destination), f"{name} {destination.display}", True)
+            )
         for word in code:
             problems.extend(self.code_problems(name, word, cwd))
 
@@ -858,56 +885,43 @@ class Walker:
         cwd: Cwd,
     ) -> None:
         """The command string of ``-c`` and the commands a shell reads from a here-document
-        are judged like any line; a script file is the shell module's (code the agent may
-        have written)."""
+        or here-string (as standard input, ``/dev/stdin`` or ``/dev/fd/N``) are judged like
+        any line; a script file is the shell module's (code the agent may have written). The
+        shell's options are read with its table (programs/shells.py)."""
         name = program_name(words[0])
-        index = 1
-        command_mode = stdin_mode = interactive = False
-        while index < len(words):
-            word = words[index]
-            value = word.value
-            if word.kind is WordKind.UNKNOWN:
-                problems.append(f"{name}: argument {value} is not known before run time")
-                return
-            if value == "--" or value == "-":
-                index += 1
-                break
-            if value in {"--rcfile", "--init-file"}:
-                problems.append(f"{name} {value} runs a start-up file")
-                index += 2
-                continue
-            if value.startswith("--"):
-                index += 1
-                continue
-            if len(value) > 1 and value[0] in "-+":
-                letters = value[1:]
-                if "o" in letters or "O" in letters:
-                    index += 1  # -o pipefail: the option name follows
-                command_mode = command_mode or (value[0] == "-" and "c" in letters)
-                stdin_mode = stdin_mode or "s" in letters
-                interactive = interactive or "i" in letters
-                index += 1
-                continue
-            break
-        if interactive:
-            problems.append(f"{name} -i starts an interactive shell")
-        if command_mode:
-            if index >= len(words):
+        parsed = parse_options(words[1:], SHELL_TABLE, name)
+        operands = script_operands(parsed)
+        if parsed.has("-c"):
+            if not operands:
                 problems.append(f"{name} -c without a command string")
             else:
-                self.command_string(words[index], f"{name} -c", context, problems)
+                self.command_string(operands[0], f"{name} -c", context, problems)
             return
-        if stdin_mode or index >= len(words):
-            script = self.stdin_text(redirects, context)
-            if script is not None:
-                self.command_string(
-                    literal(script), f"{name} reading a here-document", context, problems
-                )
-            elif any(operator == "<" for operator, _ in redirects):
-                return  # like "bash script.sh": the file is code (see understood())
-            else:
+        script = None if parsed.has("-s") or not operands else operands[0]
+        if script is not None and script.kind is WordKind.LITERAL and script.value in STDIN:
+            script = None
+        if script is None:
+            text = self.stdin_text(redirects, context)
+            if text is not None:
+                origin = f"{name} reading a here-document"
+                self.command_string(literal(text), origin, context, problems)
+            elif not any(operator == "<" for operator, _ in redirects):
                 problems.append(f"{name} reads commands from standard input, which is not seen")
+            # "bash < script.sh": the file is code (see understood())
             return
+        if script.kind is WordKind.LITERAL and DESCRIPTOR.fullmatch(script.value):
+            self.here_texts(redirects, f"{name} reading {script.value}", context, problems)
+
+    def here_texts(
+        self, redirects: list[tuple[str, Any]], origin: str, context: _Context, problems: list[str]
+    ) -> None:
+        """A program reads commands from a descriptor (``/dev/fd/3``): every here-document
+        and here-string of the command may be it, so each is judged as commands."""
+        for operator, target in redirects:
+            if operator in {"<<", "<<-"} and isinstance(target, str):
+                self.command_string(literal(target), origin, context, problems)
+            elif operator == "<<<" and isinstance(target, Word):
+                self.command_string(target, origin, context, problems)
 
     def interpreter(self, words: list[Word], name: str, problems: list[str]) -> None:
         letters = INLINE_CODE[name]

@@ -341,6 +341,9 @@ class Understanding:
     # Files a write may create inside a destination directory (cp a.pth dir/ → dir/a.pth):
     # only checked against the files that configure programs (configuration.py).
     creates: list[Word] = field(default_factory=list)
+    # URLs (or hosts) it contacts: judged by sources.json, or without one by the network
+    # rules' deny and ask lists.
+    destinations: list[Word] = field(default_factory=list)
 
     def read(self, words: Iterable[Word], source: str, *, recursive: bool = False) -> None:
         self.uses.extend(Use(Role.READ, word, source, recursive) for word in words)
@@ -384,3 +387,5 @@ def option_uses(name: str, parsed: Parsed, understanding: Understanding) -> None
             understanding.delete([given.value], source)
         elif effect is Effect.CHDIR:
             understanding.chdir = given.value
+        elif effect is Effect.NETWORK:
+            understanding.destinations.append(given.value)

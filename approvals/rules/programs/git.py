@@ -148,6 +148,7 @@ def _clone(name: str, parsed: Parsed, found: Understanding) -> None:
         found.problems.append("git clone needs a repository")
         return
     url = operands[0]
+    found.destinations.append(url)
     if url.kind is WordKind.LITERAL and not ("://" in url.value or "@" in url.value):
         # A local "repository" is a directory the agent may have laid out itself (its
         # config can name programs); a clone of it also reads files outside the workspace.
@@ -333,7 +334,19 @@ LS_FILES = program(
     valued("-X,--exclude-from", Effect.READ),
     operands=_reads,
 )
-REMOTE = program("remote", flags("-v,--verbose"))  # listing only; add/set-url: narrowing
+
+
+def _remote_listing(name: str, parsed: Parsed, found: Understanding) -> None:
+    """Listing remotes is read-only; adding one or changing its URL (add, set-url, rename,
+    remove …) changes where later fetches and pushes go."""
+    verb = parsed.operands[0] if parsed.operands else None
+    if verb is not None and (
+        verb.kind is not WordKind.LITERAL or verb.value not in {"show", "get-url"}
+    ):
+        found.problems.append(f"{name} {verb.display} changes where git fetches and pushes")
+
+
+REMOTE = program("remote", flags("-v,--verbose"), operands=_remote_listing)
 
 
 def _remote(name: str, parsed: Parsed, found: Understanding) -> None:
@@ -346,6 +359,8 @@ def _remote(name: str, parsed: Parsed, found: Understanding) -> None:
     for word in repository:
         if word.kind is WordKind.LITERAL and word.value.startswith(("/", "./", "../", "file:")):
             found.problems.append(f"{name} from the local path {word.display}")
+        elif word.kind is not WordKind.LITERAL or "://" in word.value or "@" in word.value:
+            found.destinations.append(word)  # a URL; a plain name is a configured remote
 
 
 _TRANSPORT = [

@@ -77,6 +77,7 @@ def _url_file(word: Word) -> Word | None:
 def _curl(name: str, parsed: Parsed, found: Understanding) -> None:
     option_uses(name, parsed, found)
     urls = [*parsed.operands, *parsed.values("--url")]
+    found.destinations.extend(parsed.operands)  # --url's values: option_uses
     if not urls:
         found.problems.append("curl without a URL")
     for given in parsed.given:
@@ -126,6 +127,7 @@ _WGET_TABLE = table(
 
 def _wget(name: str, parsed: Parsed, found: Understanding) -> None:
     option_uses(name, parsed, found)
+    found.destinations.extend(parsed.operands)
     if not parsed.operands:
         found.problems.append("wget without a URL")
     if parsed.values("-O", "--output-document"):

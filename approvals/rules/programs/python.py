@@ -129,6 +129,12 @@ def _pip_operands(name: str, parsed: Parsed, found: Understanding) -> None:
     for word in parsed.operands:
         if word.kind is not WordKind.LITERAL:
             continue  # narrowing asks about packages only known at run time
+        if "://" in word.value:
+            # "pkg @ https://…", "git+https://…": fetched from there, not from the index
+            found.destinations.append(
+                Word(word.value.split("@", 1)[-1].strip().removeprefix("git+"))
+            )
+            continue
         if _LOCAL_SOURCE.search(word.value) or ("/" in word.value and "://" not in word.value):
             found.problems.append(
                 f"{name} {word.display}: a local project or archive runs its own build code "
