@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 
 from approvals.rules.model import FileAction
@@ -104,13 +105,34 @@ def resolve_paths(word: Word, cwd: Cwd) -> list[str] | None:
         values = expanded
     if cwd is None and not all(value.startswith("/") for value in values):
         return None
-    return sorted(
-        {
-            normalise_path(value if value.startswith("/") else posixpath.join(directory, value))
-            for value in values
-            for directory in (cwd or ("/",))
-        }
-    )
+    paths = set()
+    for value in values:
+        for directory in cwd or ("/",):
+            path = _through_proc(
+                normalise_path(value if value.startswith("/") else posixpath.join(directory, value))
+            )
+            if path is None:
+                return None
+            paths.add(path)
+    return sorted(paths)
+
+
+# /proc/self/root (and every process's) is a link to "/"; cwd, fd/N and exe are links to
+# places only known at run time.
+_PROC_LINK = re.compile(
+    r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/(root|cwd|fd/\d+|exe|map_files)(?=/|$)"
+)
+
+
+def _through_proc(path: str) -> str | None:
+    """The path a ``/proc/<pid>/root/…`` path names; None for links only known at run time."""
+    match = _PROC_LINK.match(path)
+    while match:
+        if match.group(1) != "root":
+            return None
+        path = normalise_path("/" + path[match.end() :])
+        match = _PROC_LINK.match(path)
+    return path
 
 
 HARMLESS_DEVICES = frozenset(

@@ -198,6 +198,9 @@ def destination_host(word: Word) -> str | None:
     return host_of_url(value)
 
 
+_ASSIGNING_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
+
+
 class Walker:
     def __init__(self, workspace: str, expand: dict[str, str]) -> None:
         self.workspace = workspace
@@ -394,6 +397,9 @@ class Walker:
         scanned = scan_word(raw, self.expand)
         if scanned.problem:
             problems.append(scanned.problem)
+        for assigned in _ASSIGNING_EXPANSION.findall(raw):
+            # ${CDPATH:=/} assigns CDPATH as a side effect of expanding the word
+            problems.extend(self.assignment_problems(assigned, unknown(raw), exported=False))
         if scanned.substitutions > reported:
             problems.append(f"a command substitution in {sanitise(raw)} could not be judged")
         if whole_process_substitution and reported == 1:
@@ -512,6 +518,8 @@ class Walker:
                 break
             views.append(self.view(current))
             name = program_name(head)
+            if not views[-1].trusted:
+                break  # ./nice is the agent's file, not nice: judged as the program it is
             unwrap = WRAPPERS.get(name)
             if unwrap is None and PYTHON_NAME.match(name):
                 unwrap = python_module
@@ -704,7 +712,10 @@ class Walker:
             if any(word.kind is WordKind.UNKNOWN for word in words[1:]):
                 problems.append("eval of text that is only known at run time")
             else:
-                text = " ".join(word.value for word in words[1:])
+                arguments = words[1:]
+                if arguments and arguments[0].value == "--":
+                    arguments = arguments[1:]  # eval takes "--" as the end of its options
+                text = " ".join(word.value for word in arguments)
                 self.run_text(text, "eval", context.depth + 1)
             return True
         if name == "trap" and len(words) > 2 and not words[1].value.startswith("-"):

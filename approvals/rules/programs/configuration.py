@@ -15,6 +15,10 @@ _CONFIGURING = (
     ("**/.config/git/**", "is git configuration, which can name programs git runs"),
     ("**/.gitmodules", "names the submodules git fetches"),
     ("**/.gitattributes", "assigns git filters and diff drivers, which run programs"),
+    # A directory with HEAD and config is a git directory git finds on its own (a "bare"
+    # repository): git status there runs its core.fsmonitor.
+    ("**/HEAD", "makes its directory a git repository, whose config git then reads"),
+    ("**/config", "is what git reads as the configuration of a repository directory"),
     ("**/site-packages/**", "extends Python: installed modules and .pth files run on import"),
     ("**/dist-packages/**", "extends Python: installed modules and .pth files run on import"),
     ("**/*.pth", "is a Python path file: its import lines run at every start"),

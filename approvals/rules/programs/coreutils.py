@@ -180,6 +180,18 @@ PWD = Program(
     ("pwd",), table(flags("-L -P"), abbreviations=Abbreviations.NONE, permute=False), no_operands
 )
 TRUE = Program(("true", "false", ":"), NO_OPTIONS, data)  # bash ignores their arguments
+
+
+def _ls(name: str, parsed: Parsed, found: Understanding) -> None:
+    """Listings are reads; with -R every directory below (names under a denied .ssh too)."""
+    option_uses(name, parsed, found)
+    operands = [w for w in parsed.operands if w.value != "-"]
+    recursive = parsed.has("-R", "--recursive")
+    if recursive and not operands:
+        operands = [Word(".")]
+    found.read(operands, f"argument of {name}:", recursive=recursive)
+
+
 LS = Program(
     ("ls", "dir", "vdir"),
     table(
@@ -201,7 +213,7 @@ LS = Program(
         valued("--color,--colour --hyperlink --classify", arity=Arity.OPTIONAL),
     ),
     # ls reads directory listings, not contents: "not denied" is what matters.
-    reads,
+    _ls,
 )
 TREE = Program(
     ("tree",),

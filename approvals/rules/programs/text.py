@@ -228,10 +228,16 @@ SED = Program(("sed",), SED_TABLE, _sed)
 
 # What an awk program can do beyond reading its input and printing: run commands, write or
 # read other files, load code, reach the environment.
+# awk's language is closed: these are all the ways a program can run commands, write or
+# open files, or reach other files than its operands (gawk's manual: I/O redirections,
+# getline, system, close/fflush on commands, @-directives and indirect calls, /inet/
+# special files, and the variables ARGV/ARGC/ENVIRON/PROCINFO/SYMTAB/FUNCTAB that change
+# which files are read or expose the environment). Anything else is computation on lines.
 _AWK_DANGER = re.compile(
-    r"system\s*\(|\||getline|\b(?:print|printf)\b[^;{}\n]*>|@load|@include|\bENVIRON\b|"
-    r"\bclose\s*\(|\bfflush\s*\(|/inet/|PROCINFO"
+    r"system\s*\(|\||getline|\b(?:print|printf)\b[^;{}\n]*>|@|\bclose\s*\(|\bfflush\s*\(|"
+    r"/inet|\b(?:ENVIRON|PROCINFO|ARGV|ARGC|SYMTAB|FUNCTAB)\b"
 )
+_AWK_SPECIAL = re.compile(r"(?:ARGV|ARGC|ENVIRON|PROCINFO|SYMTAB|FUNCTAB)\b")
 AWK_TABLE = table(
     COMMON,
     flags(
@@ -264,14 +270,20 @@ def _awk(name: str, parsed: Parsed, found: Understanding) -> None:
     if not programs and not parsed.has("-f", "--file"):
         programs, operands = operands[:1], operands[1:]
     for program in programs:
-        if program.kind is not WordKind.LITERAL or _AWK_DANGER.search(program.value):
+        # gawk joins a backslash-newline: "print $0 \⏎ > f" is one statement
+        text = program.value.replace("\\\n", " ")
+        if program.kind is not WordKind.LITERAL or _AWK_DANGER.search(text):
             found.problems.append(f"{name} program may run commands or write files")
     for assignment in parsed.values("-v", "--assign"):
         if assignment.kind is not WordKind.LITERAL:
             found.problems.append(f"{name} -v {assignment.display} is only known at run time")
+        elif _AWK_SPECIAL.match(assignment.value):
+            found.problems.append(f"{name} -v {assignment.display} changes what awk reads")
     files = []
     for word in operands:
         if word.kind is WordKind.LITERAL and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word.value):
+            if _AWK_SPECIAL.match(word.value):
+                found.problems.append(f"{name} operand {word.display} changes what awk reads")
             continue  # var=value operands assign, they are not files
         if word.kind is not WordKind.LITERAL:
             found.problems.append(f"{name} operand {word.display} may be an assignment")
