@@ -49,12 +49,12 @@ def decompose(command: str, *, workspace: str, context_id: str) -> Decomposition
         names = ", ".join(describe(char) for char in hidden[:3])
         reason = f"contains hidden or control characters ({names})"
         walker.out.append(Invocation(text=sanitise(command), problems=(reason,)))
-        walker.fallback(command[: MAX_COMMAND_LENGTH * 4], reason, "")
+        walker.crude(command[: MAX_COMMAND_LENGTH * 4], reason, "")
         return Decomposition(tuple(walker.out))
     if len(command) > MAX_COMMAND_LENGTH:
         reason = f"longer than {MAX_COMMAND_LENGTH} characters"
         walker.out.append(Invocation(text=sanitise(command[:200]) + "…", problems=(reason,)))
-        walker.fallback(command[: MAX_COMMAND_LENGTH * 4], reason, "")
+        walker.deny_scan(command[: MAX_COMMAND_LENGTH * 4], reason, "")
         return Decomposition(tuple(walker.out))
     if not command.strip():
         return Decomposition((Invocation(text="", problems=("empty command",)),))

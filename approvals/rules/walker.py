@@ -11,7 +11,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from approvals.rules.bashparse import disagreement, error_message, parse
+from approvals.rules.bashparse import (
+    Size,
+    command_names,
+    disagreement,
+    error_message,
+    over,
+    parse,
+    size_of,
+)
 from approvals.rules.environment import (
     ASSIGNMENT_WORD,
     HARMLESS_ENVIRONMENT,
@@ -40,6 +48,7 @@ from approvals.rules.programs.configuration import configures
 from approvals.rules.programs.shells import DESCRIPTOR, SHELL_TABLE, STDIN, script_operands
 from approvals.rules.text import hidden_characters, sanitise
 from approvals.rules.words import (
+    MAX_BRACE_WORDS,
     PIP_NAME,
     PYTHON_NAME,
     Word,
@@ -58,6 +67,8 @@ from approvals.rules.wrappers import PIP as HOIST_PIP
 from approvals.rules.wrappers import WRAPPERS, python_module
 
 MAX_NESTING = 4  # bash -c inside eval inside sh -c …: deeper than this is not judged
+MAX_SCANNED_NAMES = 64  # distinct words a too-large line's deny scan checks
+MAX_WRAPPERS = 8  # timeout nice env …: a longer chain is not unwrapped
 
 
 _CHANGES_DIRECTORY = re.compile(r"\b(?:cd|pushd|popd)\b")
@@ -164,18 +175,25 @@ class _Context:
     stdin: str | None = None  # "pipe" when fed by a pipeline
 
 
-def _crude_fragments(text: str) -> list[list[Word]]:
-    """Best-effort split of text bashlex rejected, used only to let a deny rule still win.
-    Invisible characters are dropped (``cu\u200brl`` is judged as ``curl``), control
-    characters and odd spaces become word breaks."""
+def visible(text: str) -> str:
+    """Invisible characters dropped (``cu\u200brl`` reads as ``curl``); control characters
+    and odd spaces become word breaks."""
     hidden = set(hidden_characters(text))
-    cleaned = "".join(
+    if not hidden:
+        return text
+    return "".join(
         (" " if unicodedata.category(char) in {"Cc", "Zs", "Zl", "Zp"} else "")
         if char in hidden
         else char
         for char in text
     )
-    fragments = re.split(r"\$\(|<\(|>\(|[;&|\n(){}`]", cleaned)
+
+
+def _crude_fragments(text: str) -> list[list[Word]]:
+    """Best-effort split of text bashlex rejected, used only to let a deny rule still win.
+    Invisible characters are dropped (``cu\u200brl`` is judged as ``curl``), control
+    characters and odd spaces become word breaks."""
+    fragments = re.split(r"\$\(|<\(|>\(|[;&|\n(){}`]", visible(text))
     result = []
     for fragment in fragments:
         words = [literal(word) for word in re.sub(r"['\"\\]", "", fragment).split()]
@@ -209,10 +227,20 @@ class Walker:
         self.out: list[Invocation] = []
         # The workspace (its .venv/bin included) is the agent's to write: never trusted.
         self.trusted_dirs = TRUSTED_BIN_DIRS
+        # What judging has cost so far, over every text this line runs (bash -c, eval …).
+        self.size = Size(0, 0, 0, 0, 0)
 
     # -- entry points --
 
     def run_text(self, text: str, origin: str, depth: int) -> None:
+        self.size = self.size + size_of(text)
+        too_complex = over(self.size)
+        if too_complex is not None:
+            self.out.append(
+                Invocation(text=sanitise(text[:200]), problems=(too_complex,), origin=origin)
+            )
+            self.deny_scan(text, too_complex, origin)
+            return
         if depth > MAX_NESTING:
             self.out.append(
                 Invocation(text=sanitise(text), problems=("nested too deeply to judge",))
@@ -236,6 +264,31 @@ class Walker:
             self.out.append(Invocation(text=sanitise(text), problems=(reason,), origin=origin))
             for command in only_theirs:
                 self.fallback(command, reason, origin)
+
+    def deny_scan(self, text: str, reason: str, origin: str) -> None:
+        """A line too large to judge command by command: each word that may be a program is
+        checked against deny rules alone (in constant time per distinct word), so a denied
+        program still makes it deny; nothing from here is ever allowed."""
+        views = tuple(
+            View((literal(name),), program_name(literal(name)), True)
+            for name in command_names(text)[:MAX_SCANNED_NAMES]
+        )
+        self.out.append(
+            Invocation(
+                text=sanitise(text[:200]),
+                views=views,
+                problems=(reason,),
+                origin=origin or "deny scan",
+                fallback=True,
+            )
+        )
+
+    def crude(self, text: str, reason: str, origin: str) -> None:
+        """A text that is not parsed: split crudely when that is cheap, else deny-scanned."""
+        if over(size_of(text)) is None:
+            self.fallback(text, reason, origin)
+        else:
+            self.deny_scan(visible(text), reason, origin)
 
     def fallback(self, text: str, reason: str, origin: str) -> None:
         """Judge crude fragments of text that could not be parsed, so that an obvious deny
@@ -407,7 +460,10 @@ class Walker:
         if scanned.value is None:
             return unknown(sanitise(raw))
         kind = WordKind.GLOB if _unquoted_glob(raw) else WordKind.LITERAL
-        brace = kind is WordKind.GLOB and "{" in raw and brace_expand(raw) != [raw]
+        expanded = brace_expand(raw) if kind is WordKind.GLOB and "{" in raw else [raw]
+        brace = expanded != [raw]
+        if expanded is None:
+            problems.append(f"{sanitise(raw[:40])} expands to more than {MAX_BRACE_WORDS} words")
         if brace and re.search(r"['\"\\]", raw):
             # Quoted parts mixed with brace expansion: the expansion of the quote-removed
             # value would differ from bash's. Only known at run time, as far as paths go.
@@ -517,6 +573,9 @@ class Walker:
                 problems.append(f"the program name {head.display} is expanded by the shell")
                 break
             views.append(self.view(current))
+            if len(views) > MAX_WRAPPERS:
+                problems.append(f"more than {MAX_WRAPPERS} wrappers around one command")
+                break
             name = program_name(head)
             if not views[-1].trusted:
                 break  # ./nice is the agent's file, not nice: judged as the program it is
