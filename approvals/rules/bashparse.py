@@ -150,63 +150,54 @@ def _parse_with_bashlex(text: str) -> tuple[list[Any], str]:
 # find commands at different places in a line, one of them reads it unlike bash, and no rule
 # can allow it. Only where simple commands start is compared — the structure the rules judge.
 
-_TREE_SITTER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-# Nodes tree-sitter gives their own type where bashlex sees a simple command.
-_COMMAND_LIKE = {"declaration_command", "unset_command", "test_command"}
-
-
-def command_starts(trees: list[Any]) -> set[int]:
-    """Where bashlex (or fastparse, which builds the same trees) finds simple commands: the
-    offset of each program word, substitutions included; here-document bodies are text."""
-    starts: set[int] = set()
-    pending = list(trees)
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, bashlex.ast.node):
-            continue
-        if node.kind == "command":
-            first = next((part for part in node.parts if part.kind == "word"), None)
-            if first is not None:
-                starts.add(first.pos[0])
-        for value in vars(node).values():
-            if isinstance(value, bashlex.ast.node):
-                pending.append(value)
-            elif isinstance(value, list):
-                pending.extend(value)
-    return starts
+_BASH = tree_sitter.Language(tree_sitter_bash.language())
+_TREE_SITTER = tree_sitter.Parser(_BASH)
+# Where tree-sitter sees a simple command: a command's name, and the nodes it gives their
+# own type where bashlex sees a simple command (export …, unset …, [[ … ]]). Here-document
+# bodies are text to both.
+_STARTS = tree_sitter.Query(
+    _BASH,
+    """
+    (command name: (command_name) @start)
+    (declaration_command) @start
+    (unset_command) @start
+    (test_command) @start
+    (heredoc_body) @body
+    """,
+)
 
 
 def second_opinion(text: str) -> tuple[set[int], bool]:
     """Where tree-sitter-bash finds simple commands in ``text`` (character offsets), and
     whether it reports a syntax error anywhere."""
-    tree = _TREE_SITTER.parse(text.encode())
-    root = tree.root_node
-    starts: set[int] = set()
-    ascii_only = text.isascii()
-    encoded = b"" if ascii_only else text.encode()
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        kind = node.type
-        if kind == "heredoc_body":
-            continue
-        if kind == "command":
-            name = node.child_by_field_name("name")
-            offset = name.start_byte if name is not None else None
-        elif kind in _COMMAND_LIKE:
-            offset = node.start_byte
-        else:
-            offset = None
-        if offset is not None:
-            starts.add(offset if ascii_only else len(encoded[:offset].decode(errors="replace")))
-        pending.extend(node.children)
-    return starts, root.has_error
+    root = _TREE_SITTER.parse(text.encode()).root_node
+    captures = tree_sitter.QueryCursor(_STARTS).captures(root)
+    bodies = [(node.start_byte, node.end_byte) for node in captures.get("body", [])]
+    offsets = {
+        node.start_byte
+        for node in captures.get("start", [])
+        if not any(start <= node.start_byte < end for start, end in bodies)
+    }
+    if not text.isascii():
+        encoded = text.encode()
+        offsets = {len(encoded[:offset].decode(errors="replace")) for offset in offsets}
+    return offsets, root.has_error
 
 
-def disagreement(trees: list[Any], text: str) -> tuple[str, list[str]] | None:
-    """None when both parsers find the same simple commands in ``text``; else the reason and
-    the text of each command only tree-sitter found (judged crudely, so a deny still wins)."""
-    ours = command_starts(trees)
+# A line of only plain words, single-quoted strings, double-quoted strings without
+# expansions or escapes, "\;" and the list, pipe and redirection operators has nothing two
+# bash parsers can read differently: no substitution, comment, here-document, grouping or
+# expansion, and a quote can only start a quoted string. The second parser is not asked.
+# (Each alternative starts with its own characters: one way to match, linear time.)
+_UNAMBIGUOUS = re.compile(r"""(?:[A-Za-z0-9 \t_./=:,@%+*?~^!;&|<>{}-]|'[^']*'|"[^"$`\\]*"|\\;)*""")
+
+
+def disagreement(ours: set[int], text: str) -> tuple[str, list[str]] | None:
+    """None when tree-sitter finds simple commands where the walk of bashlex's trees did
+    (``ours``); else the reason and the text of each command only tree-sitter found (judged
+    crudely, so a deny still wins)."""
+    if _UNAMBIGUOUS.fullmatch(text) and "<<" not in text:
+        return None
     theirs, error = second_opinion(text)
     if error:
         return "the second parser (tree-sitter-bash) finds a syntax error in this line", []
@@ -246,7 +237,7 @@ class Size:
         )
 
 
-LIMITS = Size(commands=24, words=256, expansions=48, globs=32, depth=8)
+LIMITS = Size(commands=16, words=64, expansions=32, globs=24, depth=6)
 _SEPARATORS = re.compile(r"[;&|\n]+|[$<>]?\(|`|\{\s")
 _NESTING = re.compile(r"[({]|[)}]")
 _HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z0-9_][A-Za-z0-9_.-]*)\1[^\n]*\n")

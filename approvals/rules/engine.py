@@ -45,6 +45,7 @@ from approvals.rules.patterns import (
     STAR,
     PathPattern,
     ShellPattern,
+    Token,
     compile_path,
     compile_shell,
     could_match,
@@ -93,6 +94,26 @@ class RuleList:
     shell_any: list[Compiled] = field(default_factory=list)
     files: dict[FileAction, list[Compiled]] = field(default_factory=dict)
     network: list[Compiled] = field(default_factory=list)
+    _combined: dict[FileAction, tuple[re.Pattern[str], list[Compiled]]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def first_path_rule(self, action: FileAction, path: str) -> Compiled | None:
+        """The first rule for ``action`` that matches the plain path ``path`` (no glob, no
+        sentinel): one pass of one regex over the path for the whole list."""
+        combined = self._combined.get(action)
+        if combined is None:
+            items = self.files.get(action, [])
+            alternatives = "|".join(
+                f"(?P<r{index}>{item.path.regex.pattern if item.path else '.*'})"
+                for index, item in enumerate(items)
+            )
+            combined = (re.compile(alternatives or "(?!)", re.DOTALL), items)
+            self._combined[action] = combined
+        match = combined[0].fullmatch(path)
+        if match is None or match.lastgroup is None:
+            return None
+        return combined[1][int(match.lastgroup[1:])]
 
     def shell_candidates(self, programs: Iterable[str]) -> list[Compiled]:
         found = {id(c): c for p in programs for c in self.shell_by_program.get(p, ())}
@@ -232,7 +253,11 @@ def shell_match(item: Compiled, texts: ViewTexts, *, for_allow: bool) -> Match:
 _GLOB_RUN = re.compile(r"(?:\*|\?|\[[^\]/]*\])+")
 
 
-def path_match(item: Compiled, path: str | None, glob: bool) -> Match:
+def path_match(
+    item: Compiled, path: str | None, glob: bool, tokens: tuple[Token, ...] | None = None
+) -> Match:
+    """``tokens``: ``glob_tokens(path)`` when the caller has it (it is the same for every
+    rule a path is matched against)."""
     if item.path is None:
         return Match.CERTAIN  # file / file(*)
     if path is None:
@@ -242,11 +267,14 @@ def path_match(item: Compiled, path: str | None, glob: bool) -> Match:
         # sentinel, which only "**" can absorb.
         if item.path.regex.fullmatch(_GLOB_RUN.sub(SENTINEL, path)):
             return Match.CERTAIN
-        return Match.POSSIBLE if could_match(item.path.tokens, glob_tokens(path)) else Match.NONE
+        tokens = tokens if tokens is not None else glob_tokens(path)
+        return Match.POSSIBLE if could_match(item.path.tokens, tokens) else Match.NONE
     if item.path.regex.fullmatch(path):
         return Match.CERTAIN
-    if SENTINEL in path and could_match(item.path.tokens, glob_tokens(path)):
-        return Match.POSSIBLE
+    if SENTINEL in path:
+        tokens = tokens if tokens is not None else glob_tokens(path)
+        if could_match(item.path.tokens, tokens):
+            return Match.POSSIBLE
     return Match.NONE
 
 
@@ -363,10 +391,18 @@ def _first_path_match(
     rules: RuleList, actions: Sequence[FileAction], access: FileAccess
 ) -> tuple[Compiled, FileAction, Match] | None:
     """The first rule (in list order) that certainly matches, else the first that may."""
+    if access.path is not None and not access.glob and SENTINEL not in access.path:
+        # A plain path matches certainly or not at all: one combined regex per action.
+        for action in actions:
+            found = rules.first_path_rule(action, access.path)
+            if found is not None:
+                return found, action, Match.CERTAIN
+        return None
+    tokens = glob_tokens(access.path) if access.path is not None else None
     possible = None
     for action in actions:
         for item in rules.files.get(action, ()):
-            match = path_match(item, access.path, access.glob)
+            match = path_match(item, access.path, access.glob, tokens)
             if match is Match.CERTAIN:
                 return item, action, match
             if match is Match.POSSIBLE and possible is None:
@@ -424,12 +460,12 @@ def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
         # An allowed program reads it and runs what it names: never allowed by a rule.
         reason = f"{sanitise(target)} {configured}{via}"
         return Judged(_part(Kind.FILE, text, Decision.ASK, reason, None))
-    for item in compiled.lists["allow"].files.get(access.action, ()):
-        if path_match(item, access.path, access.glob) is Match.CERTAIN:
-            if not access.require_allow:
-                return None
-            reason = f"allowed: {item.rule.text}{via}"
-            return Judged(_part(Kind.FILE, text, Decision.ALLOW, reason, item.rule))
+    allowed = _first_path_match(compiled.lists["allow"], (access.action,), access)
+    if allowed is not None and allowed[2] is Match.CERTAIN:
+        if not access.require_allow:
+            return None
+        reason = f"allowed: {allowed[0].rule.text}{via}"
+        return Judged(_part(Kind.FILE, text, Decision.ALLOW, reason, allowed[0].rule))
     if not access.require_allow:
         return None
     reason = "no file rule allows it" if access.path else "the path is only known at run time"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Stands for "unknown until run time" in text handed to a certain-match. NUL cannot occur in
 # a command (control characters are refused before matching) nor in a rule.
@@ -253,6 +254,7 @@ def compile_path(glob: str, workspace: str, context_id: str) -> PathPattern:
     return PathPattern(regex=re.compile("".join(regex), re.DOTALL), tokens=_merge_stars(tokens))
 
 
+@lru_cache(maxsize=2048)  # a path is matched against every rule of each list
 def glob_tokens(path: str) -> tuple[Token, ...]:
     """A path that may contain shell glob characters as a wildcard sequence (over-approx)."""
     tokens: list[Token] = []

@@ -61,4 +61,5 @@ def decompose(command: str, *, workspace: str, context_id: str) -> Decomposition
     if _expandable(command):
         walker.expand = {"WORKSPACE": workspace, "CONTEXT_ID": context_id}
     walker.run_text(command, "", 0)
+    walker.finish()
     return Decomposition(tuple(walker.out))

@@ -30,6 +30,8 @@ _INVISIBLE_RANGES = (
     (0xE0100, 0xE01EF),  # variation selectors supplement
 )
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Anything but printable ASCII, newline, tab and the ellipsis the engine itself writes.
+_MAYBE_HIDDEN = re.compile("[^\x20-\x7e\n\t\u2026]")
 
 
 def is_hidden(char: str) -> bool:
@@ -70,6 +72,6 @@ def escape(char: str) -> str:
 def sanitise(text: str) -> str:
     """``text`` with every hidden character replaced by its escape (``\\u200b``), so what a
     reviewer reads is what the shell gets. Newlines and tabs stay as they are."""
-    if text.isascii() and not _ASCII_CONTROL.search(text):
+    if not _MAYBE_HIDDEN.search(text):
         return text
     return "".join(escape(char) if is_hidden(char) else char for char in text)

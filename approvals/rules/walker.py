@@ -8,7 +8,7 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from approvals.rules.bashparse import (
@@ -69,6 +69,7 @@ from approvals.rules.wrappers import WRAPPERS, python_module
 MAX_NESTING = 4  # bash -c inside eval inside sh -c …: deeper than this is not judged
 MAX_SCANNED_NAMES = 64  # distinct words a too-large line's deny scan checks
 MAX_WRAPPERS = 8  # timeout nice env …: a longer chain is not unwrapped
+MAX_PATHS = 40  # path words judged per line (each costs a match against every file rule)
 
 
 _CHANGES_DIRECTORY = re.compile(r"\b(?:cd|pushd|popd)\b")
@@ -173,6 +174,9 @@ class _Context:
     origin: str
     depth: int
     stdin: str | None = None  # "pipe" when fed by a pipeline
+    # Where the simple commands of this text start, as the walk finds them (compared with
+    # the second parser's); shared by the substitutions walked inside the same text.
+    starts: set[int] = field(default_factory=set, compare=False)
 
 
 def visible(text: str) -> str:
@@ -229,6 +233,18 @@ class Walker:
         self.trusted_dirs = TRUSTED_BIN_DIRS
         # What judging has cost so far, over every text this line runs (bash -c, eval …).
         self.size = Size(0, 0, 0, 0, 0)
+        self.paths = 0
+        self.paths_left_out = 0
+
+    def finish(self) -> None:
+        if self.paths_left_out:
+            reason = (
+                f"names more than {MAX_PATHS} paths ({self.paths_left_out} more not judged one "
+                "by one; see docs/rules.md)"
+            )
+            self.out.append(
+                Invocation(text=f"{self.paths_left_out} more paths", problems=(reason,))
+            )
 
     # -- entry points --
 
@@ -257,7 +273,7 @@ class Walker:
         context = _Context(text=parsed, origin=origin, depth=depth)
         for tree in trees:
             self.node(tree, context)
-        second = disagreement(trees, parsed)
+        second = disagreement(context.starts, parsed)
         if second is not None:
             # Never allowed; what tree-sitter alone sees is judged crudely so a deny wins.
             reason, only_theirs = second
@@ -496,6 +512,9 @@ class Walker:
         assignments: list[tuple[str, Word]] = []
         words: list[Word] = []
         redirects: list[tuple[str, Any]] = []
+        first = next((part for part in node.parts if part.kind == "word"), None)
+        if first is not None:
+            context.starts.add(first.pos[0])
         for part in node.parts:
             if part.kind in {"word", "assignment"}:
                 word = self.word(part, context, problems)
@@ -597,6 +616,9 @@ class Walker:
             if result.rest is None:
                 break
             current = result.rest
+            if result.final:
+                views.append(self.view(current))
+                break
         effective = views[-1] if views and views[-1].words == tuple(current) else None
         cwd = self.cwd
         if chdir is not None:
@@ -709,6 +731,10 @@ class Walker:
         (unless ``require_allow`` says otherwise, as for redirections)."""
         result = []
         for action, word in items:
+            if self.paths >= MAX_PATHS:
+                self.paths_left_out += 1  # reported once by finish(): the line is asked about
+                continue
+            self.paths += 1
             needs_allow = (
                 action in {FileAction.WRITE, FileAction.DELETE}
                 if require_allow is None

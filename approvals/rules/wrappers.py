@@ -30,6 +30,7 @@ class Unwrapped:
     files: list[tuple[FileAction, Word]] = field(default_factory=list)
     chdir: Word | None = None
     code: list[Word] = field(default_factory=list)  # files the wrapper runs as code
+    final: bool = False  # the rest is the same program again (hoisted): do not unwrap it
 
 
 def _after_options(words: list[Word], spec: Options, name: str, skip: int = 0) -> Unwrapped:
@@ -221,7 +222,7 @@ def hoist(spec: Table) -> Callable[[list[Word]], Unwrapped]:
             return Unwrapped(None)
         end = first + 1
         head, subcommand = words[0], words[end]
-        return Unwrapped([head, subcommand, *words[1:end], *words[end + 1 :]])
+        return Unwrapped([head, subcommand, *words[1:end], *words[end + 1 :]], final=True)
 
     return unwrap
 

@@ -6,6 +6,8 @@ even where a file rule allows writing: the workspace is never a source of truste
 
 from __future__ import annotations
 
+import re
+
 from approvals.rules.patterns import SENTINEL, compile_path, could_match, glob_tokens
 
 _CONFIGURING = (
@@ -41,16 +43,21 @@ _CONFIGURING = (
     ("**/bin/**", "is in a directory of executables that may be on PATH"),
 )
 _COMPILED = tuple((compile_path(glob, "/", "-"), reason) for glob, reason in _CONFIGURING)
+# One pass over a path for all of them: the group that matched says which.
+_ANY = re.compile(
+    "|".join(f"(?P<g{i}>{c.regex.pattern})" for i, (c, _) in enumerate(_COMPILED)), re.DOTALL
+)
 
 
 def configures(path: str, *, pattern: bool = False) -> str | None:
     """Why writing ``path`` (absolute, normalised) configures or extends a program.
     ``pattern``: the path is a glob or stands for everything below a directory (it
     contains the sentinel) — then any file it may cover counts."""
-    pattern = pattern or SENTINEL in path
-    for compiled, reason in _COMPILED:
-        if compiled.regex.fullmatch(path):
-            return reason
-        if pattern and could_match(compiled.tokens, glob_tokens(path)):
-            return reason
+    match = _ANY.fullmatch(path)
+    if match is not None and match.lastgroup is not None:
+        return _COMPILED[int(match.lastgroup[1:])][1]
+    if pattern or SENTINEL in path:
+        for compiled, reason in _COMPILED:
+            if could_match(compiled.tokens, glob_tokens(path)):
+                return reason
     return None
