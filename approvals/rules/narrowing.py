@@ -8,7 +8,7 @@ the answer is ask. Each verdict names the sources.json entry that decided.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -25,6 +25,19 @@ class Verdict:
     decision: Decision  # DENY or ASK
     entry: str | None  # the sources.json entry, e.g. package_managers.pip.blocked_packages[1]
     reason: str
+
+
+def strongest(verdicts: Iterable[Verdict | None]) -> Verdict | None:
+    """The first deny among them, else the first ask: a package only known at run time
+    before a blocked one must not hide the block."""
+    first: Verdict | None = None
+    for verdict in verdicts:
+        if verdict is None:
+            continue
+        if verdict.decision is Decision.DENY:
+            return verdict
+        first = first or verdict
+    return first
 
 
 def _deny(entry: str, reason: str) -> Verdict:
@@ -158,13 +171,18 @@ def _local(value: str) -> bool:
 
 
 def check_pip(words: Sequence[Word], sources: Sources) -> Verdict | None:
+    return strongest(_pip(words, sources))
+
+
+def _pip(words: Sequence[Word], sources: Sources) -> Iterator[Verdict | None]:
     found = read(words, guess=True)
     if found is None or found[0].partition(" ")[2] not in _PIP_FETCHING:
-        return None
+        return
     what, parsed = found
     manager, verdict = _manager(sources, "pip", what)
     if manager is None:
-        return verdict
+        yield verdict
+        return
     for given in parsed.given:
         value, option = given.value, set(given.option.names)
         if value is None:
@@ -179,13 +197,9 @@ def check_pip(words: Sequence[Word], sources: Sources) -> Verdict | None:
             verdict = check_host(host, sources, what) if host else None
         elif "--editable" in option and not _local(value.value):
             verdict = _package_url(manager, value, sources, what)
-        if verdict:
-            return verdict
+        yield verdict
     for operand in parsed.operands:
-        verdict = _pip_requirement(manager, operand, sources, what)
-        if verdict:
-            return verdict
-    return None
+        yield _pip_requirement(manager, operand, sources, what)
 
 
 def _package_url(manager: PackageManager, url: Word, sources: Sources, what: str) -> Verdict:
@@ -242,70 +256,72 @@ def _npm_name(spec: str) -> str:
 
 
 def check_npm(words: Sequence[Word], sources: Sources, npx: bool) -> Verdict | None:
+    return strongest(_npm(words, sources, npx))
+
+
+def _npm(words: Sequence[Word], sources: Sources, npx: bool) -> Iterator[Verdict | None]:
     parsed = parse(words[1:], npm.GLOBAL, "npm", guess=True)
     found = [(given.name, given.value) for given in parsed.given]
     operands = parsed.operands
     if not npx:
         if not operands or operands[0].value not in _NPM_INSTALL:
-            return None
+            return
         operands = operands[1:]
     what = "npx" if npx else f"npm {words[1].value if len(words) > 1 else ''}".strip()
     manager, verdict = _manager(sources, "npm", what)
     if manager is None:
-        return verdict
+        yield verdict
+        return
     for name, value in found:
         if name == "--registry" and value is not None:
-            verdict = _registry_verdict(manager, value, what)
-            if verdict:
-                return verdict
+            yield _registry_verdict(manager, value, what)
     for operand in operands[:1] if npx else operands:
-        if operand.kind is WordKind.UNKNOWN:
-            return _ask(f"{what}: package {operand.value} is only known at run time")
         spec = operand.value
-        if _local(spec):
-            continue
-        if ":" in spec and not spec.startswith("@"):
-            return _ask(f"{what}: {spec} is not a registry package")
-        index = _blocked(manager, _npm_name(spec))
-        if index >= 0:
-            return _deny(
+        if operand.kind is WordKind.UNKNOWN:
+            yield _ask(f"{what}: package {operand.value} is only known at run time")
+        elif ":" in spec and not spec.startswith("@") and not _local(spec):
+            yield _ask(f"{what}: {spec} is not a registry package")
+        elif not _local(spec) and (index := _blocked(manager, _npm_name(spec))) >= 0:
+            yield _deny(
                 f"package_managers.npm.blocked_packages[{index}]",
                 f"{what}: package {_npm_name(spec)} is blocked",
             )
-    return None
 
 
 _CONDA_VALUED = names("-c --channel -n --name -p --prefix --file")
 
 
 def check_conda(words: Sequence[Word], sources: Sources) -> Verdict | None:
+    return strongest(_conda(words, sources))
+
+
+def _conda(words: Sequence[Word], sources: Sources) -> Iterator[Verdict | None]:
     found, operands = split_arguments(words[1:], _CONDA_VALUED)
     if not operands or operands[0].value not in {"install", "create", "update", "upgrade"}:
-        return None
+        return
     what = f"{words[0].value} {operands[0].value}"
     manager, verdict = _manager(sources, "conda", what)
     if manager is None:
-        return verdict
+        yield verdict
+        return
     for name, value in found:
         if name in {"-c", "--channel"} and value is not None:
             listed = any(value.value == registry.name for registry in manager.registries)
             if not listed:
-                verdict = _registry_verdict(manager, value, what)
-                if verdict:
-                    return verdict
+                yield _registry_verdict(manager, value, what)
         if name == "--file":
-            return _ask(f"{what}: the environment file is not checked")
+            yield _ask(f"{what}: the environment file is not checked")
     for operand in operands[1:]:
         if operand.kind is WordKind.UNKNOWN:
-            return _ask(f"{what}: package {operand.value} is only known at run time")
+            yield _ask(f"{what}: package {operand.value} is only known at run time")
+            continue
         name = re.split(r"[=<>!~ ]", operand.value.split("::")[-1], maxsplit=1)[0]
         index = _blocked(manager, name)
         if index >= 0:
-            return _deny(
+            yield _deny(
                 f"package_managers.conda.blocked_packages[{index}]",
                 f"{what}: package {name} is blocked",
             )
-    return None
 
 
 # --- git --------------------------------------------------------------------------------------
@@ -350,11 +366,7 @@ def check_git(words: Sequence[Word], sources: Sources) -> Verdict | None:
     what, remotes = found
     if sources.git is None or not sources.git.enabled:
         return remote_verdict(Word(""), sources, what)
-    for remote in remotes:
-        verdict = remote_verdict(remote, sources, what)
-        if verdict:
-            return verdict
-    return None
+    return strongest(remote_verdict(remote, sources, what) for remote in remotes)
 
 
 # --- fetchers ---------------------------------------------------------------------------------
@@ -385,16 +397,18 @@ def _urls(program: str, words: Sequence[Word]) -> list[Word]:
 
 
 def check_fetch(program: str, words: Sequence[Word], sources: Sources) -> Verdict | None:
+    return strongest(_fetch(program, words, sources))
+
+
+def _fetch(program: str, words: Sequence[Word], sources: Sources) -> Iterator[Verdict | None]:
     for url in _urls(program, words):
+        host = None if url.kind is WordKind.UNKNOWN else _url_host(url.value)
         if url.kind is WordKind.UNKNOWN:
-            return _ask(f"{program}: URL {url.value} is only known at run time")
-        host = _url_host(url.value)
-        if host is None:
-            return _ask(f"{program}: cannot find the host in {url.value!r}")
-        verdict = check_host(host, sources, program)
-        if verdict:
-            return verdict
-    return None
+            yield _ask(f"{program}: URL {url.value} is only known at run time")
+        elif host is None:
+            yield _ask(f"{program}: cannot find the host in {url.value!r}")
+        else:
+            yield check_host(host, sources, program)
 
 
 def check_command(words: Sequence[Word], sources: Sources) -> Verdict | None:
