@@ -16,7 +16,7 @@ import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 
-from approvals.rules.bench import measure
+from bench import rules
 from bench.harness import Http, service_stack
 from bench.report import machine, now, percentile, write_section
 
@@ -109,7 +109,7 @@ def bench_long_poll(web_url: str) -> list[float]:
 def run() -> None:
     from contextsvc.testenv import ensure_cluster
 
-    engine = measure()
+    engine = rules.compare()
     cluster = ensure_cluster()
     try:
         with service_stack(
@@ -120,30 +120,13 @@ def run() -> None:
         if cluster.started_here:
             cluster.stop()
 
-    def row(samples: list[float]) -> str:
-        return (
-            f"p50 {percentile(samples, 50):.3f} ms, p99 {percentile(samples, 99):.3f} ms, "
-            f"max {max(samples):.3f} ms"
-        )
-
-    rows = "\n".join(
-        f"| {name} | {len(samples)} | {row(samples)} |" for name, samples in engine.rows if samples
-    )
     ms = [s * 1000 for s in latencies]
     body = f"""
 ## Approvals
 
 Measured {now()} on {machine()}. Command: `make bench` (`python -m bench approvals`).
 
-**Rule engine**: `evaluate()` on {engine.evaluations} distinct shell commands (after
-{engine.warmup} warm-up), one to three chained, mean {engine.mean_length:.0f} and max
-{engine.max_length} characters, the seed's settings.json and sources.json; decisions
-{engine.decisions}. Target: p99 ≤ 2 ms per check.
-
-| lines | n | per evaluation |
-|---|---|---|
-{rows}
-
+{engine_section(engine)}
 **Decision → waiting client**: {DECISIONS} pending requests (after {WARMUP_DECISIONS}
 warm-up), {CONCURRENT_WAITERS} agents long-polling at a time through the web process
 (uvicorn, async consumer, Redis channel layer), each agent and its approver in a process
@@ -159,3 +142,66 @@ Runs without the warm-up had p99 189–360 ms, dominated by the pool's processes
 """
     write_section("approvals", body)
     print(body)
+
+
+# Why a family's allowed share fell with the positive-knowledge engine (docs/rules.md).
+DROP_REASONS = {
+    "python script": "runs a workspace file the agent wrote: agent-written code is never "
+    "allowed by a rule (asked about)",
+    "python script (venv PATH)": "the same, and VIRTUAL_ENV is not a harmless environment "
+    "variable and the workspace's .venv/bin is not a trusted directory",
+    "python -c": "inline code cannot be judged (asked about, as before)",
+    "git status/log": "",
+    "here-document": "",
+}
+
+
+def _timing(results: list[tuple[str, float]]) -> str:
+    ms = [value for _, value in results]
+    return f"p50 {percentile(ms, 50):.3f} ms, p99 {percentile(ms, 99):.3f} ms, max {max(ms):.3f} ms"
+
+
+def engine_section(engine: rules.Comparison) -> str:
+    after = [decision for decision, _ in engine.mix_after]
+    before = [decision for decision, _ in engine.mix_before]
+    family_rows = []
+    for family, decided in engine.families_after.items():
+        was, now_ = rules.share(engine.families_before[family]), rules.share(decided)
+        reason = DROP_REASONS.get(family, "") if now_ < was - 0.5 else ""
+        if now_ < was - 0.5 and not reason:
+            reason = "(no reason recorded: a regression to look at)"
+        family_rows.append(f"| {family} | {len(decided)} | {was:.1f} % | {now_:.1f} % | {reason} |")
+    worst_rows = "\n".join(
+        f"| {what} | {decision} | {ms:.2f} ms |" for ms, what, decision in engine.worst[:8]
+    )
+    over = sum(1 for ms, _, _ in engine.worst if ms > 5)
+    return f"""**Rule engine**: `evaluate()` on {len(after)} distinct shell commands (after 1000
+warm-up), one to three chained, at most 200 characters, the seed's settings.json and
+sources.json; this checkout against the engine at `{engine.baseline}` (before the
+positive-knowledge redesign, issue 15), each in a fresh process on the same lines in the
+same run. Targets: p99 ≤ 2 ms; any input up to the length limit ≤ 5 ms.
+
+| engine | decisions | per evaluation |
+|---|---|---|
+| this checkout | allow {rules.share(after):.1f} %, ask {rules.share(after, "ask"):.1f} %, deny {rules.share(after, "deny"):.1f} % | {_timing(engine.mix_after)} |
+| `{engine.baseline}` | allow {rules.share(before):.1f} %, ask {rules.share(before, "ask"):.1f} %, deny {rules.share(before, "deny"):.1f} % | {_timing(engine.mix_before)} |
+
+Mean per evaluation: {rules.mean_ms(engine.mix_after):.3f} ms now, {rules.mean_ms(engine.mix_before):.3f} ms
+before (ratio {rules.mean_ms(engine.mix_after) / rules.mean_ms(engine.mix_before):.2f}).
+
+**Usability**: the share of each family's single commands ({rules.PER_FAMILY} generated
+each) that the seed's settings allow, before and after.
+
+| family | n | allowed before | allowed now | why it fell |
+|---|---|---|---|---|
+{chr(10).join(family_rows)}
+
+**Worst case**: every one of {engine.inputs} inputs — the adversarial corpus (all classes,
+up to 4096 characters and past it), and lines built at the engine's bounds (16 commands,
+64 words, 40 paths, depth 6) — median of three evaluations each: {over} over 5 ms. The
+slowest:
+
+| input | decision | median |
+|---|---|---|
+{worst_rows}
+"""

@@ -214,6 +214,25 @@ def may_be_option(word: Word) -> bool:
     return False
 
 
+def _take_value(
+    parsed: Parsed,
+    option: Option,
+    name: str,
+    attached: Word | None,
+    following: Word | None,
+    what: str,
+) -> int:
+    """Record an option that takes a value: attached (``--lines=5``, ``-n5``), else the
+    next word when it is required. Returns how many following words it used."""
+    if attached is not None or option.arity is Arity.OPTIONAL:
+        parsed.given.append(Given(option, name, attached))
+        return 0
+    if following is None:
+        parsed.problems.append(f"{what}: {name} needs a value")
+    parsed.given.append(Given(option, name, following))
+    return 0 if following is None else 1
+
+
 def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False) -> Parsed:
     """Read ``words`` (the arguments after the program) against ``spec`` (``guess``: see
     ``Table.long``)."""
@@ -256,16 +275,9 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
                 if equals:
                     parsed.problems.append(f"{what}: {found} takes no value")
                 parsed.given.append(Given(option, found, None))
-            elif equals:
-                parsed.given.append(Given(option, found, Word(attached, word.kind)))
-            elif option.arity is Arity.REQUIRED:
-                if following is None:
-                    parsed.problems.append(f"{what}: {found} needs a value")
-                else:
-                    index += 1
-                parsed.given.append(Given(option, found, following))
             else:
-                parsed.given.append(Given(option, found, None))
+                value_word = Word(attached, word.kind) if equals else None
+                index += _take_value(parsed, option, found, value_word, following, what)
             continue
         if spec.numeric and value[1:].isdigit():
             parsed.given.append(Given(Option((value,), effect=Effect.HARMLESS), value, None))
@@ -283,16 +295,8 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
                 parsed.given.append(Given(option, name, None))
                 position += 1
                 continue
-            if rest:
-                parsed.given.append(Given(option, name, Word(rest, word.kind)))
-            elif option.arity is Arity.REQUIRED:
-                if following is None:
-                    parsed.problems.append(f"{what}: {name} needs a value")
-                else:
-                    index += 1
-                parsed.given.append(Given(option, name, following))
-            else:
-                parsed.given.append(Given(option, name, None))
+            value_word = Word(rest, word.kind) if rest else None
+            index += _take_value(parsed, option, name, value_word, following, what)
             break
     for given in parsed.given:
         if given.option.effect in NOT_ALLOWABLE:
