@@ -16,7 +16,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from allocations.models import AgentWorkspace, WorkspaceContext
-from approvals.rules.model import OperationError, check_context_id
+from rules.model import OperationError, check_context_id
 from contextsvc.core import namespaces
 from contextsvc.core.errors import (
     AlreadyExists,

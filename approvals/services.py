@@ -17,7 +17,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Grant, Status
-from approvals.rules import (
+from rules import (
     Decision,
     Evaluation,
     FileOperation,
@@ -35,7 +35,7 @@ from approvals.rules import (
     propose_allow_rule,
     rule_matches,
 )
-from approvals.rules.model import check_context_id
+from rules.model import check_context_id
 from contextsvc.core import events
 from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
 from contextsvc.core.services import audit_record

@@ -4,7 +4,7 @@ Both engines — this checkout's and one exported from git at ``BASELINE_COMMIT`
 positive-knowledge redesign) — evaluate the same lines in fresh processes started the same
 way, so their latencies and their decisions compare on equal terms:
 
-* latency over the benchmark's realistic mix (approvals/rules/bench.py);
+* latency over the benchmark's realistic mix (rules/bench.py);
 * the share of each program family's commands the seed's settings allow (usability);
 * the slowest evaluation of any input up to the length limit: the adversarial corpus, the
   bypass corpus and lines built at the engine's bounds (this checkout only).
@@ -26,11 +26,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from approvals.rules.bench import MAX_LENGTH, _templates, commands
+from rules.bench import MAX_LENGTH, _templates, commands
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "approvals" / "tests" / "fixtures"
+FIXTURES = ROOT / "rules" / "tests" / "fixtures"
 BASELINE_COMMIT = os.environ.get("BENCH_RULES_BASELINE", "cc1985d")
+# Where the engine lived at that commit (it moved out of approvals later).
+BASELINE_PACKAGE = "approvals.rules"
 PER_FAMILY = int(os.environ.get("BENCH_RULES_PER_FAMILY", "300"))
 EVALUATIONS = int(os.environ.get("BENCH_RULES_EVALUATIONS", "10000"))
 WARMUP = 1000
@@ -40,7 +42,10 @@ WARMUP = 1000
 _RUNNER = """
 import gc, json, sys, time
 sys.path.insert(0, sys.argv[1])
-from approvals.rules import ShellOperation, evaluate, parse_settings, parse_sources
+import importlib
+engine = importlib.import_module(sys.argv[5])
+ShellOperation, evaluate = engine.ShellOperation, engine.evaluate
+parse_settings, parse_sources = engine.parse_settings, engine.parse_sources
 fixtures = sys.argv[2]
 def load(name):
     with open(f"{fixtures}/{name}") as f:
@@ -87,16 +92,30 @@ def export(commit: str) -> Path:
 
 
 def run(
-    engine_root: Path, work: list[tuple[str, str]], *, warmup: int = 0, repeat: int = 1
+    engine_root: Path,
+    work: list[tuple[str, str]],
+    *,
+    warmup: int = 0,
+    repeat: int = 1,
+    package: str = "rules",
 ) -> list[tuple[str, float]]:
     """[(decision, median ms)] for each line after the warm-up, in a fresh process."""
     result = subprocess.run(
-        [sys.executable, "-c", _RUNNER, str(engine_root), str(FIXTURES), str(warmup), str(repeat)],
+        [
+            sys.executable,
+            "-c",
+            _RUNNER,
+            str(engine_root),
+            str(FIXTURES),
+            str(warmup),
+            str(repeat),
+            package,
+        ],
         input=json.dumps(work),
         capture_output=True,
         text=True,
         check=True,
-        cwd=tempfile.gettempdir(),  # so "approvals" is only found where sys.argv[1] says
+        cwd=tempfile.gettempdir(),  # so the engine is only found where sys.argv[1] says
     )
     return [(decision, ms) for decision, ms in json.loads(result.stdout)]
 
@@ -113,7 +132,7 @@ def families(per_family: int, seed: int = 11) -> dict[str, list[str]]:
 
 def worst_inputs() -> list[tuple[str, str, str]]:
     """(what, policy, line): every input the engine must judge within its time bound."""
-    from approvals.tests.adversarial_cases import CASES
+    from rules.tests.adversarial_cases import CASES
 
     inputs = [(case.id, case.policy, case.command) for case in CASES]
     at_bounds = {
@@ -155,10 +174,13 @@ def compare() -> Comparison:
     flat = [("seed", line) for lines in grouped.values() for line in lines]
     baseline = export(BASELINE_COMMIT)
     results = {}
-    for name, root in (("after", ROOT), ("before", baseline)):
+    for name, root, package in (
+        ("after", ROOT, "rules"),
+        ("before", baseline, BASELINE_PACKAGE),
+    ):
         results[name] = (
-            run(root, mix, warmup=WARMUP),
-            run(root, [("seed", "ls")] * 50 + flat, warmup=50),
+            run(root, mix, warmup=WARMUP, package=package),
+            run(root, [("seed", "ls")] * 50 + flat, warmup=50, package=package),
         )
     worst_work = worst_inputs()
     worst = run(ROOT, [("seed", "ls")] * 50 + [(p, line) for _, p, line in worst_work], warmup=50,

@@ -10,9 +10,9 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals.rules.model import RuleSyntaxError, SourcesError
-from approvals.rules.settings import parse_settings
-from approvals.rules.sources import parse_sources
+from rules.model import RuleSyntaxError, SourcesError
+from rules.settings import parse_settings
+from rules.sources import parse_sources
 from contextsvc.core import capabilities, openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of

@@ -8,9 +8,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from approvals.rules.model import RuleSyntaxError, SourcesError
-from approvals.rules.settings import parse_settings
-from approvals.rules.sources import parse_sources
+from rules.model import RuleSyntaxError, SourcesError
+from rules.settings import parse_settings
+from rules.sources import parse_sources
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import objects, podsecurity
 from contextsvc.quantity import is_positive_quantity

@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from approvals.rules import RuleSyntaxError, SourcesError, parse_settings, parse_sources
+from rules import RuleSyntaxError, SourcesError, parse_settings, parse_sources
 from contextsvc.core.errors import ServiceError
 from frontend.access import actor, admin_required, viewer_required
 from frontend.forms import DocumentUploadForm

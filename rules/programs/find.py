@@ -1,0 +1,171 @@
+"""find: starting points, then an expression of tests and actions (its own syntax, not
+getopt's). Every primary must be known; the actions that write, delete or run programs are
+what the rules judge (the commands of -exec and friends are judged by the walker)."""
+
+from __future__ import annotations
+
+from rules.patterns import SENTINEL
+from rules.programs.base import NO_OPTIONS, Parsed, Program, Understanding
+from rules.words import Word, WordKind
+
+# Options before the starting points.
+LEADING = frozenset({"-H", "-L", "-P"})
+LEADING_VALUED = frozenset({"-D"})  # -D debugopts; -Olevel is one word
+# Primaries: name → how many words follow it.
+TESTS = {
+    **dict.fromkeys(
+        [
+            "-amin",
+            "-anewer",
+            "-atime",
+            "-cmin",
+            "-cnewer",
+            "-ctime",
+            "-gid",
+            "-group",
+            "-ilname",
+            "-iname",
+            "-inum",
+            "-ipath",
+            "-iregex",
+            "-iwholename",
+            "-links",
+            "-lname",
+            "-mmin",
+            "-mtime",
+            "-name",
+            "-newer",
+            "-path",
+            "-perm",
+            "-regex",
+            "-samefile",
+            "-size",
+            "-type",
+            "-uid",
+            "-used",
+            "-user",
+            "-wholename",
+            "-xtype",
+            "-context",
+            "-fstype",
+            "-maxdepth",
+            "-mindepth",
+            "-regextype",
+            "-files0-from",
+        ],
+        1,
+    ),
+    **dict.fromkeys(
+        [
+            "-empty",
+            "-executable",
+            "-false",
+            "-nogroup",
+            "-nouser",
+            "-readable",
+            "-true",
+            "-writable",
+            "-depth",
+            "-d",
+            "-daystart",
+            "-follow",
+            "-ignore_readdir_race",
+            "-noignore_readdir_race",
+            "-mount",
+            "-xdev",
+            "-noleaf",
+            "-warn",
+            "-nowarn",
+            "-print",
+            "-print0",
+            "-ls",
+            "-prune",
+            "-quit",
+            "-not",
+            "-a",
+            "-and",
+            "-o",
+            "-or",
+            "!",
+            "(",
+            ")",
+            ",",
+        ],
+        0,
+    ),
+}
+WRITES = {"-fprint": 1, "-fprint0": 1, "-fls": 1, "-fprintf": 2}
+FORMAT = {"-printf": 1}
+RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+
+
+def below(start: Word) -> Word:
+    """``START/…``: any path below a starting point."""
+    if start.kind is WordKind.UNKNOWN:
+        return start
+    return Word(start.value.rstrip("/") + "/" + SENTINEL, start.kind)
+
+
+def _find(name: str, parsed: Parsed, found: Understanding) -> None:
+    words = parsed.operands
+    index = 0
+    while index < len(words) and (
+        words[index].value in LEADING
+        or words[index].value in LEADING_VALUED
+        or words[index].value.startswith("-O")
+    ):
+        index += 2 if words[index].value in LEADING_VALUED else 1
+    starts: list[Word] = []
+    while index < len(words) and not (
+        words[index].value.startswith("-") or words[index].value in {"(", "!", ")", ","}
+    ):
+        starts.append(words[index])
+        index += 1
+    starts = starts or [Word(".")]
+    for start in starts:
+        if start.kind is WordKind.UNKNOWN:
+            found.problems.append(f"find: the starting point {start.display} may be an option")
+    found.read(starts, "find")
+    while index < len(words):
+        word = words[index]
+        primary = word.value
+        if word.kind is not WordKind.LITERAL:
+            found.problems.append(f"find: {word.display} where a primary goes is not known")
+            index += 1
+            continue
+        if primary in RUNS:
+            end = index + 1
+            while end < len(words) and words[end].value not in {";", "+"}:
+                end += 1
+            index = end + 1  # the walker judges the command itself
+            continue
+        if primary == "-delete":
+            found.delete([below(start) for start in starts], "find -delete")
+            index += 1
+            continue
+        if primary in WRITES:
+            if index + 1 < len(words):
+                found.write([words[index + 1]], f"find {primary}")
+            index += 1 + WRITES[primary]
+            continue
+        if primary == "-files0-from" and index + 1 < len(words):
+            found.read([words[index + 1]], "find -files0-from")
+        if primary in FORMAT:
+            index += 1 + FORMAT[primary]
+            continue
+        if primary.startswith("-newer") and len(primary) == 8:
+            index += 2  # -newerXY reference
+            continue
+        if primary not in TESTS:
+            found.problems.append(f"find: unknown primary {primary}")
+            index += 1
+            continue
+        for value in words[index + 1 : index + 1 + TESTS[primary]]:
+            if value.kind is WordKind.UNKNOWN and primary in {"-newer", "-samefile", "-anewer"}:
+                found.problems.append(f"find {primary} {value.display} is only known at run time")
+        index += 1 + TESTS[primary]
+
+
+FIND = Program(("find",), NO_OPTIONS, _find)
+
+PROGRAMS = (FIND,)

@@ -1,0 +1,476 @@
+"""git: its global options, then one subcommand with its own table. Subcommands parse with
+git's parse-options, which takes any unique prefix of a long option (``--ext-d`` is
+``--ext-diff``); the global options before the subcommand need their full names."""
+
+from __future__ import annotations
+
+from rules.programs.base import (
+    Abbreviations,
+    Arity,
+    Effect,
+    Option,
+    Parsed,
+    Program,
+    Reader,
+    Understanding,
+    flags,
+    option_uses,
+    table,
+    valued,
+)
+from rules.words import Word, WordKind
+
+EXEC, CONFIG, UNSAFE = Effect.EXEC, Effect.CONFIG, Effect.UNSAFE
+OPTIONAL = Arity.OPTIONAL
+
+# Configuration keys that only change presentation or identity (never run or contact
+# anything): the rest may name programs (core.fsmonitor, core.sshCommand, diff drivers…).
+HARMLESS_CONFIG = (
+    "user.",
+    "color.",
+    "advice.",
+    "init.defaultbranch",
+    "core.quotepath",
+    "core.autocrlf",
+    "pull.rebase",
+    "pull.ff",
+    "merge.ff",
+    "log.",
+    "commit.gpgsign",
+    "tag.gpgsign",
+)
+
+GLOBAL = table(
+    flags(
+        "-v,--version -h,--help -P,--no-pager --bare --no-replace-objects --literal-pathspecs "
+        "--glob-pathspecs --noglob-pathspecs --icase-pathspecs --no-optional-locks --no-advice "
+        "--html-path --man-path --info-path"
+    ),
+    valued("-C", Effect.CHDIR),
+    valued("--namespace --list-cmds"),
+    valued("-c"),  # each setting is checked against HARMLESS_CONFIG
+    valued("--config-env", CONFIG, "reads configuration from the environment"),
+    valued("--exec-path", EXEC, "runs git programs from another directory", arity=OPTIONAL),
+    valued(
+        "--git-dir --work-tree --attr-source", UNSAFE, "points git at files the engine cannot see"
+    ),
+    flags("-p,--paginate", UNSAFE, "runs the pager named in git config"),
+    abbreviations=Abbreviations.NONE,
+    permute=False,
+)
+
+# --- what the history and diff commands share -----------------------------------------------------
+
+DIFF_OPTIONS = [
+    *flags(
+        "-p,-u,--patch -s,--no-patch --raw --patch-with-raw -t --indent-heuristic "
+        "--no-indent-heuristic --minimal --patience --histogram --compact-summary --numstat "
+        "--shortstat --summary --patch-with-stat -z --name-only --name-status --submodule "
+        "--no-color --color-moved-ws --no-renames --rename-empty --no-rename-empty --check "
+        "--full-index --binary --find-copies-harder -D,--irreversible-delete -R --text,-a "
+        "--ignore-cr-at-eol --ignore-space-at-eol -b,--ignore-space-change -w,--ignore-all-space "
+        "--ignore-blank-lines --exit-code --quiet --no-ext-diff --no-textconv --no-prefix "
+        "--default-prefix --function-context,-W --ita-invisible-in-index --ita-visible-in-index "
+        "--stat --color-words --no-relative --pickaxe-all --pickaxe-regex --merge-base "
+        "--cached --staged --no-index --ours --theirs --base -0 -1 -2 -3 --combined-all-paths"
+    ),
+    *valued(
+        "-U,--unified --output-indicator-new --output-indicator-old --output-indicator-context "
+        "--diff-algorithm --anchored --stat-width --stat-name-width --stat-count "
+        "--stat-graph-width -l --diff-filter -S -G --find-object -O --src-prefix --dst-prefix "
+        "--line-prefix --inter-hunk-context --ignore-matching-lines,-I --skip-to --rotate-to "
+        "--ws-error-highlight --abbrev"
+    ),
+    *valued(
+        "--word-diff --word-diff-regex --color --color-moved --dirstat -X --cumulative "
+        "--relative -M,--find-renames -C,--find-copies -B,--break-rewrites --ignore-submodules",
+        arity=OPTIONAL,
+    ),
+    *valued("--output", Effect.WRITE),
+    *flags("--ext-diff", EXEC, "runs the diff program named in git config"),
+    *flags("--textconv", EXEC, "runs text conversion programs named in git config"),
+]
+REVISION_OPTIONS = [
+    *flags(
+        "--all --branches --tags --remotes --reflog --merges --no-merges --first-parent "
+        "--not --boundary --left-right --left-only --right-only --cherry-pick --cherry-mark "
+        "--cherry --ancestry-path --reverse --topo-order --date-order --author-date-order "
+        "--oneline --graph --no-graph --abbrev-commit --no-abbrev-commit --relative-date "
+        "--no-decorate --source --use-mailmap --mailmap --no-mailmap --full-diff --follow "
+        "--walk-reflogs,-g --simplify-merges --simplify-by-decoration --dense --sparse "
+        "--full-history --show-pulls --no-walk --do-walk --log-size --no-notes -i "
+        "--regexp-ignore-case --invert-grep --all-match -E,--extended-regexp "
+        "-F,--fixed-strings -P,--perl-regexp --basic-regexp -m -c --cc --remerge-diff "
+        "--no-expand-tabs --children --parents "
+        "--bisect --count --stdin --show-notes --standard-notes --no-standard-notes"
+    ),
+    *valued(
+        "-n,--max-count --skip --since,--after --until,--before --author --committer --grep "
+        "--grep-reflog --min-parents --max-parents --exclude --glob --date --encoding "
+        "--since-as-filter --diff-merges --decorate-refs --decorate-refs-exclude -L"
+    ),
+    *valued(
+        "--pretty --format --decorate --notes --show-linear-break --expand-tabs",
+        arity=OPTIONAL,
+    ),
+    *flags("--show-signature", UNSAFE, "runs the signature program named in git config"),
+    *flags("--no-signature"),
+]
+
+
+def _pathspecs(name: str, parsed: Parsed, found: Understanding, *, writes: bool) -> None:
+    """The operands are revisions and paths in the repository; git reads the paths or,
+    for checkout/restore, writes them. (A revision judged as a path is only ever a
+    stricter judgement.)"""
+    option_uses(name, parsed, found)
+    if writes:
+        found.write(parsed.operands, name)
+    else:
+        found.read(parsed.operands, name)
+
+
+def _plain(name: str, parsed: Parsed, found: Understanding) -> None:
+    option_uses(name, parsed, found)
+
+
+def _commit(name: str, parsed: Parsed, found: Understanding) -> None:
+    _pathspecs(name, parsed, found, writes=False)
+    if not parsed.has(
+        "-m", "--message", "-F", "--file", "-C", "--reuse-message", "--no-edit", "--dry-run"
+    ):
+        found.problems.append("git commit without -m opens the editor named in git config")
+
+
+def _clone(name: str, parsed: Parsed, found: Understanding) -> None:
+    option_uses("git clone", parsed, found)
+    operands = parsed.operands
+    if not operands:
+        found.problems.append("git clone needs a repository")
+        return
+    url = operands[0]
+    found.destinations.append(url)
+    if url.kind is WordKind.LITERAL and not ("://" in url.value or "@" in url.value):
+        # A local "repository" is a directory the agent may have laid out itself (its
+        # config can name programs); a clone of it also reads files outside the workspace.
+        found.problems.append(f"git clone of the local path {url.display}")
+    if len(operands) >= 2:
+        found.write(operands[1:2], "git clone")
+    elif url.kind is WordKind.LITERAL:
+        name = url.value.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        found.write([Word(name.removesuffix(".git") or "repository")], "git clone")
+    else:
+        found.problems.append("git clone: the destination depends on a URL known at run time")
+    for setting in parsed.values("-c", "--config"):
+        check_config(setting, found)
+
+
+def check_config(setting: Word, found: Understanding) -> None:
+    key = setting.value.split("=", 1)[0].lower()
+    if setting.kind is not WordKind.LITERAL or not key.startswith(HARMLESS_CONFIG):
+        found.problems.append(f"git -c {setting.display} can make git run other programs")
+
+
+def _config_read(name: str, parsed: Parsed, found: Understanding) -> None:
+    option_uses("git config", parsed, found)
+    listing = parsed.has("-l", "--list", "--get", "--get-all", "--get-regexp", "--show-origin")
+    if len(parsed.operands) >= 2 or (parsed.operands and not listing and len(parsed.operands) > 1):
+        check_config(parsed.operands[0], found)
+    if parsed.has(
+        "--edit",
+        "-e",
+        "--add",
+        "--unset",
+        "--unset-all",
+        "--replace-all",
+        "--rename-section",
+        "--remove-section",
+    ):
+        found.problems.append("git config changes configuration")
+
+
+def program(names: str, *groups: list[Option], operands: Reader = _plain) -> Program:
+    return Program(tuple(names.split()), table(flags("-h,--help"), *groups), operands)
+
+
+def _reads(name: str, parsed: Parsed, found: Understanding) -> None:
+    _pathspecs(name, parsed, found, writes=False)
+
+
+def _writes(name: str, parsed: Parsed, found: Understanding) -> None:
+    _pathspecs(name, parsed, found, writes=True)
+
+
+STATUS = program(
+    "status",
+    flags(
+        "-s,--short -b,--branch --show-stash --long -v,--verbose -z --no-column --ahead-behind "
+        "--no-ahead-behind --renames --no-renames"
+    ),
+    valued(
+        "--porcelain -u,--untracked-files --ignore-submodules --ignored --column --find-renames",
+        arity=OPTIONAL,
+    ),
+    operands=_reads,
+)
+LOG = program("log whatchanged", DIFF_OPTIONS, REVISION_OPTIONS, operands=_reads)
+SHOW = program("show", DIFF_OPTIONS, REVISION_OPTIONS, operands=_reads)
+DIFF = program("diff", DIFF_OPTIONS, operands=_reads)
+ADD = program(
+    "add",
+    flags(
+        "-n,--dry-run -v,--verbose -f,--force -u,--update -A,--all --no-all --ignore-removal "
+        "--no-ignore-removal -N,--intent-to-add --refresh --ignore-errors --ignore-missing "
+        "--renormalize --sparse --pathspec-file-nul --no-warn-embedded-repo"
+    ),
+    valued("--chmod"),
+    valued("--pathspec-from-file", Effect.READ),
+    flags("-i,--interactive -p,--patch", UNSAFE, "runs the interactive filters named in config"),
+    flags("-e,--edit", EXEC, "opens the editor named in git config"),
+    operands=_reads,
+)
+COMMIT = program(
+    "commit",
+    flags(
+        "-a,--all --reset-author --short --branch --porcelain --long -z -s,--signoff "
+        "--no-signoff -n,--no-verify --verify --allow-empty --allow-empty-message --no-edit "
+        "--amend --no-post-rewrite -i,--include -o,--only -v,--verbose -q,--quiet --dry-run "
+        "--status --no-status --no-gpg-sign --pathspec-file-nul"
+    ),
+    valued("-m,--message -C,--reuse-message --fixup --squash --author --date --cleanup --trailer"),
+    valued("-u,--untracked-files", arity=OPTIONAL),
+    valued("-F,--file -t,--template --pathspec-from-file", Effect.READ),
+    flags("-e,--edit", EXEC, "opens the editor named in git config"),
+    valued("-c,--reedit-message", EXEC, "opens the editor named in git config"),
+    flags("-p,--patch", UNSAFE, "runs the interactive filters named in config"),
+    valued("-S,--gpg-sign", UNSAFE, "runs the signing program named in git config", arity=OPTIONAL),
+    operands=_commit,
+)
+CHECKOUT = program(
+    "checkout switch restore",
+    flags(
+        "-q,--quiet --progress --no-progress -f,--force --ours --theirs --no-track --guess "
+        "--no-guess -l -d,--detach --ignore-skip-worktree-bits -m,--merge "
+        "--ignore-other-worktrees --overwrite-ignore --recurse-submodules "
+        "--no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -W,--worktree "
+        "-S,--staged --discard-changes -c,--create -C,--force-create --no-overwrite-ignore"
+    ),
+    valued("-b -B --orphan --conflict -s,--source"),
+    valued("-t,--track", arity=OPTIONAL),
+    valued("--pathspec-from-file", Effect.READ),
+    flags("-p,--patch", UNSAFE, "runs the interactive filters named in config"),
+    operands=_writes,
+)
+BRANCH = program(
+    "branch",
+    flags(
+        "-d,--delete -D -f,--force -m,--move -M -c,--copy -C -l,--list --show-current "
+        "-a,--all -r,--remotes -v,-vv,--verbose -q,--quiet --no-abbrev --no-color --no-column "
+        "--unset-upstream --no-track --create-reflog -i,--ignore-case --omit-empty"
+    ),
+    valued(
+        "--sort --merged --no-merged --contains --no-contains --points-at --format "
+        "-u,--set-upstream-to"
+    ),
+    valued("--abbrev --color --column -t,--track", arity=OPTIONAL),
+    flags("--edit-description", EXEC, "opens the editor named in git config"),
+)
+CLONE = program(
+    "clone",
+    flags(
+        "--no-hardlinks -q,--quiet -v,--verbose --progress -n,--no-checkout --bare --mirror "
+        "--single-branch --no-single-branch --no-tags --shallow-submodules "
+        "--no-shallow-submodules --remote-submodules --no-remote-submodules --sparse "
+        "--also-filter-submodules --reject-shallow --no-reject-shallow --dissociate"
+    ),
+    valued(
+        "-o,--origin -b,--branch --revision --depth --shallow-since --shallow-exclude "
+        "-j,--jobs --filter --ref-format --server-option"
+    ),
+    valued("-c,--config"),  # each setting checked against HARMLESS_CONFIG
+    valued("--reference --reference-if-able", Effect.READ),
+    flags("-l,--local -s,--shared", UNSAFE, "clones from a local path"),
+    valued("-u,--upload-pack", EXEC, "runs another program as the remote git"),
+    valued("--template", UNSAFE, "copies hooks from a template directory"),
+    valued("--separate-git-dir", UNSAFE, "puts the repository outside the work tree"),
+    valued(
+        "--recurse-submodules,--recursive",
+        UNSAFE,
+        "fetches submodules from URLs the repository names",
+        arity=OPTIONAL,
+    ),
+    valued("--bundle-uri", UNSAFE, "downloads a bundle from a URI"),
+    operands=_clone,
+)
+INIT = program(
+    "init",
+    flags("-q,--quiet --bare"),
+    valued("-b,--initial-branch --object-format --ref-format"),
+    valued("--shared", arity=OPTIONAL),
+    valued("--template", UNSAFE, "copies hooks from a template directory"),
+    valued("--separate-git-dir", UNSAFE, "puts the repository outside the work tree"),
+    operands=_writes,
+)
+REV_PARSE = program(
+    "rev-parse",
+    flags(
+        "--verify -q,--quiet --sq --not --all --branches --tags --remotes --symbolic "
+        "--symbolic-full-name --show-toplevel --show-prefix --show-cdup --git-dir "
+        "--git-common-dir --absolute-git-dir --is-inside-git-dir --is-inside-work-tree "
+        "--is-bare-repository --is-shallow-repository --show-superproject-working-tree "
+        "--shared-index-path --local-env-vars --default"
+    ),
+    valued("--short --abbrev-ref --show-object-format", arity=OPTIONAL),
+)
+LS_FILES = program(
+    "ls-files",
+    flags(
+        "-c,--cached -d,--deleted -m,--modified -o,--others -i,--ignored -s,--stage "
+        "-u,--unmerged -k,--killed --directory --no-empty-directory --eol -z -t -v -f "
+        "--full-name --recurse-submodules --error-unmatch --exclude-standard --sparse "
+        "--deduplicate --debug"
+    ),
+    valued("-x,--exclude --exclude-per-directory --with-tree --format"),
+    valued("--abbrev", arity=OPTIONAL),
+    valued("-X,--exclude-from", Effect.READ),
+    operands=_reads,
+)
+
+
+def _remote_listing(name: str, parsed: Parsed, found: Understanding) -> None:
+    """Listing remotes is read-only; adding one or changing its URL (add, set-url, rename,
+    remove …) changes where later fetches and pushes go."""
+    verb = parsed.operands[0] if parsed.operands else None
+    if verb is not None and (
+        verb.kind is not WordKind.LITERAL or verb.value not in {"show", "get-url"}
+    ):
+        found.problems.append(f"{name} {verb.display} changes where git fetches and pushes")
+
+
+REMOTE = program("remote", flags("-v,--verbose"), operands=_remote_listing)
+
+
+def _remote(name: str, parsed: Parsed, found: Understanding) -> None:
+    """The first operand is the repository (a configured remote's name or a URL, which
+    sources.json judges); a local path is a directory the agent may have laid out."""
+    option_uses(name, parsed, found)
+    if name.endswith("pull"):
+        found.write([Word(".")], "git pull (merges into the work tree)")
+    repository = parsed.operands[:1]
+    for word in repository:
+        if word.kind is WordKind.LITERAL and word.value.startswith(("/", "./", "../", "file:")):
+            found.problems.append(f"{name} from the local path {word.display}")
+        elif word.kind is not WordKind.LITERAL or "://" in word.value or "@" in word.value:
+            found.destinations.append(word)  # a URL; a plain name is a configured remote
+
+
+_TRANSPORT = [
+    *flags("-q,--quiet -v,--verbose --progress --no-progress -4,--ipv4 -6,--ipv6"),
+    *valued("-o,--server-option"),
+    *valued(
+        "--recurse-submodules",
+        UNSAFE,
+        "also contacts the remotes the submodules name",
+        arity=OPTIONAL,
+    ),
+    *flags("--no-recurse-submodules"),
+]
+_FETCHING = [
+    *_TRANSPORT,
+    *flags(
+        "--all -a,--append --atomic --dry-run -f,--force -k,--keep -p,--prune -P,--prune-tags "
+        "--no-tags -t,--tags --unshallow --update-shallow --write-fetch-head "
+        "--no-write-fetch-head --set-upstream --show-forced-updates --no-show-forced-updates "
+        "--auto-maintenance --no-auto-maintenance --auto-gc --no-auto-gc"
+    ),
+    *valued(
+        "--depth --deepen --shallow-since --shallow-exclude -j,--jobs --refmap "
+        "--negotiation-tip --filter"
+    ),
+    *valued("--upload-pack", EXEC, "runs another program as the remote git"),
+]
+FETCH = program("fetch", _FETCHING, flags("--multiple -n"), operands=_remote)  # -n: --no-tags
+PULL = program(
+    "pull",
+    _FETCHING,
+    flags(
+        "--ff --no-ff --ff-only --commit --no-commit --squash --no-squash --stat -n,--no-stat "
+        "--no-log --signoff --no-signoff --verify --no-verify --no-rebase --autostash "
+        "--no-autostash --allow-unrelated-histories --no-edit --no-gpg-sign"
+    ),
+    valued("-X,--strategy-option --cleanup"),
+    valued("--log -r,--rebase", arity=OPTIONAL),
+    flags("-e,--edit", EXEC, "opens the editor named in git config"),
+    valued("-s,--strategy", EXEC, "runs the merge strategy program git-merge-NAME"),
+    valued("-S,--gpg-sign", EXEC, "runs the signing program named in git config", arity=OPTIONAL),
+    operands=_remote,
+)
+PUSH = program(
+    "push",
+    _TRANSPORT,
+    flags(
+        "--all --branches --mirror --tags --follow-tags --no-follow-tags --atomic --no-atomic "
+        "-n,--dry-run --porcelain -d,--delete -f,--force --force-if-includes "
+        "--no-force-if-includes -u,--set-upstream --thin --no-thin --prune --no-verify --verify "
+        "--no-signed"
+    ),
+    valued("--force-with-lease --signed", arity=OPTIONAL),
+    valued("--push-option"),
+    valued("--repo", Effect.NETWORK),
+    valued("--receive-pack,--exec", EXEC, "runs another program as the remote git"),
+    operands=_remote,
+)
+LS_REMOTE = Program(  # its -h is --heads
+    ("ls-remote",),
+    table(
+        flags("--help -h,--heads -b,--branches -t,--tags --refs -q,--quiet --exit-code --get-url"),
+        flags("--symref"),
+        valued("--sort -o,--server-option"),
+        valued("--upload-pack", EXEC, "runs another program as the remote git"),
+    ),
+    _remote,
+)
+BLAME = program(
+    "blame",
+    flags(
+        "-b -l -t -s -e -p,--porcelain --line-porcelain --incremental --root --show-stats "
+        "--progress -f,--show-name -n,--show-number -w --minimal -c --score-debug"
+    ),
+    valued(
+        "-L -S --contents --date --since --ignore-rev",
+    ),
+    valued("--ignore-revs-file", Effect.READ),
+    valued("-M -C --abbrev --color-lines --color-by-age", arity=OPTIONAL),
+    operands=_reads,
+)
+CONFIG_READ = program(
+    "config",
+    flags(
+        "-l,--list --get --get-all --get-regexp --show-origin --show-scope --name-only "
+        "--global --system --local --worktree -z,--null --includes --no-includes --bool "
+        "--int --path"
+    ),
+    valued("-f,--file --blob --type --default"),
+    flags("--add --unset --unset-all --replace-all -e,--edit", CONFIG, "changes configuration"),
+    valued("--rename-section --remove-section", CONFIG, "changes configuration"),
+    operands=_config_read,
+)
+
+SUBCOMMANDS = {
+    name: sub
+    for sub in (
+        STATUS, LOG, SHOW, DIFF, ADD, COMMIT, CHECKOUT, BRANCH, CLONE, INIT, REV_PARSE,
+        LS_FILES, REMOTE, BLAME, CONFIG_READ, FETCH, PULL, PUSH, LS_REMOTE,
+    )
+    for name in sub.names
+}  # fmt: skip
+
+
+def _global(name: str, parsed: Parsed, found: Understanding) -> None:
+    option_uses("git", parsed, found)
+    for setting in parsed.values("-c"):
+        check_config(setting, found)
+
+
+GIT = Program(("git",), GLOBAL, _global, SUBCOMMANDS)
+
+PROGRAMS = (GIT,)

@@ -1,0 +1,242 @@
+"""python and pip. Python's own option parser: short options only (clustered), no
+abbreviations, ``-c``/``-m``/the script end it and everything after goes to the program.
+pip parses with optparse, which takes any unique prefix of a long option."""
+
+from __future__ import annotations
+
+import re
+
+from rules.programs.base import (
+    Abbreviations,
+    Effect,
+    Parsed,
+    Program,
+    Understanding,
+    flags,
+    option_uses,
+    parse,
+    table,
+    valued,
+)
+from rules.words import Word, WordKind
+
+PYTHON_TABLE = table(
+    flags(
+        "-b -B -d -E -h,-?,--help --help-env --help-xoptions --help-all -I -O -P -q -R -s -S "
+        "-u -v -V,--version -x"
+    ),
+    valued("-W -X --check-hash-based-pycs"),
+    flags("-i", Effect.UNSAFE, "reads more code from standard input"),
+    abbreviations=Abbreviations.NONE,
+    permute=False,
+)
+# Modules run with -m that the engine knows; pip is judged as pip (the walker unwraps it).
+KNOWN_MODULES = {"venv", "json.tool", "pip", "py_compile", "compileall"}
+
+
+def python_parts(words: list[Word]) -> tuple[Parsed, str, Word | None, list[Word]]:
+    """(python's own options, mode, target, the program's arguments): mode is ``-c``,
+    ``-m``, ``script`` or ``stdin``."""
+    options: list[Word] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        value = word.value
+        if word.kind is not WordKind.LITERAL or not value.startswith("-") or value == "-":
+            break
+        index += 1
+        if value == "--":
+            break
+        letters = value[1:] if not value.startswith("--") else ""
+        cut = next((i for i, letter in enumerate(letters) if letter in "cm"), None)
+        if cut is not None:
+            mode = "-" + letters[cut]
+            if letters[:cut]:
+                options.append(Word("-" + letters[:cut]))
+            attached = letters[cut + 1 :]
+            if attached:
+                target: Word | None = Word(attached, word.kind)
+            else:
+                target = words[index] if index < len(words) else None
+                index += 1
+            return parse(options, PYTHON_TABLE, "python"), mode, target, words[index:]
+        options.append(word)
+        if value in {"-W", "-X", "--check-hash-based-pycs"} and index < len(words):
+            options.append(words[index])
+            index += 1
+    parsed = parse(options, PYTHON_TABLE, "python")
+    if index >= len(words) or words[index].value == "-":
+        return parsed, "stdin", None, words[index + 1 :]
+    return parsed, "script", words[index], words[index + 1 :]
+
+
+def _python(name: str, parsed: Parsed, found: Understanding) -> None:
+    own, mode, target, _arguments = python_parts(parsed.operands)
+    found.problems.extend(own.problems)
+    isolated = own.has("-I", "-P")
+    if mode == "-c":
+        found.problems.append("inline Python code (-c) cannot be judged")
+    elif mode == "stdin":
+        found.problems.append(f"{name} reads its program from standard input")
+    elif mode == "-m":
+        module = target.value if target is not None else ""
+        if target is None or target.kind is not WordKind.LITERAL:
+            found.problems.append(f"{name} -m runs a module only known at run time")
+        elif module not in KNOWN_MODULES:
+            found.problems.append(f"{name} -m {module}: what the module does is not modelled")
+        if not isolated:
+            # sys.path[0] is the working directory: a module file there wins.
+            found.code.append(Word("."))
+    elif target is not None:
+        found.code.append(target)  # the script (its path is read, its code is run)
+        found.read([target], f"script of {name}:")
+
+
+PYTHON = Program(
+    ("python", "python3", "pypy", "pypy3"), table(permute=False, parse_options=False), _python
+)
+
+# --- pip ------------------------------------------------------------------------------------------
+
+PIP_GENERAL = [
+    *flags(
+        "-h,--help --debug --isolated --require-virtualenv -v,--verbose -V,--version -q,--quiet "
+        "--no-input --no-cache-dir --disable-pip-version-check --no-color "
+        "--no-python-version-warning"
+    ),
+    *valued("--retries --timeout --exists-action --use-feature --use-deprecated --resume-retries"),
+    *valued("--keyring-provider", Effect.UNSAFE, "runs a keyring program"),
+    *valued("--python", Effect.EXEC, "runs pip under another interpreter"),
+    *valued("--log,--log-file,--local-log", Effect.WRITE),
+    *valued("--cache-dir", Effect.WRITE),
+    *valued("--proxy", Effect.UNSAFE, "sends its traffic through a proxy"),
+    *valued("--trusted-host", Effect.UNSAFE, "trusts a host without TLS verification"),
+    *valued("--cert --client-cert", Effect.CONFIG, "replaces the TLS trust or identity"),
+]
+PIP_INDEX = [
+    *valued("-i,--index-url --extra-index-url -f,--find-links", Effect.NETWORK),
+    *flags("--no-index"),
+]
+_LOCAL_SOURCE = re.compile(r"^(?:\.|/|~|file:)|\.(?:whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz)$")
+
+
+def _pip_operands(name: str, parsed: Parsed, found: Understanding) -> None:
+    """Requirement names are judged by sources.json (narrowing); a local project or archive
+    is code: building it runs its setup, installing it can add .pth files."""
+    option_uses(name, parsed, found)
+    if not name.endswith(("install", "download", "wheel")):
+        return
+    for word in parsed.operands:
+        if word.kind is not WordKind.LITERAL:
+            continue  # narrowing asks about packages only known at run time
+        if "://" in word.value:
+            # "pkg @ https://…", "git+https://…": fetched from there, not from the index
+            found.destinations.append(
+                Word(word.value.split("@", 1)[-1].strip().removeprefix("git+"))
+            )
+            continue
+        if _LOCAL_SOURCE.search(word.value) or ("/" in word.value and "://" not in word.value):
+            found.problems.append(
+                f"{name} {word.display}: a local project or archive runs its own build code "
+                "(and .pth files) the agent may have written"
+            )
+
+
+INSTALL = Program(
+    ("install",),
+    table(
+        PIP_GENERAL,
+        PIP_INDEX,
+        flags(
+            "--no-deps --pre --dry-run --user -U,--upgrade --force-reinstall -I,--ignore-installed "
+            "--ignore-requires-python --no-build-isolation --use-pep517 --no-use-pep517 "
+            "--check-build-dependencies --break-system-packages --compile --no-compile "
+            "--no-warn-script-location --no-warn-conflicts --prefer-binary --require-hashes "
+            "--no-clean"
+        ),
+        valued(
+            "--platform --python-version --implementation --abi --upgrade-strategy "
+            "--no-binary --only-binary --progress-bar --root-user-action --group"
+        ),
+        valued("-t,--target --root --prefix --src", Effect.WRITE),
+        valued("--report", Effect.WRITE),
+        valued("-r,--requirement -c,--constraint", Effect.UNSAFE, "installs what a file lists"),
+        valued(
+            "-e,--editable", Effect.EXEC, "builds and installs a project the agent may have written"
+        ),
+        valued(
+            "-C,--config-settings --global-option --build-option",
+            Effect.CONFIG,
+            "passes options to build backends",
+        ),
+    ),
+    _pip_operands,
+)
+LIST = Program(
+    ("list",),
+    table(
+        PIP_GENERAL,
+        PIP_INDEX,
+        flags(
+            "-o,--outdated -u,--uptodate -e,--editable -l,--local --user --pre --not-required "
+            "--exclude-editable --include-editable"
+        ),
+        valued("--format --exclude"),
+        valued("--path", Effect.READ),
+    ),
+    _pip_operands,
+)
+SHOW = Program(("show",), table(PIP_GENERAL, flags("-f,--files")))
+FREEZE = Program(
+    ("freeze",),
+    table(
+        PIP_GENERAL,
+        flags("-l,--local --user --all --exclude-editable"),
+        valued("--exclude"),
+        valued("-r,--requirement --path", Effect.READ),
+    ),
+    _pip_operands,
+)
+CHECK = Program(("check",), table(PIP_GENERAL))
+UNINSTALL = Program(
+    ("uninstall",),
+    table(
+        PIP_GENERAL,
+        flags("-y,--yes --break-system-packages"),
+        valued("-r,--requirement", Effect.UNSAFE, "uninstalls what a file lists"),
+    ),
+    _pip_operands,
+)
+_FETCHING = [
+    *PIP_GENERAL,
+    *PIP_INDEX,
+    *flags(
+        "--no-deps --pre --require-hashes --prefer-binary --no-build-isolation --use-pep517 "
+        "--no-use-pep517 --check-build-dependencies --ignore-requires-python --no-clean"
+    ),
+    *valued("--no-binary --only-binary --progress-bar"),
+    *valued("-r,--requirement -c,--constraint", Effect.UNSAFE, "fetches what a file lists"),
+    *valued("--src", Effect.WRITE),
+    *valued(
+        "-C,--config-settings --global-option --build-option",
+        Effect.CONFIG,
+        "passes options to build backends",
+    ),
+]
+DOWNLOAD = Program(
+    ("download",),
+    table(
+        _FETCHING,
+        valued("--platform --python-version --implementation --abi"),
+        valued("-d,--dest", Effect.WRITE),
+    ),
+    _pip_operands,
+)
+WHEEL = Program(("wheel",), table(_FETCHING, valued("-w,--wheel-dir", Effect.WRITE)), _pip_operands)
+SUBCOMMANDS = {
+    program.names[0]: program
+    for program in (INSTALL, LIST, SHOW, FREEZE, CHECK, UNINSTALL, DOWNLOAD, WHEEL)
+}
+PIP = Program(("pip", "pip3"), table(PIP_GENERAL, permute=False), None, SUBCOMMANDS)
+
+PROGRAMS = (PYTHON, PIP)

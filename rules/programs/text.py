@@ -1,0 +1,297 @@
+"""grep, sed and awk: pattern (or program) first, then files; the scripts of sed and awk are
+read so that the commands in them that run programs or write files are seen."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from rules.programs import base
+from rules.programs.base import (
+    Arity,
+    Effect,
+    Option,
+    Parsed,
+    Program,
+    Table,
+    Understanding,
+    flags,
+    option_uses,
+    valued,
+)
+from rules.words import Word, WordKind
+
+
+def table(*groups: Iterable[Option], **settings: Any) -> Table:
+    """The tables here list every option of GNU grep, sed and gawk, checked against each
+    program's --help (``python -m rules.programs.check``), so abbreviations resolve."""
+    return base.table(*groups, complete=True, **settings)
+
+
+COMMON = flags("--help --version")
+
+GREP = Program(
+    ("grep", "egrep", "fgrep"),
+    table(
+        flags("--help -V,--version"),
+        flags(
+            "-E,--extended-regexp -F,--fixed-strings -G,--basic-regexp -P,--perl-regexp "
+            "-i,--ignore-case --no-ignore-case -v,--invert-match -w,--word-regexp "
+            "-x,--line-regexp -y -c,--count -L,--files-without-match -l,--files-with-matches "
+            "-o,--only-matching -q,--quiet,--silent -s,--no-messages -b,--byte-offset "
+            "-H,--with-filename -h,--no-filename -n,--line-number -T,--initial-tab "
+            "-Z,--null -a,--text -I -r,--recursive -R,--dereference-recursive "
+            "--line-buffered -U,--binary -z,--null-data --no-group-separator"
+        ),
+        valued(
+            "-e,--regexp -m,--max-count -A,--after-context -B,--before-context -C,--context "
+            "--label --include --exclude --exclude-dir --group-separator --binary-files "
+            "-d,--directories -D,--devices"
+        ),
+        valued("--color,--colour", arity=Arity.OPTIONAL),
+        valued("-f,--file --exclude-from", Effect.READ),
+    ),
+    None,  # set below
+)
+
+
+def _grep(name: str, parsed: Parsed, found: Understanding) -> None:
+    option_uses(name, parsed, found)
+    operands = list(parsed.operands)
+    if not parsed.has("-e", "--regexp", "-f", "--file"):
+        operands = operands[1:]  # the pattern
+    recursive = parsed.has("-r", "--recursive", "-R", "--dereference-recursive") or any(
+        value.value == "recurse" for value in parsed.values("-d", "--directories")
+    )
+    if recursive and not operands:
+        operands = [Word(".")]  # grep -r PATTERN searches the working directory
+    found.read([w for w in operands if w.value != "-"], f"argument of {name}:", recursive=recursive)
+
+
+GREP = Program(GREP.names, GREP.table, _grep)
+
+# --- sed ----------------------------------------------------------------------------------------
+
+SED_TABLE = table(
+    COMMON,
+    flags(
+        "-n,--quiet,--silent --debug --posix -E,-r,--regexp-extended -s,--separate "
+        "--sandbox -u,--unbuffered -z,--null-data --follow-symlinks"
+    ),
+    valued("-e,--expression -l,--line-length"),
+    valued("-f,--file", Effect.UNSAFE, "reads its script from a file the engine cannot see"),
+    valued("-i,--in-place", arity=Arity.OPTIONAL),
+)
+
+
+def sed_script_problem(script: str) -> str | None:
+    """Why a sed script may run commands or touch files (``e``, ``w``, ``r``, ``s///e``,
+    ``s///w``), or None when it only edits the stream. Anything unreadable is a problem."""
+    index, length = 0, len(script)
+
+    def skip_delimited(delimiter: str) -> bool:
+        nonlocal index
+        while index < length:
+            char = script[index]
+            if char == "\\":
+                index += 2
+                continue
+            index += 1
+            if char == delimiter:
+                return True
+        return False
+
+    def skip_address() -> bool:
+        nonlocal index
+        if index < length and script[index] == "/":
+            index += 1
+            return skip_delimited("/")
+        if index < length and script[index] == "\\" and index + 1 < length:
+            delimiter = script[index + 1]
+            index += 2
+            return skip_delimited(delimiter)
+        match = re.compile(r"\$|\d+(?:~\d+)?|[+~]\d+").match(script, index)
+        if match:
+            index = match.end()
+        return True
+
+    while index < length:
+        char = script[index]
+        if char in " \t\n;}{":
+            index += 1
+            continue
+        if char == "#":
+            newline = script.find("\n", index)
+            index = length if newline == -1 else newline
+            continue
+        if not skip_address():
+            return "sed address is not terminated"
+        while index < length and script[index] in " \t":
+            index += 1
+        if index < length and script[index] == ",":
+            index += 1
+            if not skip_address():
+                return "sed address is not terminated"
+        while index < length and script[index] in " \t!":
+            index += 1
+        if index >= length:
+            return None
+        command = script[index]
+        index += 1
+        if command in "ewWrR":
+            return f"sed command '{command}' runs a command or reads/writes a file"
+        if command in "aic":
+            # Text to the end of the line (GNU one-liner form or after a backslash-newline).
+            while index < length:
+                if script[index] == "\\" and index + 1 < length:
+                    index += 2
+                    continue
+                if script[index] == "\n":
+                    break
+                index += 1
+            continue
+        if command in "btT:":
+            while index < length and script[index] not in ";\n":
+                index += 1
+            continue
+        if command in "s":
+            if index >= length:
+                return "sed s command is not terminated"
+            delimiter = script[index]
+            index += 1
+            if not (skip_delimited(delimiter) and skip_delimited(delimiter)):
+                return "sed s command is not terminated"
+            flags = re.compile(r"[gpiImM0-9ew]*").match(script, index)
+            assert flags is not None
+            if set(flags.group()) & {"e", "w"}:
+                return "sed s///e or s///w runs a command or writes a file"
+            index = flags.end()
+            continue
+        if command == "y":
+            if index >= length:
+                return "sed y command is not terminated"
+            delimiter = script[index]
+            index += 1
+            if not (skip_delimited(delimiter) and skip_delimited(delimiter)):
+                return "sed y command is not terminated"
+            continue
+        if command in "lqQLv":
+            match = re.compile(r"\s*\d*").match(script, index)
+            index = match.end() if match else index
+            continue
+        if command in "=dDgGhHnNpPxzF":
+            continue
+        return f"sed command '{command}' is not understood"
+    return None
+
+
+# --- the walker -----------------------------------------------------------------------------------
+
+
+def _sed(name: str, parsed: Parsed, found: Understanding) -> None:
+    option_uses(name, parsed, found)
+    scripts = parsed.values("-e", "--expression")
+    operands = list(parsed.operands)
+    if not scripts and not parsed.has("-f", "--file"):
+        scripts, operands = operands[:1], operands[1:]
+    for script in scripts:
+        if script.kind is not WordKind.LITERAL:
+            found.problems.append(f"{name} script {script.display} is only known at run time")
+            continue
+        problem = sed_script_problem(script.value)
+        if problem:
+            found.problems.append(problem)
+    in_place = [given for given in parsed.given if given.name in ("-i", "--in-place")]
+    files = [w for w in operands if w.value != "-"]
+    if in_place:
+        found.write(files, f"{name} -i:")
+        for given in in_place:
+            suffix = given.value
+            if suffix is None:
+                continue
+            if suffix.kind is not WordKind.LITERAL or "/" in suffix.value or "*" in suffix.value:
+                found.problems.append(
+                    f"{name} -i{suffix.display}: a backup suffix with / or * names other files"
+                )
+                continue
+            found.write([Word(f.value + suffix.value, f.kind) for f in files], f"{name} backup:")
+        if parsed.has("--follow-symlinks"):
+            found.problems.append(f"{name} --follow-symlinks -i writes where a link points")
+    else:
+        found.read(files, f"argument of {name}:")
+
+
+SED = Program(("sed",), SED_TABLE, _sed)
+
+# --- awk ----------------------------------------------------------------------------------------
+
+# What an awk program can do beyond reading its input and printing: run commands, write or
+# read other files, load code, reach the environment.
+# awk's language is closed: these are all the ways a program can run commands, write or
+# open files, or reach other files than its operands (gawk's manual: I/O redirections,
+# getline, system, close/fflush on commands, @-directives and indirect calls, /inet/
+# special files, and the variables ARGV/ARGC/ENVIRON/PROCINFO/SYMTAB/FUNCTAB that change
+# which files are read or expose the environment). Anything else is computation on lines.
+_AWK_DANGER = re.compile(
+    r"system\s*\(|\||getline|\b(?:print|printf)\b[^;{}\n]*>|@|\bclose\s*\(|\bfflush\s*\(|"
+    r"/inet|\b(?:ENVIRON|PROCINFO|ARGV|ARGC|SYMTAB|FUNCTAB)\b"
+)
+_AWK_SPECIAL = re.compile(r"(?:ARGV|ARGC|ENVIRON|PROCINFO|SYMTAB|FUNCTAB)\b")
+AWK_TABLE = table(
+    COMMON,
+    flags(
+        "-b,--characters-as-bytes -c,--traditional -C,--copyright -g,--gen-pot "
+        "-N,--use-lc-numeric -n,--non-decimal-data -O,--optimize -P,--posix "
+        "-r,--re-interval -s,--no-optimize -t,--lint-old -S,--sandbox -V"
+    ),
+    valued("-F,--field-separator -v,--assign -e,--source"),
+    valued("-L,--lint", arity=Arity.OPTIONAL),
+    valued(
+        "-f,--file -i,--include -l,--load -E,--exec",
+        Effect.UNSAFE,
+        "takes its program or extensions from a file the engine cannot see",
+    ),
+    valued(
+        "-d,--dump-variables -D,--debug -o,--pretty-print -p,--profile",
+        Effect.UNSAFE,
+        "writes a file",
+        arity=Arity.OPTIONAL,
+    ),
+    valued("-M,--bignum -h,--usage"),
+    permute=False,  # awk stops at its program text
+)
+
+
+def _awk(name: str, parsed: Parsed, found: Understanding) -> None:
+    option_uses(name, parsed, found)
+    programs = parsed.values("-e", "--source")
+    operands = list(parsed.operands)
+    if not programs and not parsed.has("-f", "--file"):
+        programs, operands = operands[:1], operands[1:]
+    for program in programs:
+        # gawk joins a backslash-newline: "print $0 \⏎ > f" is one statement
+        text = program.value.replace("\\\n", " ")
+        if program.kind is not WordKind.LITERAL or _AWK_DANGER.search(text):
+            found.problems.append(f"{name} program may run commands or write files")
+    for assignment in parsed.values("-v", "--assign"):
+        if assignment.kind is not WordKind.LITERAL:
+            found.problems.append(f"{name} -v {assignment.display} is only known at run time")
+        elif _AWK_SPECIAL.match(assignment.value):
+            found.problems.append(f"{name} -v {assignment.display} changes what awk reads")
+    files = []
+    for word in operands:
+        if word.kind is WordKind.LITERAL and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word.value):
+            if _AWK_SPECIAL.match(word.value):
+                found.problems.append(f"{name} operand {word.display} changes what awk reads")
+            continue  # var=value operands assign, they are not files
+        if word.kind is not WordKind.LITERAL:
+            found.problems.append(f"{name} operand {word.display} may be an assignment")
+            continue
+        files.append(word)
+    found.read([w for w in files if w.value != "-"], f"argument of {name}:")
+
+
+AWK = Program(("awk", "gawk", "mawk", "nawk"), AWK_TABLE, _awk)
+
+PROGRAMS = (GREP, SED, AWK)

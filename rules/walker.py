@@ -1,0 +1,1192 @@
+"""The walker: every simple command of a parsed line, what runs it and what it runs, with the
+problems that keep a rule from allowing it. Program knowledge is programs/'; structure
+is here."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rules.bashparse import (
+    Size,
+    command_names,
+    disagreement,
+    error_message,
+    over,
+    parse,
+    size_of,
+)
+from rules.environment import (
+    ASSIGNMENT_WORD,
+    HARMLESS_ENVIRONMENT,
+    KNOWN_REFERENCE,
+    dangerous_variable,
+    environment_problem,
+)
+from rules.fileargs import unmodelled_paths
+from rules.invocations import (
+    HARMLESS_DEVICES,
+    MAX_CWDS,
+    TRUSTED_BIN_DIRS,
+    Cwd,
+    FileAccess,
+    Invocation,
+    NetworkAccess,
+    View,
+    normalise_path,
+    resolve_paths,
+)
+from rules.model import FileAction, host_of_url
+from rules.patterns import SENTINEL
+from rules.programs import Role, understand
+from rules.programs.base import parse as parse_options
+from rules.programs.configuration import configures
+from rules.programs.shells import DESCRIPTOR, SHELL_TABLE, STDIN, script_operands
+from rules.text import hidden_characters, sanitise
+from rules.words import (
+    MAX_BRACE_WORDS,
+    PIP_NAME,
+    PYTHON_NAME,
+    Word,
+    WordKind,
+    brace_expand,
+    integer_literal,
+    literal,
+    options,
+    program_name,
+    render,
+    scan_options,
+    scan_word,
+    unknown,
+)
+from rules.wrappers import PIP as HOIST_PIP
+from rules.wrappers import WRAPPERS, python_module
+
+MAX_NESTING = 4  # bash -c inside eval inside sh -c …: deeper than this is not judged
+MAX_SCANNED_NAMES = 64  # distinct words a too-large line's deny scan checks
+MAX_WRAPPERS = 8  # timeout nice env …: a longer chain is not unwrapped
+MAX_PATHS = 40  # path words judged per line (each costs a match against every file rule)
+
+
+_CHANGES_DIRECTORY = re.compile(r"\b(?:cd|pushd|popd)\b")
+
+
+def _unquoted_glob(raw: str) -> bool:
+    """Does the source text of a word contain an unquoted glob or brace expansion?"""
+    if not any(char in raw for char in "*?[{"):
+        return False
+    quote = ""
+    index = 0
+    brace_open = False
+    while index < len(raw):
+        char = raw[index]
+        if quote == "'":
+            if char == "'":
+                quote = ""
+        elif char == "\\":
+            index += 1
+        elif quote == '"':
+            if char == '"':
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "$" and raw[index + 1 : index + 2] == "{":
+            close = raw.find("}", index)
+            index = close if close != -1 else len(raw)
+        elif char in "*?[":
+            return True
+        elif char == "{":
+            brace_open = True
+        elif brace_open and (char == "," or raw.startswith("..", index)):
+            return True
+        index += 1
+    return False
+
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
+
+
+# Interpreters whose inline code we cannot read: option letters that introduce code.
+INLINE_CODE = {
+    "perl": "eE",
+    "ruby": "e",
+    "node": "ep",
+    "nodejs": "ep",
+    "php": "r",
+    "lua": "e",
+    "Rscript": "e",
+    "R": "e",
+    "osascript": "e",
+    "bun": "e",
+    "fish": "c",
+    "csh": "c",
+    "tcsh": "c",
+    "pwsh": "c",
+}
+
+
+ALWAYS_ASK = {
+    "source": "source runs a file's commands, which cannot be judged here",
+    ".": "'.' runs a file's commands, which cannot be judged here",
+    "alias": "alias changes what later commands mean",
+    "unalias": "unalias changes what later commands mean",
+    "trap": "trap installs a command string that runs later",
+    "enable": "enable swaps shell builtins",
+    "hash": "hash can point a command name at another program",
+    "coproc": "coproc is not supported",
+    # A name in an arithmetic expression is evaluated as an expression itself, so a value
+    # like "a[$(cmd)]" runs cmd: arithmetic on anything but constants cannot be judged.
+    "let": "let evaluates arithmetic, which can run commands hidden in variable values",
+}
+
+
+ASSIGNING_BUILTINS = frozenset(
+    {"printf", "read", "mapfile", "readarray", "declare", "typeset", "export", "local"}
+    | {"readonly", "getopts", "unset"}
+)
+
+
+_ASSIGNED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[.*\])?", re.DOTALL)
+
+
+# Options of read/mapfile whose value is the next word, not a variable name.
+_NAME_BUILTIN_VALUED = {
+    "read": frozenset("dinNptu"),
+    "mapfile": frozenset("dnOsuCc"),
+    "readarray": frozenset("dnOsuCc"),
+}
+
+
+_WATCH = options(
+    "-n --interval -d --differences -q --equexit",
+    "-t --no-title -b --beep -e --errexit -g --chgexit -c --color -x --exec -p --precise -w "
+    "--no-wrap",
+)
+
+
+@dataclass(frozen=True)
+class _Context:
+    text: str  # the source the current bashlex positions refer to
+    origin: str
+    depth: int
+    stdin: str | None = None  # "pipe" when fed by a pipeline
+    # Where the simple commands of this text start, as the walk finds them (compared with
+    # the second parser's); shared by the substitutions walked inside the same text.
+    starts: set[int] = field(default_factory=set, compare=False)
+
+
+def visible(text: str) -> str:
+    """Invisible characters dropped (``cu\u200brl`` reads as ``curl``); control characters
+    and odd spaces become word breaks."""
+    hidden = set(hidden_characters(text))
+    if not hidden:
+        return text
+    return "".join(
+        (" " if unicodedata.category(char) in {"Cc", "Zs", "Zl", "Zp"} else "")
+        if char in hidden
+        else char
+        for char in text
+    )
+
+
+def _crude_fragments(text: str) -> list[list[Word]]:
+    """Best-effort split of text bashlex rejected, used only to let a deny rule still win.
+    Invisible characters are dropped (``cu\u200brl`` is judged as ``curl``), control
+    characters and odd spaces become word breaks."""
+    fragments = re.split(r"\$\(|<\(|>\(|[;&|\n(){}`]", visible(text))
+    result = []
+    for fragment in fragments:
+        words = [literal(word) for word in re.sub(r"['\"\\]", "", fragment).split()]
+        if words:
+            result.append(words)
+    return result
+
+
+def destination_host(word: Word) -> str | None:
+    """The host of a URL a program contacts (``git@host:repo`` and a bare ``host/path``
+    too); None when only known at run time or not readable."""
+    if word.kind is not WordKind.LITERAL:
+        return None
+    value = word.value
+    if "://" not in value:
+        scp = re.match(r"^[^/\s@]+@([^/\s:]+):", value)
+        if scp:
+            return scp.group(1).lower()
+        value = "http://" + value
+    return host_of_url(value)
+
+
+_ASSIGNING_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
+
+
+class Walker:
+    def __init__(self, workspace: str, expand: dict[str, str]) -> None:
+        self.workspace = workspace
+        self.expand = expand
+        self.cwd: Cwd = frozenset({workspace})
+        self.out: list[Invocation] = []
+        # The workspace (its .venv/bin included) is the agent's to write: never trusted.
+        self.trusted_dirs = TRUSTED_BIN_DIRS
+        # What judging has cost so far, over every text this line runs (bash -c, eval …).
+        self.size = Size(0, 0, 0, 0, 0)
+        self.paths = 0
+        self.paths_left_out = 0
+
+    def finish(self) -> None:
+        if self.paths_left_out:
+            reason = (
+                f"names more than {MAX_PATHS} paths ({self.paths_left_out} more not judged one "
+                "by one; see docs/rules.md)"
+            )
+            self.out.append(
+                Invocation(text=f"{self.paths_left_out} more paths", problems=(reason,))
+            )
+
+    # -- entry points --
+
+    def run_text(self, text: str, origin: str, depth: int) -> None:
+        self.size = self.size + size_of(text)
+        too_complex = over(self.size)
+        if too_complex is not None:
+            self.out.append(
+                Invocation(text=sanitise(text[:200]), problems=(too_complex,), origin=origin)
+            )
+            self.deny_scan(text, too_complex, origin)
+            return
+        if depth > MAX_NESTING:
+            self.out.append(
+                Invocation(text=sanitise(text), problems=("nested too deeply to judge",))
+            )
+            self.fallback(text, "nested too deeply to judge", origin)
+            return
+        try:
+            trees, parsed = parse(text)
+        except Exception as error:  # noqa: BLE001 - bashlex raises many types; all mean "cannot parse"
+            reason = f"unparseable: {error_message(error)}"
+            self.out.append(Invocation(text=sanitise(text), problems=(reason,), origin=origin))
+            self.fallback(text, reason, origin)
+            return
+        context = _Context(text=parsed, origin=origin, depth=depth)
+        for tree in trees:
+            self.node(tree, context)
+        second = disagreement(context.starts, parsed)
+        if second is not None:
+            # Never allowed; what tree-sitter alone sees is judged crudely so a deny wins.
+            reason, only_theirs = second
+            self.out.append(Invocation(text=sanitise(text), problems=(reason,), origin=origin))
+            for command in only_theirs:
+                self.fallback(command, reason, origin)
+
+    def deny_scan(self, text: str, reason: str, origin: str) -> None:
+        """A line too large to judge command by command: each word that may be a program is
+        checked against deny rules alone (in constant time per distinct word), so a denied
+        program still makes it deny; nothing from here is ever allowed."""
+        views = tuple(
+            View((literal(name),), program_name(literal(name)), True)
+            for name in command_names(text)[:MAX_SCANNED_NAMES]
+        )
+        self.out.append(
+            Invocation(
+                text=sanitise(text[:200]),
+                views=views,
+                problems=(reason,),
+                origin=origin or "deny scan",
+                fallback=True,
+            )
+        )
+
+    def crude(self, text: str, reason: str, origin: str) -> None:
+        """A text that is not parsed: split crudely when that is cheap, else deny-scanned."""
+        if over(size_of(text)) is None:
+            self.fallback(text, reason, origin)
+        else:
+            self.deny_scan(visible(text), reason, origin)
+
+    def fallback(self, text: str, reason: str, origin: str) -> None:
+        """Judge crude fragments of text that could not be parsed, so that an obvious deny
+        still wins; nothing from a fallback can ever be allowed."""
+        start = len(self.out)
+        saved_cwd = self.cwd
+        for words in _crude_fragments(text):
+            context = _Context(text=text, origin="best-effort split", depth=MAX_NESTING)
+            self.simple(words, [], [], context, render(words), [])
+        self.cwd = saved_cwd
+        self.out[start:] = [
+            replace(
+                item,
+                effective=None,
+                transparent=False,
+                problems=(*item.problems, reason),
+                fallback=True,
+            )
+            for item in self.out[start:]
+        ]
+
+    # -- tree walking --
+
+    def in_subshell(self, node: Any, context: _Context) -> None:
+        """Walk ``node`` as bash runs it in a child process: a ``cd`` inside stays inside."""
+        saved = self.cwd
+        self.node(node, context)
+        self.cwd = saved
+
+    def node(self, node: Any, context: _Context) -> None:
+        kind = node.kind
+        if kind in {"while", "until", "for"} and _CHANGES_DIRECTORY.search(
+            context.text[node.pos[0] : node.pos[1]]
+        ):
+            # Each iteration starts where the previous one left off: give up on the cwd.
+            self.cwd = None
+        if kind in {"list", "if", "while", "until"}:
+            parts = node.parts
+            for index, part in enumerate(parts):
+                following = parts[index + 1] if index + 1 < len(parts) else None
+                if part.kind in {"operator", "reservedword"}:
+                    continue
+                if following is not None and getattr(following, "op", None) == "&":
+                    self.in_subshell(part, context)  # a background job is a child process
+                else:
+                    self.node(part, context)
+        elif kind == "pipeline":
+            piped = False
+            commands = [part for part in node.parts if part.kind not in {"pipe", "reservedword"}]
+            for part in node.parts:
+                if part.kind == "pipe":
+                    piped = True
+                elif part.kind != "reservedword":
+                    part_context = replace(context, stdin="pipe" if piped else context.stdin)
+                    if len(commands) > 1:
+                        self.in_subshell(part, part_context)  # each element is a child process
+                    else:
+                        self.node(part, part_context)
+        elif kind == "compound":
+            self.compound(node, context)
+        elif kind == "for":
+            self.for_loop(node, context)
+        elif kind == "function":
+            source = sanitise(context.text[node.pos[0] : node.pos[1]])
+            self.out.append(
+                Invocation(
+                    text=source,
+                    problems=("defines a shell function; calls to it cannot be judged",),
+                    origin=context.origin,
+                )
+            )
+            for part in node.parts:
+                if part.kind == "compound":
+                    self.compound(part, context)
+        elif kind == "command":
+            self.command(node, context)
+        elif kind in {"operator", "reservedword", "pipe"}:
+            return
+        else:
+            self.out.append(
+                Invocation(
+                    text=sanitise(context.text[node.pos[0] : node.pos[1]]),
+                    problems=(f"unsupported shell construct ({kind})",),
+                    origin=context.origin,
+                )
+            )
+
+    def compound(self, node: Any, context: _Context) -> None:
+        items = node.list
+        redirects = getattr(node, "redirects", None) or []
+        if redirects:
+            # Opened before the group runs, so relative to the directory it starts in.
+            problems: list[str] = []
+            parsed = [self.redirect(item, context, problems) for item in redirects]
+            text = sanitise(context.text[node.pos[0] : node.pos[1]])
+            self.out.append(self.invocation_without_command(text, [], parsed, context, problems))
+        subshell = bool(items) and items[0].kind == "reservedword" and items[0].word == "("
+        saved = self.cwd
+        if (
+            len(items) > 1
+            and items[0].kind == "reservedword"
+            and items[0].word == "("
+            and items[1].kind == "compound"
+            and items[1].list
+            and items[1].list[0].kind == "reservedword"
+            and items[1].list[0].word == "("
+        ):
+            # bashlex reads the arithmetic command ((…)) as two nested subshells.
+            self.out.append(
+                Invocation(
+                    text=sanitise(context.text[node.pos[0] : node.pos[1]]),
+                    problems=("arithmetic command ((…)) is not judged",),
+                    origin=context.origin,
+                )
+            )
+        for item in items:
+            if item.kind != "reservedword":
+                self.node(item, context)
+        if subshell:
+            self.cwd = saved
+
+    def for_loop(self, node: Any, context: _Context) -> None:
+        problems: list[str] = []
+        seen_in = False
+        for part in node.parts:
+            if part.kind == "reservedword":
+                seen_in = seen_in or part.word == "in"
+            elif part.kind == "word":
+                word = self.word(part, context, problems)
+                if not seen_in and dangerous_variable(word.value):
+                    problems.append(f"the loop assigns {word.value}, which changes what runs")
+            else:
+                self.node(part, context)
+        if problems:
+            self.out.append(
+                Invocation(
+                    text=sanitise(context.text[node.pos[0] : node.pos[1]]),
+                    problems=tuple(problems),
+                    origin=context.origin,
+                )
+            )
+
+    # -- words --
+
+    def word(self, node: Any, context: _Context, problems: list[str]) -> Word:
+        """The word's value comes from our own quote removal (``scan_word``); bashlex only
+        supplies the structure and the substitutions, which are judged as commands."""
+        raw = context.text[node.pos[0] : node.pos[1]]
+        reported = 0
+        whole_process_substitution = False
+        for part in node.parts:
+            if part.kind in {"commandsubstitution", "processsubstitution"}:
+                reported += 1
+                origin = part.kind.replace("substitution", " substitution")
+                self.in_subshell(part.command, replace(context, origin=origin, stdin=None))
+                whole_process_substitution = (
+                    part.kind == "processsubstitution" and part.pos == node.pos
+                )
+        scanned = scan_word(raw, self.expand)
+        if scanned.problem:
+            problems.append(scanned.problem)
+        for assigned in _ASSIGNING_EXPANSION.findall(raw):
+            # ${CDPATH:=/} assigns CDPATH as a side effect of expanding the word
+            problems.extend(self.assignment_problems(assigned, unknown(raw), exported=False))
+        if scanned.substitutions > reported:
+            problems.append(f"a command substitution in {sanitise(raw)} could not be judged")
+        if whole_process_substitution and reported == 1:
+            return literal("/dev/fd/63")  # what the command really receives: a pipe
+        if scanned.value is None:
+            return unknown(sanitise(raw))
+        kind = WordKind.GLOB if _unquoted_glob(raw) else WordKind.LITERAL
+        expanded = brace_expand(raw) if kind is WordKind.GLOB and "{" in raw else [raw]
+        brace = expanded != [raw]
+        if expanded is None:
+            problems.append(f"{sanitise(raw[:40])} expands to more than {MAX_BRACE_WORDS} words")
+        if brace and re.search(r"['\"\\]", raw):
+            # Quoted parts mixed with brace expansion: the expansion of the quote-removed
+            # value would differ from bash's. Only known at run time, as far as paths go.
+            return unknown(sanitise(raw))
+        return Word(scanned.value, kind, scanned.tilde, brace)
+
+    def redirect(self, node: Any, context: _Context, problems: list[str]) -> tuple[str, Any]:
+        """(operator, target) where target is a Word, a here-document body (str), or None
+        for descriptor duplication/closing."""
+        operator = node.type
+        heredoc = getattr(node, "heredoc", None)
+        if heredoc is not None:
+            body = heredoc.value.rsplit("\n", 1)[0] if "\n" in heredoc.value else ""
+            if "$(" in body or "`" in body:
+                problems.append("here-document with command substitution is not judged")
+            return operator, body
+        target = node.output
+        if isinstance(target, int | str):
+            return operator, None
+        word = self.word(target, context, problems)
+        if operator in {">&", "<&"} and re.fullmatch(r"\d+-?|-", word.value):
+            return operator, None
+        return operator, word
+
+    # -- commands --
+
+    def command(self, node: Any, context: _Context) -> None:
+        slot = len(self.out)
+        problems: list[str] = []
+        assignments: list[tuple[str, Word]] = []
+        words: list[Word] = []
+        redirects: list[tuple[str, Any]] = []
+        first = next((part for part in node.parts if part.kind == "word"), None)
+        if first is not None:
+            context.starts.add(first.pos[0])
+        for part in node.parts:
+            if part.kind in {"word", "assignment"}:
+                word = self.word(part, context, problems)
+                # bash reads NAME=value before the program as an assignment wherever it is
+                # (bashlex does not after a redirection): "> f X=1 curl" runs curl.
+                name = ASSIGNMENT_WORD.match(context.text, part.pos[0], part.pos[1])
+                if name and not words:
+                    assignments.append(
+                        (name.group(1), replace(word, value=word.value[name.end() - part.pos[0] :]))
+                    )
+                else:
+                    words.append(word)
+            elif part.kind == "redirect":
+                redirects.append(self.redirect(part, context, problems))
+            else:
+                problems.append(f"unsupported part of a command ({part.kind})")
+        text = sanitise(context.text[node.pos[0] : node.pos[1]])
+        self.simple(words, assignments, redirects, context, text, problems, slot)
+
+    def invocation_without_command(
+        self,
+        text: str,
+        assignments: list[tuple[str, Word]],
+        redirects: list[tuple[str, Any]],
+        context: _Context,
+        problems: list[str],
+    ) -> Invocation:
+        files, network = self.redirect_accesses(redirects)
+        for name, value in assignments:
+            problems.extend(self.assignment_problems(name, value, exported=False))
+        return Invocation(
+            text=text,
+            transparent=True,
+            problems=tuple(problems),
+            files=tuple(files),
+            network=tuple(network),
+            origin=context.origin,
+        )
+
+    def simple(
+        self,
+        words: list[Word],
+        assignments: list[tuple[str, Word]],
+        redirects: list[tuple[str, Any]],
+        context: _Context,
+        text: str,
+        problems: list[str],
+        slot: int | None = None,
+    ) -> None:
+        slot = len(self.out) if slot is None else slot
+        # An empty quoted word ('' or "") is a real argument (grep -r '' /etc: the pattern
+        # is '', /etc a path); only leading ones are dropped, as before, to find the program.
+        start = 0
+        while (
+            start < len(words) and not words[start].value and words[start].kind is WordKind.LITERAL
+        ):
+            start += 1
+        words = words[start:]
+        if not words:
+            item = self.invocation_without_command(text, assignments, redirects, context, problems)
+            self.out.insert(slot, item)
+            return
+        files, network = self.redirect_accesses(redirects)
+        for name, value in assignments:
+            problems.extend(self.assignment_problems(name, value, exported=True))
+        views: list[View] = []
+        current = words
+        chdir: Word | None = None
+        while True:
+            head = current[0]
+            if head.kind is WordKind.UNKNOWN:
+                problems.append(f"the program name {head.display} is not known before run time")
+                break
+            if head.kind is WordKind.GLOB or head.tilde:
+                problems.append(f"the program name {head.display} is expanded by the shell")
+                break
+            views.append(self.view(current))
+            if len(views) > MAX_WRAPPERS:
+                problems.append(f"more than {MAX_WRAPPERS} wrappers around one command")
+                break
+            name = program_name(head)
+            if not views[-1].trusted:
+                break  # ./nice is the agent's file, not nice: judged as the program it is
+            unwrap = WRAPPERS.get(name)
+            if unwrap is None and PYTHON_NAME.match(name):
+                unwrap = python_module
+            elif unwrap is None and PIP_NAME.match(name):
+                unwrap = HOIST_PIP
+            if unwrap is None:
+                break
+            result = unwrap(current)
+            problems.extend(result.problems)
+            for wrapper_name, value in result.assignments:
+                problems.extend(self.assignment_problems(wrapper_name, value, exported=True))
+            files.extend(self.accesses_of(result.files, "wrapper option", self.cwd))
+            for code in result.code:
+                problems.extend(self.code_problems(program_name(head), code, self.cwd))
+            chdir = result.chdir or chdir
+            if result.rest is None:
+                break
+            current = result.rest
+            if result.final:
+                views.append(self.view(current))
+                break
+        effective = views[-1] if views and views[-1].words == tuple(current) else None
+        cwd = self.cwd
+        if chdir is not None:
+            chdir_paths = resolve_paths(chdir, self.cwd)
+            cwd = frozenset(chdir_paths) if chdir_paths else None
+        inner: list[tuple[list[Word], str, Cwd]] = []
+        transparent = False
+        if effective is not None:
+            transparent = self.inspect(
+                effective, views, redirects, context, problems, files, inner, network, cwd
+            )
+        item = Invocation(
+            text=text,
+            views=tuple(views),
+            effective=effective,
+            transparent=transparent,
+            problems=tuple(dict.fromkeys(problems)),
+            files=tuple(files),
+            network=tuple(network),
+            origin=context.origin,
+        )
+        self.out.insert(slot, item)
+        for inner_words, origin, inner_cwd in inner:
+            saved = self.cwd
+            self.cwd = inner_cwd
+            self.simple(
+                inner_words, [], [], replace(context, origin=origin), render(inner_words), []
+            )
+            self.cwd = saved  # a command run by another one cannot move this shell
+
+    def view(self, words: list[Word]) -> View:
+        head = words[0]
+        name = program_name(head)
+        if "/" not in head.value:
+            trusted = True
+        else:
+            directory = normalise_path(posixpath.dirname(head.value) or ".")
+            trusted = directory in self.trusted_dirs
+        return View(words=tuple(words), program=name, trusted=trusted)
+
+    def assignment_problems(self, name: str, value: Word, *, exported: bool) -> list[str]:
+        """``exported``: the command's environment gets it (a prefix, env's, export's),
+        so only harmless variables pass; a plain shell assignment reaches a child only
+        when the variable is already exported, so there the known-bad list decides."""
+        if name == "PATH":
+            return self.path_problems(value)
+        if exported:
+            problem = environment_problem(name, value)
+            return [problem] if problem else []
+        if dangerous_variable(name):
+            return [f"assigning {name} changes what runs or what it contacts"]
+        return []
+
+    def path_problems(self, value: Word) -> list[str]:
+        """PATH may only be extended with trusted directories (the seed's per-context
+        virtualenv: PATH=/workspace/<ctx>/.venv/bin:$PATH)."""
+        raw = value.value
+        if len(raw) > 1 and raw[0] == raw[-1] == '"':
+            raw = raw[1:-1]
+        for entry in raw.split(":"):
+            if entry in {"$PATH", "${PATH}"}:
+                continue
+            expanded = KNOWN_REFERENCE.sub(
+                lambda m: self.expand.get(m.group(1) or m.group(2), "$"), entry
+            )
+            if "$" in expanded or normalise_path(expanded or ".") not in self.trusted_dirs:
+                return [f"PATH entry {entry!r} is not a trusted bin directory"]
+        return []
+
+    def redirect_accesses(
+        self, redirects: list[tuple[str, Any]]
+    ) -> tuple[list[FileAccess], list[NetworkAccess]]:
+        files: list[FileAccess] = []
+        network: list[NetworkAccess] = []
+        for operator, target in redirects:
+            if not isinstance(target, Word) or operator == "<<<":
+                continue  # descriptors, here-documents and here-strings are not paths
+            source = f"{operator} {target.display}"
+            paths = resolve_paths(target, self.cwd)
+            if paths is not None and len(paths) == 1:
+                path = paths[0]
+                if path in HARMLESS_DEVICES or re.fullmatch(r"/dev/fd/\d+", path):
+                    continue
+                if re.match(r"^/dev/(tcp|udp)/", path):
+                    host = path.split("/")[3] if len(path.split("/")) > 3 else ""
+                    network.append(NetworkAccess(host=host.lower(), source=source))
+                    continue
+            actions = {
+                "<": [FileAction.READ],
+                "<>": [FileAction.READ, FileAction.WRITE],
+            }.get(operator, [FileAction.WRITE])
+            for action in actions:
+                files.extend(
+                    self.accesses_of(
+                        [(action, target)], "", self.cwd, require_allow=True, source=source
+                    )
+                )
+        return files, network
+
+    def accesses_of(
+        self,
+        items: Sequence[tuple[FileAction | None, Word]],
+        what: str,
+        cwd: Cwd,
+        *,
+        require_allow: bool | None = None,
+        source: str | None = None,
+    ) -> list[FileAccess]:
+        """Path words as accesses. Writes and deletes need an allow rule, reads do not
+        (unless ``require_allow`` says otherwise, as for redirections)."""
+        result = []
+        for action, word in items:
+            if self.paths >= MAX_PATHS:
+                self.paths_left_out += 1  # reported once by finish(): the line is asked about
+                continue
+            self.paths += 1
+            needs_allow = (
+                action in {FileAction.WRITE, FileAction.DELETE}
+                if require_allow is None
+                else require_allow
+            )
+            resolved = resolve_paths(word, cwd)
+            paths: list[str | None] = [None] if resolved is None else list(resolved)
+            for path in paths:
+                result.append(
+                    FileAccess(
+                        action=action,
+                        path=path,
+                        source=source or f"{what} {word.display}",
+                        glob=word.kind is WordKind.GLOB,
+                        require_allow=needs_allow,
+                        uncertain=len(paths) > 1,
+                    )
+                )
+        return result
+
+    def stdin_text(self, redirects: list[tuple[str, Any]], context: _Context) -> str | None:
+        """The commands a shell would read on stdin when we can see them, else None."""
+        for operator, target in reversed(redirects):
+            if operator in {"<<", "<<-"} and isinstance(target, str):
+                return target
+            if operator == "<<<" and isinstance(target, Word):
+                return target.value if target.kind is WordKind.LITERAL else None
+            if operator == "<":
+                return None
+        return None
+
+    def inspect(
+        self,
+        view: View,
+        views: Sequence[View],
+        redirects: list[tuple[str, Any]],
+        context: _Context,
+        problems: list[str],
+        files: list[FileAccess],
+        inner: list[tuple[list[Word], str, Cwd]],
+        network: list[NetworkAccess],
+        cwd: Cwd,
+    ) -> bool:
+        """Program-specific knowledge about the effective command. Returns True when the
+        command has nothing of its own to allow (eval: its inner commands decide)."""
+        words = list(view.words)
+        name = view.program
+        if name in ALWAYS_ASK:
+            problems.append(ALWAYS_ASK[name])
+        reads = words[1] if name in {".", "source"} and len(words) > 1 else None
+        if (
+            reads is not None
+            and reads.kind is WordKind.LITERAL
+            and (reads.value in STDIN or DESCRIPTOR.fullmatch(reads.value))
+        ):
+            self.here_texts(redirects, f"{name} {reads.value}", context, problems)
+        if name == "exec" and len(words) == 1 and redirects:
+            problems.append("exec with only redirections changes the shell's descriptors")
+        if name == "eval":
+            if any(word.kind is WordKind.UNKNOWN for word in words[1:]):
+                problems.append("eval of text that is only known at run time")
+            else:
+                arguments = words[1:]
+                if arguments and arguments[0].value == "--":
+                    arguments = arguments[1:]  # eval takes "--" as the end of its options
+                text = " ".join(word.value for word in arguments)
+                self.run_text(text, "eval", context.depth + 1)
+            return True
+        if name == "trap" and len(words) > 2 and not words[1].value.startswith("-"):
+            # The handler runs later, but it runs: judge it so a deny inside still wins.
+            self.command_string(words[1], "trap", context, problems)
+        if name == "watch":
+            scan = scan_options(words, 1, _WATCH, "watch")
+            problems.extend(scan.problems)
+            if scan.end < len(words):
+                joined = " ".join(word.value for word in words[scan.end :])
+                arguments = words[scan.end :]
+                if any(word.kind is WordKind.UNKNOWN for word in arguments):
+                    problems.append("watch runs a command only known at run time")
+                elif scan.has("-x", "--exec"):
+                    inner.append((list(arguments), "watch", self.cwd))
+                else:
+                    self.command_string(literal(joined), "watch", context, problems)  # sh -c
+        # What is structural — commands run by this one — is the walker's; everything the
+        # command itself does with its words is its program module's (programs/).
+        structural = STRUCTURAL.get(name)
+        if structural is not None:
+            structural(self, words, redirects, context, problems, inner, cwd)
+        elif name in INLINE_CODE:
+            self.interpreter(words, name, problems)
+        elif name in ASSIGNING_BUILTINS:
+            self.assigning_builtin(words, name, problems)
+        if name in {"sudo", "doas"}:
+            return False  # their command is judged as a part of its own
+        self.understood(view, views, redirects, problems, files, network, cwd)
+        return False
+
+    def understood(
+        self,
+        view: View,
+        views: Sequence[View],
+        redirects: list[tuple[str, Any]],
+        problems: list[str],
+        files: list[FileAccess],
+        network: list[NetworkAccess],
+        cwd: Cwd,
+    ) -> None:
+        """Read the command against its program's table (programs.understand): what it
+        cannot understand is a problem; the paths it uses become file accesses; the code it
+        runs must not be code the agent can write."""
+        words = list(view.words)
+        name = view.program
+        found = understand(as_written(view, views))
+        problems.extend(found.problems)
+        if "/" in words[0].value:
+            # A program run by its path: from the workspace (its .venv/bin too) it is a
+            # file the agent can write.
+            problems.extend(self.code_problems(name, words[0], cwd))
+        if found.chdir is not None and name in {"cd", "pushd"}:
+            targets = resolve_paths(found.chdir, self.cwd) if found.chdir.value != "-" else None
+            union = None if targets is None or self.cwd is None else self.cwd | set(targets)
+            self.cwd = union if union is not None and len(union) <= MAX_CWDS else None
+            return
+        if name == "popd":
+            self.cwd = None  # the directory stack is not tracked
+            return
+        if found.chdir is not None:
+            chdir_paths = resolve_paths(found.chdir, cwd)
+            cwd = frozenset(chdir_paths) if chdir_paths else None
+        if not found.modelled:
+            # What an unknown program does with a path is unknown: any path-looking word a
+            # deny or ask rule covers makes it ask (relative ones too, from the cwd).
+            for word in unmodelled_paths(words[1:]):
+                files.extend(self.accesses_of([(None, word)], f"argument of {name}:", cwd))
+            return
+        for use in found.uses:
+            action = ROLE_ACTIONS[use.role]
+            files.extend(self.accesses_of([(action, use.word)], use.source, cwd))
+            if use.recursive and use.word.kind is not WordKind.UNKNOWN and action is not None:
+                # grep -r D, cp -r D …: every file below D. Judged as "D/…" so a deny rule
+                # for any path below D applies, and an allow must cover it all.
+                below = replace(use.word, value=use.word.value.rstrip("/") + "/" + SENTINEL)
+                files.extend(
+                    replace(access, recursive=True)
+                    for access in self.accesses_of(
+                        [(action, below)], use.source, cwd, require_allow=True
+                    )
+                )
+        for created in found.creates:
+            for path in resolve_paths(created, cwd) or []:
+                reason = configures(path)
+                if reason:
+                    problems.append(f"{name} may write {sanitise(path)}, which {reason}")
+        code = list(found.code)
+        if name in SHELLS or PYTHON_NAME.match(name):
+            code += [
+                target
+                for operator, target in redirects
+                if operator == "<" and isinstance(target, Word)
+            ]
+        for destination in found.destinations:
+            network.append(
+                NetworkAccess(destination_host(destination), f"{name} {destination.display}", True)
+            )
+        for word in code:
+            problems.extend(self.code_problems(name, word, cwd))
+
+    def code_problems(self, name: str, word: Word, cwd: Cwd) -> list[str]:
+        """The agent's writable places are never a source of trusted code: a script, module
+        or program file there (or only known at run time) may be the agent's own."""
+        paths = resolve_paths(word, cwd)
+        if paths is None:
+            return [f"{name} runs {word.display}, which is only known at run time"]
+        for path in paths:
+            if path.startswith(("/dev/", "/proc/")) or path in {"/dev", "/proc"}:
+                return [f"{name} runs code from {path}, which the engine cannot see"]
+            if self.agent_writable(path):
+                return [
+                    f"{name} runs code from {sanitise(path)}, which the agent can write "
+                    "(agent-written code is never allowed by a rule)"
+                ]
+        return []
+
+    def agent_writable(self, path: str) -> bool:
+        return any(
+            path == root or path.startswith(root.rstrip("/") + "/")
+            for root in (self.workspace, *WRITABLE_ROOTS)
+        )
+
+    def command_string(
+        self, word: Word, origin: str, context: _Context, problems: list[str]
+    ) -> None:
+        """Judge a word that another shell runs as a command line (``bash -c``, ``trap``)."""
+        if word.kind is not WordKind.LITERAL:
+            problems.append(f"{origin}: the command string is not known before run time")
+        else:
+            saved = self.cwd
+            self.run_text(word.value, origin, context.depth + 1)
+            self.cwd = saved
+
+    def runner(
+        self,
+        words: list[Word],
+        redirects: list[tuple[str, Any]],
+        context: _Context,
+        problems: list[str],
+        inner: list[tuple[list[Word], str, Cwd]],
+        cwd: Cwd,
+    ) -> None:
+        name = program_name(words[0])
+        spec = (
+            options(
+                "-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir "
+                "-R --chroot -T --command-timeout -r --role -t --type -U --other-user",
+                "-A --askpass -b --background -E --preserve-env -e --edit -H --set-home -i "
+                "--login -K --remove-timestamp -k --reset-timestamp -l --list -n "
+                "--non-interactive -P --preserve-groups -S --stdin -s --shell -V --version -v "
+                "--validate -B --bell -N --no-update",
+            )
+            if name == "sudo"
+            else options("-u -C", "-n -s -L")
+        )
+        scan = scan_options(words, 1, spec, name)
+        problems.extend(scan.problems)
+        index = scan.end
+        while index < len(words) and ASSIGNMENT_WORD.match(words[index].value):
+            variable = ASSIGNMENT_WORD.match(words[index].value)
+            assert variable is not None
+            value = replace(words[index], value=words[index].value[variable.end() :])
+            problems.extend(self.assignment_problems(variable.group(1), value, exported=True))
+            index += 1
+        if index < len(words):
+            inner.append((words[index:], name, self.cwd))
+        elif scan.has("-i", "--login", "-s", "--shell"):
+            problems.append(f"{name} opens an interactive shell")
+
+    def shell(
+        self,
+        words: list[Word],
+        redirects: list[tuple[str, Any]],
+        context: _Context,
+        problems: list[str],
+        inner: list[tuple[list[Word], str, Cwd]],
+        cwd: Cwd,
+    ) -> None:
+        """The command string of ``-c`` and the commands a shell reads from a here-document
+        or here-string (as standard input, ``/dev/stdin`` or ``/dev/fd/N``) are judged like
+        any line; a script file is the shell module's (code the agent may have written). The
+        shell's options are read with its table (programs/shells.py)."""
+        name = program_name(words[0])
+        parsed = parse_options(words[1:], SHELL_TABLE, name)
+        operands = script_operands(parsed)
+        if parsed.has("-c"):
+            if not operands:
+                problems.append(f"{name} -c without a command string")
+            else:
+                self.command_string(operands[0], f"{name} -c", context, problems)
+            return
+        script = None if parsed.has("-s") or not operands else operands[0]
+        if script is not None and script.kind is WordKind.LITERAL and script.value in STDIN:
+            script = None
+        if script is None:
+            text = self.stdin_text(redirects, context)
+            if text is not None:
+                origin = f"{name} reading a here-document"
+                self.command_string(literal(text), origin, context, problems)
+            elif not any(operator == "<" for operator, _ in redirects):
+                problems.append(f"{name} reads commands from standard input, which is not seen")
+            # "bash < script.sh": the file is code (see understood())
+            return
+        if script.kind is WordKind.LITERAL and DESCRIPTOR.fullmatch(script.value):
+            self.here_texts(redirects, f"{name} reading {script.value}", context, problems)
+
+    def here_texts(
+        self, redirects: list[tuple[str, Any]], origin: str, context: _Context, problems: list[str]
+    ) -> None:
+        """A program reads commands from a descriptor (``/dev/fd/3``): every here-document
+        and here-string of the command may be it, so each is judged as commands."""
+        for operator, target in redirects:
+            if operator in {"<<", "<<-"} and isinstance(target, str):
+                self.command_string(literal(target), origin, context, problems)
+            elif operator == "<<<" and isinstance(target, Word):
+                self.command_string(target, origin, context, problems)
+
+    def interpreter(self, words: list[Word], name: str, problems: list[str]) -> None:
+        letters = INLINE_CODE[name]
+        for word in words[1:]:
+            value = word.value
+            if word.kind is WordKind.UNKNOWN or not value.startswith("-") or value == "-":
+                break
+            if value.startswith("--"):
+                if value.split("=")[0] in {"--eval", "--print", "--command"}:
+                    problems.append(f"inline {name} code cannot be judged")
+                continue
+            if any(letter in value[1:] for letter in letters):
+                problems.append(f"inline {name} code cannot be judged")
+                return
+        positional = [w for w in words[1:] if not w.value.startswith("-")]
+        if not positional:
+            problems.append(f"{name} reads its program from standard input, which is not judged")
+
+    def find(
+        self,
+        words: list[Word],
+        redirects: list[tuple[str, Any]],
+        context: _Context,
+        problems: list[str],
+        inner: list[tuple[list[Word], str, Cwd]],
+        cwd: Cwd,
+    ) -> None:
+        """The commands find runs (-exec, -execdir, -ok, -okdir) are judged as commands of
+        their own; what find itself reads, writes and deletes is its program module's."""
+        index = 1
+        starts: list[Word] = []
+        while index < len(words) and not re.match(r"^[-(!),]", words[index].value):
+            starts.append(words[index])
+            index += 1
+        starts = starts or [literal(".")]
+        while index < len(words):
+            value = words[index].value
+            if value in {"-exec", "-execdir", "-ok", "-okdir"}:
+                end = index + 1
+                while end < len(words) and words[end].value not in {";", "+"}:
+                    end += 1
+                command = [
+                    self.found_path(word, starts) if "{}" in word.value else word
+                    for word in words[index + 1 : end]
+                ]
+                if end >= len(words) or not command:
+                    self.out.append(
+                        Invocation(
+                            text=render(words),
+                            problems=(f"find {value} without a terminated command",),
+                        )
+                    )
+                else:
+                    # -execdir runs in each match's directory: the cwd is unknown there.
+                    inner_cwd = None if value.endswith("dir") else cwd
+                    inner.append((command, f"find {value}", inner_cwd))
+                index = end + 1
+                continue
+            index += 1
+
+    @staticmethod
+    def found_path(word: Word, starts: list[Word]) -> Word:
+        """``{}`` in ``find START -exec cmd {} ;`` is a path below START: ``START/…``."""
+        if len(starts) != 1 or starts[0].kind is not WordKind.LITERAL:
+            return unknown(word.value)
+        below = starts[0].value.rstrip("/") + "/" + SENTINEL
+        return Word(word.value.replace("{}", below), WordKind.GLOB)
+
+    def assigning_builtin(self, words: list[Word], name: str, problems: list[str]) -> None:
+        """printf -v, read, mapfile, declare … assign variables without an '=' prefix. A
+        name with a subscript (``printf -v 'a[$(id)]'``, ``read 'a[y]'``) has it evaluated
+        as arithmetic, which runs command substitutions: only integer subscripts pass."""
+        targets: list[Word] = []
+        rest = words[1:]
+        exported = False
+        if name == "printf":
+            targets = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-v"]
+        elif name in {"read", "mapfile", "readarray", "getopts", "unset"}:
+            valued = _NAME_BUILTIN_VALUED.get(name, frozenset())
+            index = 0
+            while index < len(rest):
+                word = rest[index]
+                index += 1
+                if word.kind is not WordKind.UNKNOWN and word.value.startswith("-"):
+                    letters = word.value[1:]
+                    for position, letter in enumerate(letters):
+                        if letter in valued:
+                            index += not letters[position + 1 :]  # the value is the next word
+                            break
+                    continue
+                targets.append(word)
+            if name == "getopts":
+                targets = targets[1:2]  # getopts OPTSTRING NAME [ARGS]
+        else:
+            options_given = [w.value for w in rest if w.value.startswith(("-", "+"))]
+            exported = name == "export" or any(
+                v.startswith("-") and "x" in v for v in options_given
+            )
+            if any(v.startswith("-") and "n" in v for v in options_given):
+                problems.append(f"{name} -n creates a name reference")
+            if name != "export" and any("i" in v[1:] for v in options_given):
+                problems.append(f"{name} -i makes assignments evaluate arithmetic; not judged")
+            for w in rest:
+                if w.value.startswith(("-", "+")):
+                    continue
+                # NAME=$VALUE: the value is unknown, the name before "=" is not.
+                written = w.value.split("=", 1)[0].rstrip("+")
+                plain = _ASSIGNED_NAME.fullmatch(written) and not re.search(r"[$`'\"\\]", written)
+                targets.append(Word(written, WordKind.LITERAL if plain else w.kind))
+        for target in targets:
+            if target.kind is WordKind.UNKNOWN:
+                problems.append(f"{name} assigns a variable named at run time ({target.display})")
+                continue
+            value = target.value
+            if value == "PATH" or dangerous_variable(value):
+                problems.append(f"{name} assigns {value}, which changes what runs")
+            elif exported and value.split("[", 1)[0] not in HARMLESS_ENVIRONMENT:
+                problems.append(
+                    f"{name} exports {value}, which is not an environment variable the engine "
+                    "knows to be harmless"
+                )
+            subscript = re.fullmatch(r"[^\[]*\[(.*)\]", value, re.DOTALL)
+            if "[" in value and (subscript is None or not integer_literal(subscript.group(1))):
+                problems.append(
+                    f"{name}: the subscript in {target.display} is evaluated as arithmetic"
+                )
+
+
+def as_written(effective: View, views: Sequence[View]) -> list[Word]:
+    """The effective command as it was written: ``git -C repo status`` is also judged as
+    ``git status -C repo`` (so a subcommand deny cannot be dodged), but git reads it the
+    first way."""
+    for view in views:
+        if view.program == effective.program:
+            return list(view.words)
+    return list(effective.words)
+
+
+Structural = Callable[
+    [
+        "Walker",
+        list[Word],
+        list[tuple[str, Any]],
+        _Context,
+        list[str],
+        list[tuple[list[Word], str, Cwd]],
+        Cwd,
+    ],
+    None,
+]
+
+
+# Programs that run other commands: the walker judges those commands as parts of their own.
+STRUCTURAL: dict[str, Structural] = {
+    "sudo": Walker.runner,
+    "doas": Walker.runner,
+    "find": Walker.find,
+    **dict.fromkeys(SHELLS, Walker.shell),
+}
+
+
+ROLE_ACTIONS: dict[Role, FileAction | None] = {
+    Role.READ: FileAction.READ,
+    Role.WRITE: FileAction.WRITE,
+    Role.DELETE: FileAction.DELETE,
+    Role.UNKNOWN: None,
+}
+
+
+# Besides the workspace, where the agent can write in a hardened sandbox (the root file
+# system is read-only): code found there may be the agent's own.
+WRITABLE_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/user")  # noqa: S108 — paths judged
