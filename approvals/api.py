@@ -11,7 +11,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals import selectors, services
+from approvals import access, selectors, services
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
@@ -125,12 +125,10 @@ class Similar(serializers.Serializer):
     matches = serializers.IntegerField()
 
 
-def own_requests_only(request: Request) -> str | None:
-    """An agent-only credential sees and cancels only the requests it made."""
-    scopes = principal_scopes(request.user)
-    if scopes & {Scope.READ, Scope.APPROVER, Scope.ADMIN}:
-        return None
-    return actor_of(request.user)
+def _own_only(request: Request) -> str | None:
+    return access.own_requests_only(
+        actor=actor_of(request.user), scopes=principal_scopes(request.user)
+    )
 
 
 def _string(body: dict[str, Any], key: str, *, required: bool = False) -> str:
@@ -212,7 +210,7 @@ class ApprovalCollectionApi(ServiceAPIView):
             agent_type=params.get("agentType"),
             context_id=params.get("contextId"),
             allocation=params.get("allocation"),
-            requested_by=own_requests_only(request),
+            requested_by=_own_only(request),
         )
         try:
             limit = min(max(int(params.get("limit", 100)), 1), 500)
@@ -245,7 +243,7 @@ class ApprovalDetailApi(ServiceAPIView):
     def get(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
         services.expire_if_due(parsed)
-        found = selectors.approval_get(request_id=parsed, requested_by=own_requests_only(request))
+        found = selectors.approval_get(request_id=parsed, requested_by=_own_only(request))
         return Response(selectors.approval_json(found))
 
 
@@ -263,24 +261,15 @@ class ApprovalDecisionApi(ServiceAPIView):
         parsed = selectors.parse_request_id(request_id)
         body = read_json_object(request._request)
         reject_unknown_fields(body, DECISION_FIELDS)
-        decision = _string(body, "decision", required=True)
-        actor = actor_of(request.user)
-        reason = _string(body, "reason")
-        if decision == "approve":
-            decided = services.approval_approve(request_id=parsed, actor=actor, reason=reason)
-        elif decision == "deny":
-            decided = services.approval_deny(request_id=parsed, actor=actor, reason=reason)
-        elif decision == "approve_similar":
-            decided, _ = services.approval_approve_similar(
-                request_id=parsed,
-                actor=actor,
-                scope=_string(body, "scope", required=True),
-                expires_in_seconds=_integer(body, "expiresInSeconds"),
-                rule=_string(body, "rule") or None,
-                reason=reason,
-            )
-        else:
-            raise InvalidRequest("decision must be approve, deny or approve_similar")
+        decided = services.approval_decide(
+            request_id=parsed,
+            actor=actor_of(request.user),
+            decision=_string(body, "decision", required=True),
+            reason=_string(body, "reason"),
+            scope=_string(body, "scope") or None,
+            expires_in_seconds=_integer(body, "expiresInSeconds"),
+            rule=_string(body, "rule") or None,
+        )
         return Response(selectors.approval_json(decided))
 
 
@@ -297,7 +286,7 @@ class ApprovalCancelApi(ServiceAPIView):
     def post(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
         # Agents cancel only their own; the lookup 404s otherwise.
-        selectors.approval_get(request_id=parsed, requested_by=own_requests_only(request))
+        selectors.approval_get(request_id=parsed, requested_by=_own_only(request))
         cancelled = services.approval_cancel(request_id=parsed, actor=actor_of(request.user))
         return Response(selectors.approval_json(cancelled))
 

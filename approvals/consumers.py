@@ -22,7 +22,7 @@ from channels.generic.http import AsyncHttpConsumer
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from approvals import selectors, services
+from approvals import access, selectors, services
 from contextsvc.core.auth import (
     InvalidCredentials,
     actor_of,
@@ -96,7 +96,7 @@ class ApprovalWaitConsumer(AsyncHttpConsumer):
                 "error": "forbidden",
                 "message": "this credential lacks the scope this endpoint needs",
             }
-        own_only = None if scopes & {Scope.READ, Scope.APPROVER, Scope.ADMIN} else actor
+        own_only = access.own_requests_only(actor=actor, scopes=scopes)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         try:
             wait = min(max(float(query.get("wait", ["0"])[0]), 0.0), MAX_WAIT)

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Status(models.TextChoices):
@@ -51,6 +53,14 @@ class ApprovalRequest(models.Model):
         return f"{self.id} {self.kind} {self.status}"
 
 
+class GrantQuerySet(models.QuerySet["Grant"]):
+    def active(self, *, now: datetime | None = None) -> GrantQuerySet:
+        """Grants that still allow something: not revoked and not past their expiry."""
+        return self.filter(revoked_at__isnull=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now or timezone.now())
+        )
+
+
 class Grant(models.Model):
     """A narrower allow rule from "approve and allow similar", for one context or one agent
     type, optionally until a time. Revocable; never broader than the rule it names."""
@@ -71,6 +81,8 @@ class Grant(models.Model):
     )
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_by = models.CharField(max_length=200, blank=True)
+
+    objects = GrantQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

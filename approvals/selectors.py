@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db.models import QuerySet
+from django.db.models import Count, Min, Q, QuerySet
+from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Grant, Status
 from contextsvc.core.errors import InvalidRequest, NotFound
@@ -53,16 +55,26 @@ def approval_list(
     return found.order_by("-created_at")
 
 
-def grant_list(*, active: bool | None = None) -> QuerySet[Grant]:
-    from django.db.models import Q
-    from django.utils import timezone
+def approval_list_pending() -> QuerySet[ApprovalRequest]:
+    """The reviewers' queue: what waits for a decision, the nearest deadline first."""
+    return (
+        ApprovalRequest.objects.filter(status=Status.PENDING)
+        .select_related("grant")
+        .order_by("deadline")
+    )
 
-    grants = Grant.objects.all()
-    if active:
-        grants = grants.filter(revoked_at__isnull=True).filter(
-            Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
-        )
+
+def grant_list(*, active: bool | None = None) -> QuerySet[Grant]:
+    grants = Grant.objects.active() if active else Grant.objects.all()
     return grants.order_by("-created_at")
+
+
+def grant_list_active_for(*, agent_type: str, context_id: str) -> QuerySet[Grant]:
+    """The active grants that apply to an operation: the agent type's, and this context's."""
+    return Grant.objects.active().filter(
+        Q(scope=Grant.Scope.AGENT_TYPE) | Q(scope=Grant.Scope.CONTEXT, context_id=context_id),
+        agent_type=agent_type,
+    )
 
 
 DECISION = {
@@ -115,11 +127,6 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
 
 def approval_pending_summary(*, near_seconds: int = 60) -> dict[str, Any]:
     """How many requests wait, since when, and which are about to expire."""
-    from datetime import timedelta
-
-    from django.db.models import Count, Min
-    from django.utils import timezone
-
     pending = ApprovalRequest.objects.filter(status=Status.PENDING)
     summary = pending.aggregate(count=Count("id"), oldest=Min("created_at"))
     near = list(
@@ -128,3 +135,15 @@ def approval_pending_summary(*, near_seconds: int = 60) -> dict[str, Any]:
         )[:20]
     )
     return {"count": summary["count"], "oldest": summary["oldest"], "near_deadline": near}
+
+
+# --- Metrics (contextsvc/metrics.py) ---------------------------------------------------------
+
+
+def approvals_pending_count() -> int:
+    return ApprovalRequest.objects.filter(status=Status.PENDING).count()
+
+
+def approvals_decided() -> QuerySet[ApprovalRequest]:
+    """Every request a human approved or denied (``created_at`` → ``decided_at``)."""
+    return ApprovalRequest.objects.filter(status__in=[Status.APPROVED, Status.DENIED])

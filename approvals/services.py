@@ -13,10 +13,14 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Grant, Status
+from approvals.selectors import approval_json, grant_list_active_for
+from contextsvc.core import events
+from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
+from contextsvc.core.services import audit_record
+from profiles.models import SandboxProfile
 from rules import (
     Decision,
     Evaluation,
@@ -36,10 +40,6 @@ from rules import (
     rule_matches,
 )
 from rules.model import check_context_id
-from contextsvc.core import events
-from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
-from contextsvc.core.services import audit_record
-from profiles.models import SandboxProfile
 
 SYSTEM_ACTOR = "system:approvals"
 
@@ -57,15 +57,6 @@ class Policy:
     sources: Sources | None
 
 
-def active_grants(*, agent_type: str, context_id: str) -> QuerySet[Grant]:
-    now = timezone.now()
-    return Grant.objects.filter(
-        Q(scope=Grant.Scope.AGENT_TYPE) | Q(scope=Grant.Scope.CONTEXT, context_id=context_id),
-        agent_type=agent_type,
-        revoked_at__isnull=True,
-    ).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-
-
 def policy_for(*, agent_type: str, context_id: str) -> Policy:
     """The agent type's settings.json and sources.json, plus its active grants as extra
     allow rules (a deny still wins over them)."""
@@ -76,7 +67,7 @@ def policy_for(*, agent_type: str, context_id: str) -> Policy:
     sources = parse_sources(profile.sources) if profile.sources else None
     granted = tuple(
         parse_rule(grant.rule)
-        for grant in active_grants(agent_type=agent_type, context_id=context_id)
+        for grant in grant_list_active_for(agent_type=agent_type, context_id=context_id)
     )
     if granted:
         rules = dataclasses.replace(rules, allow=rules.allow + granted)
@@ -197,8 +188,6 @@ def approval_check(
 def _announce(request: ApprovalRequest, event_type: str) -> None:
     """To every reviewer's queue and to the agents waiting on this request. The event
     carries the request as the API shows it, so a waiting agent needs no second read."""
-    from approvals.selectors import approval_json
-
     events.publish(
         events.APPROVALS,
         request_group(request.pk),
@@ -260,6 +249,37 @@ def approval_approve(*, request_id: UUID, actor: str, reason: str = "") -> Appro
     return _decide(
         request_id, status=Status.APPROVED, actor=actor, reason=reason, action="approval.approve"
     )
+
+
+def approval_decide(
+    *,
+    request_id: UUID,
+    actor: str,
+    decision: str,
+    reason: str = "",
+    scope: str | None = None,
+    expires_in_seconds: int | None = None,
+    rule: str | None = None,
+) -> ApprovalRequest:
+    """A reviewer's decision, from the API or the dashboard: approve, deny, or approve and
+    allow similar (which alone reads ``scope``, ``expires_in_seconds`` and ``rule``)."""
+    if decision == "approve":
+        return approval_approve(request_id=request_id, actor=actor, reason=reason)
+    if decision == "deny":
+        return approval_deny(request_id=request_id, actor=actor, reason=reason)
+    if decision == "approve_similar":
+        if not scope:
+            raise InvalidRequest("scope is required")
+        decided, _ = approval_approve_similar(
+            request_id=request_id,
+            actor=actor,
+            scope=scope,
+            expires_in_seconds=expires_in_seconds,
+            rule=rule,
+            reason=reason,
+        )
+        return decided
+    raise InvalidRequest("decision must be approve, deny or approve_similar")
 
 
 def approval_approve_similar(

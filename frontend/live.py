@@ -8,8 +8,7 @@ from typing import Any
 
 from allocations.models import VISIBLE_PHASES, Allocation
 from allocations.selectors import allocation_phase_counts, allocation_row
-from approvals.models import ApprovalRequest, Status
-from approvals.selectors import approval_json
+from approvals.selectors import approval_json, approval_list_pending, approvals_pending_count
 from contextsvc.core import events
 
 SNAPSHOT_ROWS = 500
@@ -39,11 +38,11 @@ def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
         allocation = Allocation.objects.filter(pk=int(topic.split(":", 1)[1])).first()
         return {"rows": {str(allocation.pk): allocation_row(allocation)} if allocation else {}}
     if topic == "approvals":
-        pending = ApprovalRequest.objects.filter(status=Status.PENDING).select_related("grant")
-        return {"pending": {str(r.pk): approval_json(r) for r in pending.order_by("deadline")}}
+        pending = approval_list_pending()
+        return {"pending": {str(r.pk): approval_json(r) for r in pending}}
     if topic == "overview":
         return {
             "counts": allocation_phase_counts(),
-            "pending": ApprovalRequest.objects.filter(status=Status.PENDING).count(),
+            "pending": approvals_pending_count(),
         }
     return {}

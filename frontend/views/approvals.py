@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from approvals import selectors, services
-from approvals.models import ApprovalRequest, Grant, Status
+from approvals.models import Grant, Status
 from contextsvc.core.errors import InvalidRequest, ServiceError
 from frontend.access import actor, approver_required, viewer_required
 from frontend.forms import DecisionForm
@@ -30,7 +30,7 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
         request,
         "frontend/approvals.html",
         {
-            "pending": ApprovalRequest.objects.filter(status=Status.PENDING).order_by("deadline"),
+            "pending": selectors.approval_list_pending(),
             "history": history,
             "grants": selectors.grant_list(active=True)[:100],
             "filters": filters,
@@ -47,33 +47,27 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
     parsed = selectors.parse_request_id(request_id)
     wants_json = request.headers.get("Accept") == "application/json"
     status, code, message = 400, "invalid_request", "invalid decision"
+    decided = None
     if form.is_valid():
         data = form.cleaned_data
         try:
-            if data["decision"] == "approve":
-                services.approval_approve(
-                    request_id=parsed, actor=actor(request), reason=data["reason"]
-                )
-            elif data["decision"] == "deny":
-                services.approval_deny(
-                    request_id=parsed, actor=actor(request), reason=data["reason"]
-                )
-            else:
-                services.approval_approve_similar(
-                    request_id=parsed,
-                    actor=actor(request),
-                    scope=data["scope"] or "context",
-                    expires_in_seconds=data["expires_in"],
-                    rule=data["rule"] or None,
-                    reason=data["reason"],
-                )
+            decided = services.approval_decide(
+                request_id=parsed,
+                actor=actor(request),
+                decision=data["decision"],
+                reason=data["reason"],
+                # The form's scope picker starts on "this context".
+                scope=data["scope"] or "context",
+                expires_in_seconds=data["expires_in"],
+                rule=data["rule"] or None,
+            )
             status, message = 200, "decided"
         except ServiceError as exc:
             status, code, message = exc.status, exc.code, exc.message
     if wants_json:
         # The API's shapes: the decided request, or the error body.
-        if status == 200:
-            return JsonResponse(selectors.approval_json(selectors.approval_get(request_id=parsed)))
+        if decided is not None:
+            return JsonResponse(selectors.approval_json(decided))
         return JsonResponse({"error": code, "message": message}, status=status)
     (messages.success if status == 200 else messages.error)(request, message)
     return redirect("frontend:approvals")
