@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,10 +43,22 @@ class ApiClient:
         raw: bytes | str | None = None,
         content_type: str = "application/json",
     ) -> Any:
-        import json
-
         data = raw if raw is not None else json.dumps(body)
         return self.client.post(path, data, content_type=content_type, headers=self.headers)
 
     def delete(self, path: str) -> Any:
         return self.client.delete(path, headers=self.headers)
+
+
+def decide_over_http(
+    web_server: str, token: str, request_id: object, body: dict[str, Any]
+) -> dict[str, Any]:
+    """A reviewer's decision sent to the real web process (for tests of what waits on it)."""
+    request = urllib.request.Request(
+        f"{web_server}/v1/approvals/{request_id}/decision",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as response:
+        return dict(json.loads(response.read()))

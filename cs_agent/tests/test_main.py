@@ -1,4 +1,5 @@
-"""A real agent-client process blocks on the long-poll while a human decides over the API."""
+"""``python -m cs_agent check`` as a real process: it blocks on the long-poll while a human
+decides over the API, and its exit status and output say what the agent may do."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import json
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
@@ -15,27 +14,10 @@ import pytest
 from approvals.models import ApprovalRequest, Status
 from contextsvc.core.models import AuditEntry
 from contextsvc.devenv.system import REPO_DIR
-from cs_agent import ApprovalClient
-from profiles.services import profile_save
-from tests.support.api import issue_token
+from tests.support.api import decide_over_http, issue_token
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def profile(kube_cluster: object) -> None:
-    # Nothing here decides `pip install`: it waits for a human.
-    profile_save(
-        name="data-agent",
-        create=True,
-        actor="user:test",
-        values={
-            "source": "builtin",
-            "image": "busybox:1.36",
-            "rules": {"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(curl:*)"]}},
-        },
-    )
 
 
 def start_client(
@@ -78,17 +60,6 @@ def pending_request() -> ApprovalRequest:
     return found
 
 
-def decide(web_server: str, token: str, request_id: object, body: dict[str, Any]) -> dict[str, Any]:
-    request = urllib.request.Request(
-        f"{web_server}/v1/approvals/{request_id}/decision",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request) as response:
-        return dict(json.loads(response.read()))
-
-
 def finish(process: subprocess.Popen[str]) -> tuple[int, dict[str, Any], str]:
     out, err = process.communicate(timeout=60)
     return process.returncode, json.loads(out), err
@@ -104,7 +75,7 @@ def test_client_blocks_until_approved(web_server: str) -> None:
     time.sleep(0.5)
     assert client.poll() is None  # still blocked on the long-poll
 
-    decide(web_server, approver_token, request.pk, {"decision": "approve"})
+    decide_over_http(web_server, approver_token, request.pk, {"decision": "approve"})
     code, verdict, err = finish(client)
 
     assert code == 0
@@ -134,7 +105,9 @@ def test_client_is_denied_with_the_reason(web_server: str) -> None:
     client = start_client(web_server, agent_token)
     request = pending_request()
 
-    decide(web_server, approver_token, request.pk, {"decision": "deny", "reason": "use the mirror"})
+    decide_over_http(
+        web_server, approver_token, request.pk, {"decision": "deny", "reason": "use the mirror"}
+    )
     code, verdict, _ = finish(client)
 
     assert code == 1
@@ -196,63 +169,3 @@ def test_the_command_line_judges_what_would_run(
     assert (returncode, verdict["allowed"]) == (code, code == 0)
     [entry] = AuditEntry.objects.filter(action__in=["approval.allow", "approval.refuse"])
     assert entry.payload["operation"] == judged
-
-
-def test_rule_decisions_need_no_wait_and_errors_fail_closed(web_server: str) -> None:
-    client = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="data-agent")
-
-    assert client.shell("ls -la", "ctx-1").allowed is True
-    denied = client.shell("curl https://x.example", "ctx-1")
-    assert (denied.allowed, denied.status) == (False, "deny")
-    broken = ApprovalClient(web_server, "cs_wrong", agent_type="data-agent").shell("ls", "ctx-1")
-    assert (broken.allowed, broken.status) == (False, "error")
-    assert broken.reason == "POST /v1/approvals: 401 invalid or revoked token"
-    unreachable = ApprovalClient("http://127.0.0.1:1", "t", agent_type="data-agent").shell(
-        "ls", "ctx-1"
-    )
-    assert (unreachable.allowed, unreachable.status) == (False, "error")
-
-
-def test_long_poll_returns_at_once_when_already_decided_and_after_wait_when_not(
-    web_server: str,
-) -> None:
-    agent = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="data-agent")
-    pending = agent.submit({"kind": "shell", "command": "pip install x"}, "ctx-1")
-
-    started = time.monotonic()
-    state = agent.wait(pending["id"], timeout=1)
-    waited = time.monotonic() - started
-
-    assert state["status"] == "pending"
-    assert waited >= 1.0
-    decide(web_server, issue_token("alice", ["approver"]), pending["id"], {"decision": "approve"})
-    assert agent.wait(pending["id"], timeout=30)["status"] == "approved"
-
-
-def test_long_poll_checks_credentials_and_ownership(web_server: str) -> None:
-    owner = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="data-agent")
-    request_id = owner.submit({"kind": "shell", "command": "pip install x"}, "ctx-1")["id"]
-
-    def status_of(token: str, path: str) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(
-            f"{web_server}{path}", headers={"Authorization": f"Bearer {token}"}
-        )
-        try:
-            with urllib.request.urlopen(request) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
-
-    assert status_of("cs_nope", f"/v1/approvals/{request_id}?wait=1") == (
-        401,
-        {"error": "unauthorized", "message": "invalid or revoked token"},
-    )
-    other = issue_token("agent-2", ["agent"])
-    assert status_of(other, f"/v1/approvals/{request_id}?wait=1")[0] == 404
-    assert status_of(other, "/v1/approvals/not-a-uuid?wait=1")[0] == 404
-    reader = issue_token("dashboard", ["read"])
-    assert status_of(reader, f"/v1/approvals/{request_id}?wait=0")[1]["status"] == "pending"
-    assert (
-        status_of(issue_token("sh", ["allocations"]), f"/v1/approvals/{request_id}?wait=0")[0]
-        == 403
-    )

@@ -1,48 +1,22 @@
-"""The approval queue through the API: immediate decisions, pending requests, final and
-idempotent decisions, grants, expiry, cancellation, and who may see what."""
+"""The approval queue API (approvals/api.py): immediate decisions, pending requests, final
+decisions, grants, expiry, cancellation, and who may see what, as agents and reviewers
+call it."""
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.core.exceptions import ValidationError
 
 from approvals.models import ApprovalRequest, Grant, Status
+from contextsvc.core.models import ApiClient as Client
 from contextsvc.core.models import AuditEntry
-from profiles.services import profile_save
+from profiles.tests.factories import SandboxProfileFactory
 from tests.support.api import ApiClient, issue_token
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-RULES = {
-    "permissions": {
-        "allow": ["shell(ls:*)", "shell(git status:*)", "file(read:${WORKSPACE}/**)"],
-        "deny": ["shell(curl:*)", "shell(sudo:*)"],
-    }
-}
-
-
-@pytest.fixture(autouse=True)
-def profile(kube_cluster: object) -> None:
-    profile_save(
-        name="data-agent",
-        create=True,
-        actor="user:test",
-        values={"source": "builtin", "image": "busybox:1.36", "rules": RULES},
-    )
-
-
-@pytest.fixture
-def agent() -> ApiClient:
-    return ApiClient(issue_token("agent-1", ["agent"]))
-
-
-@pytest.fixture
-def approver() -> ApiClient:
-    return ApiClient(issue_token("alice", ["approver"]))
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("data_agent")]
 
 
 def ask(agent: ApiClient, command: str, context: str = "ctx-1", **extra: Any) -> Any:
@@ -104,15 +78,8 @@ def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
 
 
 def test_an_agent_token_speaks_only_for_its_agent_types(approver: ApiClient) -> None:
-    profile_save(
-        name="lenient-agent",
-        create=True,
-        actor="user:test",
-        values={
-            "source": "builtin",
-            "image": "busybox:1.36",
-            "rules": {"permissions": {"allow": ["shell(curl:*)"]}},
-        },
+    SandboxProfileFactory.create(
+        name="lenient-agent", rules={"permissions": {"allow": ["shell(curl:*)"]}}
     )
     bound = ApiClient(issue_token("data-agent-1", ["agent"], agent_types=["data-agent"]))
 
@@ -138,10 +105,6 @@ def test_an_agent_token_speaks_only_for_its_agent_types(approver: ApiClient) -> 
     ],
 )
 def test_agent_clients_must_name_valid_agent_types(agent_types: list[str], message: str) -> None:
-    from django.core.exceptions import ValidationError
-
-    from contextsvc.core.models import ApiClient as Client
-
     with pytest.raises(ValidationError) as excinfo:
         issue_token("nameless-agent", ["agent"], agent_types=agent_types)
 
@@ -282,35 +245,6 @@ def test_a_decision_is_final_and_a_second_one_is_refused(
     ]
 
 
-def test_concurrent_deciders_produce_exactly_one_decision(agent: ApiClient) -> None:
-    request_id = ask(agent, "pip install pandas").json()["id"]
-    deciders = [ApiClient(issue_token(f"approver-{i}", ["approver"])) for i in range(6)]
-    barrier = threading.Barrier(len(deciders))
-    results: list[tuple[int, str]] = []
-
-    def decide(index: int) -> None:
-        barrier.wait()
-        decision = "approve" if index % 2 else "deny"
-        response = deciders[index].post(
-            f"/v1/approvals/{request_id}/decision", {"decision": decision}
-        )
-        results.append((response.status_code, decision))
-        connection.close()
-
-    threads = [threading.Thread(target=decide, args=(i,)) for i in range(len(deciders))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-    winners = [decision for status, decision in results if status == 200]
-    assert len(winners) == 1
-    assert sorted(status for status, _ in results) == [200, 409, 409, 409, 409, 409]
-    final = ApprovalRequest.objects.get()
-    assert final.status == {"approve": Status.APPROVED, "deny": Status.DENIED}[winners[0]]
-    assert AuditEntry.objects.filter(action__in=["approval.approve", "approval.deny"]).count() == 1
-
-
 def test_approve_and_allow_similar_grants_a_scoped_narrow_rule(
     agent: ApiClient, approver: ApiClient
 ) -> None:
@@ -368,54 +302,6 @@ def test_approve_and_allow_similar_grants_a_scoped_narrow_rule(
         "grant.create",
         "grant.revoke",
     ]
-
-
-def test_agent_type_grants_cover_every_context_until_they_expire(
-    agent: ApiClient, approver: ApiClient
-) -> None:
-    request_id = ask(agent, "pip install pandas").json()["id"]
-    approver.post(
-        f"/v1/approvals/{request_id}/decision",
-        {"decision": "approve_similar", "scope": "agent_type", "rule": "shell(pip install:*)"},
-    )
-
-    assert ask(agent, "pip install numpy", context="elsewhere").json()["decision"] == "allow"
-    Grant.objects.update(expires_at="2000-01-01T00:00:00Z")
-    assert ask(agent, "pip install numpy", context="elsewhere").status_code == 202
-
-
-def test_a_reviewer_rule_must_match_the_operation(agent: ApiClient, approver: ApiClient) -> None:
-    request_id = ask(agent, "pip install pandas").json()["id"]
-
-    response = approver.post(
-        f"/v1/approvals/{request_id}/decision",
-        {"decision": "approve_similar", "scope": "context", "rule": "shell(npm:*)"},
-    )
-
-    assert response.status_code == 400
-    assert (
-        response.json()["message"]
-        == "rule 'shell(npm:*)' does not match the operation it would approve"
-    )
-    assert ApprovalRequest.objects.get().status == Status.PENDING
-    assert not Grant.objects.exists()
-
-
-@pytest.mark.parametrize(
-    "rule", ["shell(*)", "shell", "file(write:**)", "file(read:/**)", "network(outbound:*)"]
-)
-def test_a_grant_must_name_what_it_allows(agent: ApiClient, approver: ApiClient, rule: str) -> None:
-    request_id = ask(agent, "pip install pandas").json()["id"]
-
-    response = approver.post(
-        f"/v1/approvals/{request_id}/decision",
-        {"decision": "approve_similar", "scope": "context", "rule": rule},
-    )
-
-    assert response.status_code == 400
-    assert response.json()["message"].endswith("a grant must name what it allows")
-    assert ApprovalRequest.objects.get().status == Status.PENDING
-    assert not Grant.objects.exists()
 
 
 def test_expiry_means_deny_and_cannot_be_decided_after(
@@ -509,3 +395,37 @@ def test_list_filters(agent: ApiClient, approver: ApiClient) -> None:
     assert listed["count"] == 1
     assert listed["items"][0]["normalised"] == "pip install b"
     assert approver.get("/v1/approvals", status="nope").status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({}, "decision is required"),
+        ({"decision": "maybe"}, "decision must be approve, deny or approve_similar"),
+        ({"decision": "approve_similar"}, "scope is required"),
+        ({"decision": "approve", "reason": 7}, "reason must be a string"),
+        # Every field is read by its type, whichever decision it comes with.
+        ({"decision": "approve", "scope": 5}, "scope must be a string"),
+        (
+            {"decision": "approve_similar", "scope": "context", "expiresInSeconds": "1h"},
+            "expiresInSeconds must be an integer",
+        ),
+        ({"decision": "approve", "verdict": "yes"}, 'unknown field "verdict"'),
+    ],
+)
+def test_bad_decisions_are_refused_and_change_nothing(
+    agent: ApiClient, approver: ApiClient, body: dict[str, Any], message: str
+) -> None:
+    request_id = ask(agent, "pip install pandas").json()["id"]
+
+    response = approver.post(f"/v1/approvals/{request_id}/decision", body)
+
+    assert (response.status_code, response.json()) == (
+        400,
+        {"error": "invalid_request", "message": message},
+    )
+    assert ApprovalRequest.objects.get().status == Status.PENDING
+    assert not Grant.objects.exists()
+    assert list(AuditEntry.objects.filter(target=request_id).values_list("action", flat=True)) == [
+        "approval.request"
+    ]
