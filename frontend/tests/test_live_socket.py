@@ -15,7 +15,7 @@ from websockets.typing import Origin
 
 from contextsvc.core import events
 from contextsvc.core.users import ensure_role_groups
-from frontend.tests.test_views import client_for
+from frontend.tests.support import client_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.cluster]
 
