@@ -10,9 +10,6 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from rules.model import RuleSyntaxError, SourcesError
-from rules.settings import parse_settings
-from rules.sources import parse_sources
 from contextsvc.core import capabilities, openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
@@ -21,6 +18,7 @@ from contextsvc.core.jsonbody import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from profiles import selectors, services, v1
+from profiles.validation import DOCUMENTS, normalised_document
 
 
 class TemplateRef(serializers.Serializer):
@@ -161,20 +159,19 @@ class _ProfileDocumentApi(ServiceAPIView):
     """A profile's settings.json or sources.json, exported and imported in the seed's form."""
 
     write_scope = Scope.ADMIN
-    field = ""
-
-    def _normalised(self, document: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+    document = ""
 
     def get(self, request: Request, name: str) -> Response:
-        return Response(getattr(selectors.profile_get(name=name), self.field))
+        profile = selectors.profile_get(name=name)
+        return Response(getattr(profile, DOCUMENTS[self.document].field))
 
     def put(self, request: Request, name: str) -> Response:
-        document = self._normalised(read_json_object(request._request))
+        field = DOCUMENTS[self.document].field
+        normalised = normalised_document(self.document, read_json_object(request._request))
         profile = services.profile_save(
-            name=name, values={self.field: document}, actor=actor_of(request.user), create=False
+            name=name, values={field: normalised}, actor=actor_of(request.user), create=False
         )
-        return Response(getattr(profile, self.field))
+        return Response(getattr(profile, field))
 
 
 def _document(name: str) -> Any:
@@ -193,24 +190,12 @@ def _document(name: str) -> Any:
 
 @_document("settings")
 class ProfileSettingsApi(_ProfileDocumentApi):
-    field = "rules"
-
-    def _normalised(self, document: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return parse_settings(document).to_json()
-        except RuleSyntaxError as exc:
-            raise InvalidRequest(str(exc)) from None
+    document = "settings"
 
 
 @_document("sources")
 class ProfileSourcesApi(_ProfileDocumentApi):
-    field = "sources"
-
-    def _normalised(self, document: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return parse_sources(document).to_json()
-        except SourcesError as exc:
-            raise InvalidRequest(str(exc)) from None
+    document = "sources"
 
 
 class CapabilitiesApi(ServiceAPIView):

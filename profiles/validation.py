@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from rules.model import RuleSyntaxError, SourcesError
-from rules.settings import parse_settings
-from rules.sources import parse_sources
+from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import objects, podsecurity
 from contextsvc.quantity import is_positive_quantity
+from rules.model import RuleSyntaxError, SourcesError
+from rules.settings import parse_settings
+from rules.sources import parse_sources
 
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*\Z")
 _LABEL_KEY = re.compile(
@@ -150,6 +152,35 @@ def check_sources(problems: Problems, sources: Any) -> None:
         parse_sources(sources)
     except SourcesError as exc:
         _add(problems, "sources", str(exc))
+
+
+@dataclass(frozen=True)
+class Document:
+    """One of the agent type's documents, exported and imported as ``<name>.json``."""
+
+    field: str  # the profile field that holds it
+    parse: Callable[[object], Any]
+    error: type[ValueError]
+
+
+DOCUMENTS = {
+    "settings": Document("rules", parse_settings, RuleSyntaxError),
+    "sources": Document("sources", parse_sources, SourcesError),
+}
+
+
+class DocumentInvalid(InvalidRequest):
+    """A settings.json or sources.json the rule engine refuses; the message names the entry."""
+
+
+def normalised_document(document: str, content: object) -> dict[str, Any]:
+    """The content of ``DOCUMENTS[document]`` in the seed's form, as the profile stores it."""
+    kind = DOCUMENTS[document]
+    try:
+        normalised: dict[str, Any] = kind.parse(content).to_json()
+    except kind.error as exc:
+        raise DocumentInvalid(str(exc)) from None
+    return normalised
 
 
 # Where a built-in profile's blueprint problems are reported: the field that set that part.

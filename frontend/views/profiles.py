@@ -1,28 +1,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from rules import RuleSyntaxError, SourcesError, parse_settings, parse_sources
 from contextsvc.core.errors import ServiceError
 from frontend.access import actor, admin_required, viewer_required
 from frontend.forms import DocumentUploadForm
 from profiles import services
 from profiles.forms import SandboxProfileForm
 from profiles.models import SandboxProfile
-
-DOCUMENTS: dict[str, tuple[str, Callable[[object], Any], type[Exception]]] = {
-    "settings": ("rules", parse_settings, RuleSyntaxError),
-    "sources": ("sources", parse_sources, SourcesError),
-}
+from profiles.validation import DOCUMENTS, Document, DocumentInvalid, normalised_document
 
 
-def _document(name: str) -> tuple[str, Callable[[object], Any], type[Exception]]:
+def _document(name: str) -> Document:
     if name not in DOCUMENTS:
         raise Http404("settings or sources")
     return DOCUMENTS[name]
@@ -82,7 +75,7 @@ def profile_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
 def profile_document(request: HttpRequest, name: str, document: str) -> HttpResponse:
     """Export settings.json / sources.json in the seed's form, as a download."""
     profile = get_object_or_404(SandboxProfile, name=name)
-    field, _, _ = _document(document)
+    field = _document(document).field
     response = HttpResponse(
         json.dumps(getattr(profile, field), indent=2) + "\n", content_type="application/json"
     )
@@ -93,18 +86,18 @@ def profile_document(request: HttpRequest, name: str, document: str) -> HttpResp
 @admin_required
 def profile_document_import(request: HttpRequest, name: str, document: str) -> HttpResponse:
     profile = get_object_or_404(SandboxProfile, name=name)
-    field, parse, error_type = _document(document)
+    field = _document(document).field
     form = DocumentUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
-            parsed = parse(json.loads(form.cleaned_data["document"].read()))
+            content = json.loads(form.cleaned_data["document"].read())
             services.profile_save(
                 name=profile.name,
-                values={field: parsed.to_json()},
+                values={field: normalised_document(document, content)},
                 actor=actor(request),
                 create=False,
             )
-        except (ValueError, error_type) as exc:
+        except (ValueError, DocumentInvalid) as exc:
             messages.error(request, f"{document}.json refused: {exc}")
         except ServiceError as exc:
             messages.error(request, exc.message)

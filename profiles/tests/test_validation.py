@@ -3,12 +3,20 @@ These checks need no cluster (the cluster checks are in test_profiles.py)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from profiles.models import SandboxProfile
 from profiles.services import profile_problems
+from profiles.validation import DocumentInvalid, normalised_document
+
+# The seed's settings.json and sources.json, kept beside the rule engine's tests.
+FIXTURES = Path(__file__).resolve().parents[2] / "rules" / "tests" / "fixtures"
+SEED_SETTINGS = json.loads((FIXTURES / "settings.json").read_text())
+SEED_SOURCES = json.loads((FIXTURES / "sources.json").read_text())
 
 
 def builtin(**fields: Any) -> SandboxProfile:
@@ -154,3 +162,43 @@ def test_template_profile_needs_a_reference() -> None:
         "template_namespace": ["must be a namespace name"],
         "template_name": ["must be a SandboxTemplate name (DNS-1123 subdomain)"],
     }
+
+
+@pytest.mark.parametrize(
+    ("document", "content", "normalised"),
+    [
+        (
+            "settings",
+            {"permissions": {"allow": ["shell(ls:*)"]}},
+            {"permissions": {"allow": ["shell(ls:*)"], "deny": []}},
+        ),
+        ("settings", SEED_SETTINGS, SEED_SETTINGS),
+        ("sources", SEED_SOURCES, SEED_SOURCES),
+    ],
+)
+def test_documents_are_stored_in_the_seed_form(
+    document: str, content: dict[str, Any], normalised: dict[str, Any]
+) -> None:
+    assert normalised_document(document, content) == normalised
+
+
+@pytest.mark.parametrize(
+    ("document", "content", "message"),
+    [
+        ("settings", [], "settings.json: expected an object, got list"),
+        (
+            "settings",
+            {"permissions": {"allow": ["shell(ls"]}},
+            'permissions.allow[0]: "shell(ls" is missing its closing parenthesis',
+        ),
+        ("sources", [], "sources.json: expected an object, got list"),
+        ("sources", {"package_managers": []}, "package_managers: expected an object, got list"),
+    ],
+)
+def test_documents_the_rule_engine_refuses_are_invalid(
+    document: str, content: object, message: str
+) -> None:
+    with pytest.raises(DocumentInvalid) as excinfo:
+        normalised_document(document, content)
+
+    assert (excinfo.value.status, excinfo.value.message) == (400, message)
