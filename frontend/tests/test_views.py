@@ -3,20 +3,28 @@ fixed number of queries whatever the page."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from allocations.models import Allocation
 from approvals.models import ApprovalRequest, Status
 from approvals.services import approval_check
+from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
+from contextsvc.core import capabilities
 from contextsvc.core.models import AuditEntry
-from contextsvc.core.users import ensure_role_groups, user_set_role
-from profiles.services import profile_save
+from contextsvc.core.users import ensure_role_groups
+from frontend.tests.support import client_for
+from profiles.models import SandboxProfile
+from profiles.tests.factories import SandboxProfileFactory
+from tests.support.kube import HARDENED_POD_SPEC, make_template
 
 pytestmark = [pytest.mark.django_db, pytest.mark.cluster]
 
@@ -27,15 +35,6 @@ ADMIN_PAGES = ["/allocations/new/", "/clients/", "/users/", "/profiles/new/"]
 @pytest.fixture(autouse=True)
 def _cluster(kube_cluster: object) -> None:
     ensure_role_groups()
-
-
-def client_for(role: str | None, *, csrf: bool = False) -> Client:
-    user = User.objects.create_user(f"user-{role}", password="x" * 16)
-    if role:
-        user_set_role(user=user, role=role, actor="user:test")
-    client = Client(enforce_csrf_checks=csrf)
-    client.force_login(user)
-    return client
 
 
 def test_anonymous_visitors_are_sent_to_log_in() -> None:
@@ -73,20 +72,7 @@ def test_a_refused_page_says_which_role_it_needs() -> None:
 
 
 def _pending() -> ApprovalRequest:
-    profile_save(
-        name="data-agent",
-        create=True,
-        actor="user:test",
-        values={"source": "builtin", "image": "busybox:1.36"},
-    )
-    result = approval_check(
-        operation={"kind": "shell", "command": "pip install x"},
-        context_id="c",
-        agent_type="data-agent",
-        actor="api:agent",
-    )
-    assert result.request is not None
-    return result.request
+    return ApprovalRequestFactory.create(command="pip install x", context_id="c")
 
 
 def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
@@ -138,15 +124,9 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
 
 
 def test_overview_activity_leaves_out_routine_allows() -> None:
-    profile_save(
+    SandboxProfileFactory.create(
         name="data-agent",
-        create=True,
-        actor="user:test",
-        values={
-            "source": "builtin",
-            "image": "busybox:1.36",
-            "rules": {"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(curl:*)"]}},
-        },
+        rules={"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(curl:*)"]}},
     )
     for command in ("ls", "curl https://evil.example"):
         approval_check(
@@ -164,8 +144,6 @@ def test_overview_activity_leaves_out_routine_allows() -> None:
 
 
 def test_the_cluster_page_lists_each_crd_with_its_version() -> None:
-    from contextsvc.core import capabilities
-
     capabilities.refresh()
     page = client_for("viewer").get("/cluster/").content.decode()
 
@@ -183,9 +161,7 @@ def test_the_cluster_page_lists_each_crd_with_its_version() -> None:
 
 def test_the_cluster_page_lists_agent_workspaces() -> None:
     """Found by hand: "No agent workspaces." while two existed (the view never passed them)."""
-    from django.utils import timezone
-
-    from allocations.models import AgentWorkspace, WorkspaceContext
+    from workspaces.models import AgentWorkspace, WorkspaceContext
 
     workspace = AgentWorkspace.objects.create(
         agent_type="weather-service",
@@ -276,8 +252,6 @@ def test_allocations_list_costs_the_same_queries_on_any_page() -> None:
 
 def test_a_weak_password_is_refused_with_the_validators_reasons() -> None:
     """The password validators are configured; the Users page used to skip them."""
-    from contextsvc.core.models import AuditEntry
-
     admin = client_for("admin")
 
     response = admin.post(
@@ -300,35 +274,14 @@ def test_pages_show_json_as_json_times_with_their_zone_and_no_endless_badge(
 ) -> None:
     """Found by hand: Python dict reprs on profile pages, grant expiry without a time zone,
     a live badge that said "connecting…" for ever without JavaScript, no template picker."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from approvals.models import Grant
-    from tests.support.kube import HARDENED_POD_SPEC, make_template
-
     make_template(namespace, "picked", {"spec": HARDENED_POD_SPEC})
-    from contextsvc.core import capabilities
-
     capabilities.refresh()
-    profile_save(
+    SandboxProfileFactory.create(
         name="shown",
-        values={
-            "source": "builtin",
-            "image": "busybox:1.36",
-            "resources": {"limits": {"cpu": "500m"}},
-            "egress": [{"cidr": "10.0.0.0/8", "ports": [443]}],
-        },
-        actor="user:test",
-        create=True,
+        resources={"limits": {"cpu": "500m"}},
+        egress=[{"cidr": "10.0.0.0/8", "ports": [443]}],
     )
-    Grant.objects.create(
-        rule="shell(ls:*)",
-        scope="agent_type",
-        agent_type="data-agent",
-        expires_at=timezone.now() + timedelta(hours=1),
-        created_by="user:test",
-    )
+    GrantFactory.create(rule="shell(ls:*)", expires_at=timezone.now() + timedelta(hours=1))
     viewer, admin = client_for("viewer"), client_for("admin")
 
     detail = viewer.get("/profiles/shown/").content.decode()
@@ -348,3 +301,65 @@ def test_pages_show_json_as_json_times_with_their_zone_and_no_endless_badge(
         in allocations
     )
     assert "<noscript>" in allocations
+
+
+def test_approve_and_allow_similar_from_the_queue_grants_for_this_context() -> None:
+    """The dashboard decides through the same service as the API; its scope picker starts
+    on "this context", so a form without one grants for the request's context."""
+    SandboxProfileFactory.create(name="data-agent")
+    request = ApprovalRequestFactory.create(command="pip install pandas", context_id="ctx-7")
+
+    response = client_for("approver").post(
+        f"/approvals/{request.pk}/decide/",
+        {"decision": "approve_similar", "reason": "the usual"},
+        headers={"Accept": "application/json"},
+    )
+
+    assert response.status_code == 200
+    decided = response.json()
+    assert (decided["status"], decided["decidedBy"], decided["reason"]) == (
+        "approved",
+        "user:user-approver",
+        "the usual",
+    )
+    grant = decided["grant"]
+    assert (grant["rule"], grant["scope"], grant["contextId"], grant["expiresAt"]) == (
+        "shell(pip install pandas:*)",
+        "context",
+        "ctx-7",
+        None,
+    )
+
+
+def test_documents_are_imported_and_refused_like_the_api_does() -> None:
+    SandboxProfileFactory.create(
+        name="data-agent", rules={"permissions": {"allow": ["shell(ls:*)"]}}
+    )
+    admin = client_for("admin")
+
+    def upload(document: str, content: bytes) -> str:
+        response = admin.post(
+            f"/profiles/data-agent/{document}/import/",
+            {"document": SimpleUploadedFile(f"{document}.json", content)},
+            follow=True,
+        )
+        assert response.redirect_chain == [("/profiles/data-agent/", 302)]
+        return response.content.decode()
+
+    broken = upload("settings", b'{"permissions": {"allow": ["shell(ls"]}}')
+    not_json = upload("sources", b"{nope")
+    assert (
+        "settings.json refused: permissions.allow[0]: &quot;shell(ls&quot; is missing its "
+        "closing parenthesis"
+    ) in broken
+    assert "sources.json refused: Expecting property name enclosed in double quotes" in not_json
+    profile = SandboxProfile.objects.get(name="data-agent")
+    assert (profile.rules, profile.sources) == ({"permissions": {"allow": ["shell(ls:*)"]}}, {})
+    assert not AuditEntry.objects.filter(action="profile.update").exists()
+
+    imported = upload("settings", b'{"permissions": {"deny": ["shell(curl:*)"]}}')
+
+    assert "settings.json imported." in imported
+    profile.refresh_from_db()
+    assert profile.rules == {"permissions": {"allow": [], "deny": ["shell(curl:*)"]}}
+    assert admin.post("/profiles/data-agent/policy/import/").status_code == 404
