@@ -115,13 +115,7 @@ def detect() -> Capabilities:
             sorted(f"{t['metadata']['namespace']}/{t['metadata']['name']}" for t in templates)
         ),
         warm_pool_list=tuple(
-            {
-                "namespace": pool["metadata"]["namespace"],
-                "name": pool["metadata"]["name"],
-                "template": ((pool.get("spec") or {}).get("sandboxTemplateRef") or {}).get("name"),
-                "replicas": (pool.get("spec") or {}).get("replicas", 1),
-                "readyReplicas": (pool.get("status") or {}).get("readyReplicas", 0),
-            }
+            objects.warm_pool_summary(pool)
             for pool in sorted(
                 pools, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])
             )

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import InterfaceError, OperationalError
+from psycopg_pool import PoolTimeout
+
+from contextsvc.kube.client import KubeError
+
 
 class ServiceError(Exception):
     status = 500
@@ -55,6 +63,20 @@ class KubernetesFailure(ServiceError):
     code = "internal_error"
 
 
+@contextmanager
+def cluster_call() -> Iterator[None]:
+    """Around a Kubernetes call a request waits on: a failure the service cannot
+    classify further is the cluster's message as a 500 (as the Go service answered)."""
+    try:
+        yield
+    except KubeError as exc:
+        raise kubernetes_failure(exc) from exc
+
+
+def kubernetes_failure(exc: KubeError) -> KubernetesFailure:
+    return KubernetesFailure(exc.message)
+
+
 DATABASE_UNAVAILABLE = "the database is unavailable; retry shortly"
 # Long enough for a restarted PostgreSQL or a failover, short enough to retry soon.
 DATABASE_RETRY_AFTER_SECONDS = 5
@@ -63,7 +85,4 @@ DATABASE_RETRY_AFTER_SECONDS = 5
 def is_database_unavailable(exc: BaseException) -> bool:
     """The database cannot be reached (down, restarting, the pool has no connection for us)
     as opposed to a query of ours failing."""
-    from django.db import InterfaceError, OperationalError
-    from psycopg_pool import PoolTimeout
-
     return isinstance(exc, OperationalError | InterfaceError | PoolTimeout)

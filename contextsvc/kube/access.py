@@ -17,8 +17,8 @@ USES: dict[ApiKind, frozenset[str]] = {
     objects.PVC: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
     # Readiness of direct allocations; never written (Sandboxes own their Pods).
     objects.POD: frozenset({"list", "watch"}),
-    # The per-allocation fence.
-    objects.NETWORK_POLICY: frozenset({"get", "list", "create", "delete"}),
+    # The per-allocation fence; watched so that a release ends only once it is gone too.
+    objects.NETWORK_POLICY: frozenset({"get", "list", "watch", "create", "delete"}),
     # Context cleanup.
     objects.JOB: frozenset({"get", "create"}),
     objects.SANDBOX: frozenset({"get", "list", "watch", "create", "delete"}),

@@ -21,7 +21,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from contextsvc.kube import access
-from contextsvc.kube.objects import ApiKind
+from contextsvc.kube.objects import RUNTIME_CLASS, ApiKind
 
 
 class KubeNotConfigured(RuntimeError):
@@ -349,6 +349,4 @@ def served_resources(group: str, version: str) -> set[str] | None:
 
 
 def list_runtime_classes() -> list[str]:
-    from contextsvc.kube.objects import RUNTIME_CLASS
-
     return sorted(str(item["metadata"]["name"]) for item in list_objects(RUNTIME_CLASS, None))

@@ -103,6 +103,13 @@ def sandbox_name(pool: str, index: int) -> str:
     return f"sandbox-{pool}-{index}"
 
 
+def sandbox_index(pool: str, name: str) -> int | None:
+    """The replica index in a Sandbox name that :func:`sandbox_name` made, else None."""
+    prefix = f"sandbox-{pool}-"
+    rest = name.removeprefix(prefix)
+    return int(rest) if name.startswith(prefix) and rest.isdigit() and rest.isascii() else None
+
+
 def dedicated_pvc_name(pool: str, index: int) -> str:
     return f"{pool}-workspace-{index}"
 
@@ -564,6 +571,18 @@ def warm_pool_template_name(pool: Mapping[str, Any]) -> str | None:
     return str(name) if name else None
 
 
+def warm_pool_summary(pool: Mapping[str, Any]) -> dict[str, Any]:
+    """What the capabilities page shows of a SandboxWarmPool."""
+    spec, status = pool.get("spec") or {}, pool.get("status") or {}
+    return {
+        "namespace": pool["metadata"]["namespace"],
+        "name": pool["metadata"]["name"],
+        "template": warm_pool_template_name(pool),
+        "replicas": spec.get("replicas", 1),
+        "readyReplicas": status.get("readyReplicas", 0),
+    }
+
+
 def warm_pool_relaxations(pool: Mapping[str, Any]) -> frozenset[str]:
     raw = ((pool.get("metadata") or {}).get("annotations") or {}).get(
         WARM_POOL_RELAXATIONS_ANNOTATION, ""
@@ -588,6 +607,11 @@ def warm_pool_fence(template: Mapping[str, Any]) -> dict[str, list[Manifest]]:
         "ingress": copy.deepcopy(list(policy.get("ingress") or [])),
         "egress": [DNS_EGRESS, *copy.deepcopy(list(policy.get("egress") or []))],
     }
+
+
+def claim_warm_pool(claim: Mapping[str, Any]) -> str:
+    """The SandboxWarmPool a claim draws from."""
+    return str(((claim.get("spec") or {}).get("warmPoolRef") or {}).get("name") or "")
 
 
 def claim_manifest(spec: PoolSpec, index: int) -> Manifest:
@@ -741,6 +765,63 @@ def pvc_is_bound(pvc: Mapping[str, Any]) -> bool:
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of any object."""
+    metadata = obj["metadata"]
+    return str(metadata.get("namespace") or ""), str(metadata["name"])
+
+
+def context_key(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, context name) of a named context's PVC; None for any other object."""
+    name = labels_of(obj).get(CONTEXT_NAME_LABEL)
+    return (object_key(obj)[0], str(name)) if name else None
+
+
+@dataclass(frozen=True)
+class PvcShape:
+    """A PVC's request as the v1 responses show it: size, one access mode, StorageClass."""
+
+    size: str
+    access_mode: str
+    storage_class: str
+    access_modes: tuple[str, ...] = ()
+
+
+def pvc_shape(pvc: Mapping[str, Any]) -> PvcShape:
+    spec = pvc.get("spec") or {}
+    size = str(((spec.get("resources") or {}).get("requests") or {}).get("storage") or "")
+    modes = tuple(str(mode) for mode in spec.get("accessModes") or ())
+    # ReadWriteMany, when offered, is the mode that matters: it is what sharing needs.
+    mode = "ReadWriteMany" if "ReadWriteMany" in modes else (modes[0] if modes else "")
+    return PvcShape(size, mode, str(spec.get("storageClassName") or ""), modes)
+
+
+def pvc_capacity(pvc: Mapping[str, Any]) -> str | None:
+    """The size the PVC reports it has (status.capacity), once bound."""
+    capacity = ((pvc.get("status") or {}).get("capacity") or {}).get("storage")
+    return str(capacity) if capacity else None
+
+
+def pvc_resize_patch(size: str) -> Manifest:
+    """The merge patch that asks for a bigger volume."""
+    return {"spec": {"resources": {"requests": {"storage": size}}}}
+
+
+def storage_class_expansion_problem(
+    storage_class: Mapping[str, Any] | None, name: str, elastic: Sequence[str]
+) -> str | None:
+    """Why a PVC of this StorageClass cannot be grown by a resize, or None when it can.
+    ``elastic`` names provisioners whose volumes grow by themselves."""
+    if storage_class is None:
+        return f'StorageClass "{name}" does not exist'
+    provisioner = storage_class.get("provisioner")
+    if provisioner in elastic:
+        return f'StorageClass "{name}" ({provisioner}) grows by itself'
+    if not storage_class.get("allowVolumeExpansion"):
+        return f'StorageClass "{name}" does not allow volume expansion'
+    return None
 
 
 def is_managed_for(obj: Mapping[str, Any], pool: str) -> bool:

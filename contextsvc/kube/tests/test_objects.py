@@ -211,3 +211,93 @@ def test_readiness_and_terminal_reasons() -> None:
         }
     }
     assert objects.terminal_failure(pending) is None
+
+
+def test_pvc_shape_prefers_read_write_many_and_reads_what_is_there() -> None:
+    pvc = {
+        "spec": {
+            "accessModes": ["ReadWriteOnce", "ReadWriteMany"],
+            "resources": {"requests": {"storage": "5Gi"}},
+            "storageClassName": "fast",
+        },
+        "status": {"phase": "Bound", "capacity": {"storage": "8Gi"}},
+    }
+
+    assert objects.pvc_shape(pvc) == objects.PvcShape(
+        "5Gi", "ReadWriteMany", "fast", ("ReadWriteOnce", "ReadWriteMany")
+    )
+    assert objects.pvc_capacity(pvc) == "8Gi"
+    assert objects.pvc_shape({}) == objects.PvcShape("", "", "", ())
+    assert objects.pvc_capacity({"status": {"phase": "Pending"}}) is None
+    assert objects.pvc_resize_patch("10Gi") == {
+        "spec": {"resources": {"requests": {"storage": "10Gi"}}}
+    }
+
+
+def test_sandbox_index_only_reads_names_the_service_made() -> None:
+    assert objects.sandbox_index("review", objects.sandbox_name("review", 7)) == 7
+    assert objects.sandbox_index("review", "sandbox-review-x") is None
+    assert objects.sandbox_index("review", "sandbox-review-") is None
+    assert objects.sandbox_index("review", "sandbox-review-2-1") is None
+    # A pool whose name extends this one's is not this one's.
+    assert objects.sandbox_index("review", "sandbox-review-b-1") is None
+    # Unicode digits are digits to str.isdigit, but never in a name the service made.
+    assert objects.sandbox_index("review", "sandbox-review-\u0663") is None
+
+
+def test_object_and_context_keys() -> None:
+    pvc = {
+        "metadata": {
+            "namespace": "team1",
+            "name": "context-notes",
+            "labels": {objects.CONTEXT_NAME_LABEL: "notes"},
+        }
+    }
+
+    assert objects.object_key(pvc) == ("team1", "context-notes")
+    assert objects.context_key(pvc) == ("team1", "notes")
+    assert objects.context_key({"metadata": {"namespace": "team1", "name": "x"}}) is None
+
+
+def test_storage_class_expansion_problem_names_the_reason() -> None:
+    elastic = ("efs.csi.aws.com",)
+    growable = {"provisioner": "ebs.csi.aws.com", "allowVolumeExpansion": True}
+
+    assert objects.storage_class_expansion_problem(growable, "gp3", elastic) is None
+    assert (
+        objects.storage_class_expansion_problem(None, "gone", elastic)
+        == 'StorageClass "gone" does not exist'
+    )
+    assert (
+        objects.storage_class_expansion_problem({"provisioner": "efs.csi.aws.com"}, "efs", elastic)
+        == 'StorageClass "efs" (efs.csi.aws.com) grows by itself'
+    )
+    assert (
+        objects.storage_class_expansion_problem({"provisioner": "x"}, "fixed", elastic)
+        == 'StorageClass "fixed" does not allow volume expansion'
+    )
+
+
+def test_warm_pool_summary_and_claim_pool() -> None:
+    pool = {
+        "metadata": {"namespace": "team1", "name": "warm"},
+        "spec": {"replicas": 3, "sandboxTemplateRef": {"name": "python"}},
+        "status": {"readyReplicas": 2},
+    }
+
+    assert objects.warm_pool_summary(pool) == {
+        "namespace": "team1",
+        "name": "warm",
+        "template": "python",
+        "replicas": 3,
+        "readyReplicas": 2,
+    }
+    assert objects.warm_pool_summary({"metadata": {"namespace": "a", "name": "b"}}) == {
+        "namespace": "a",
+        "name": "b",
+        "template": None,
+        "replicas": 1,
+        "readyReplicas": 0,
+    }
+    assert objects.claim_warm_pool({"spec": {"warmPoolRef": {"name": "warm"}}}) == "warm"
+    assert objects.claim_warm_pool({}) == ""
