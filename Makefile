@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 DEVENV := $(PY) -m contextsvc.devenv
 
-.PHONY: install run test check lint format typecheck migrations-check pytest \
+.PHONY: install run test check lint layers format typecheck migrations-check pytest \
         services services-down cluster cluster-down bench lock clean
 
 install:
@@ -16,11 +16,15 @@ run: install
 test: install
 	@$(DEVENV) run -- $(MAKE) --no-print-directory check
 
-check: lint typecheck migrations-check pytest
+check: lint layers typecheck migrations-check pytest
 
 lint:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+
+## The import contracts of docs/architecture.md (.importlinter).
+layers:
+	.venv/bin/lint-imports --no-cache
 
 format:
 	$(PY) -m ruff format .

@@ -4,7 +4,6 @@ is reported as an orphan. Nothing is ever deleted here."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +43,9 @@ def _replicas(pool: PoolObjects, name: str) -> int:
         if annotation and annotation.isdigit():
             return int(annotation)
     indexes = [
-        int(match.group(1))
+        index
         for sandbox in pool.sandboxes
-        if (match := re.fullmatch(rf"sandbox-{re.escape(name)}-(\d+)", sandbox["metadata"]["name"]))
+        if (index := objects.sandbox_index(name, sandbox["metadata"]["name"])) is not None
     ]
     return max(indexes) + 1 if indexes else len(pool.sandboxes)
 
@@ -70,9 +69,7 @@ def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
     )
     if pool.claims:
         allocation.strategy = Strategy.WARMPOOL
-        allocation.warm_pool = str(
-            ((pool.claims[0].get("spec") or {}).get("warmPoolRef") or {}).get("name") or ""
-        )
+        allocation.warm_pool = objects.claim_warm_pool(pool.claims[0])
         return allocation
     annotations = pool.sandboxes[0]["metadata"].get("annotations") or {}
     pvcs = {pvc["metadata"]["name"]: pvc for pvc in pool.pvcs}
@@ -94,21 +91,11 @@ def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
         return Orphan(namespace, name, names, "its Sandboxes mount no workspace PVC we know of")
     if workspace is None:
         return allocation
-    (
-        allocation.workspace_size,
-        allocation.workspace_access_mode,
-        allocation.workspace_storage_class,
-    ) = _pvc_shape(workspace)
+    shape = objects.pvc_shape(workspace)
+    allocation.workspace_size = shape.size
+    allocation.workspace_access_mode = shape.access_mode
+    allocation.workspace_storage_class = shape.storage_class
     return allocation
-
-
-def _pvc_shape(pvc: dict[str, Any]) -> tuple[str, str, str]:
-    """Size, access mode and StorageClass, as the v1 responses show them."""
-    spec = pvc.get("spec") or {}
-    size = str(((spec.get("resources") or {}).get("requests") or {}).get("storage") or "")
-    modes = list(spec.get("accessModes") or [""])
-    mode = "ReadWriteMany" if "ReadWriteMany" in modes else modes[0]
-    return size, mode, str(spec.get("storageClassName") or "")
 
 
 def adopt(key: PoolKey, pool: PoolObjects, *, dry_run: bool = False) -> Allocation | Orphan:
@@ -155,14 +142,14 @@ def adopt_context(
     context_type = labels.get(objects.CONTEXT_TYPE_LABEL, "")
     if context_type not in ContextType.values:
         return Orphan(namespace, name, found, f"unknown context type {context_type!r}")
-    size, access_mode, storage_class = _pvc_shape(pvc)
+    shape = objects.pvc_shape(pvc)
     context = ContextResource(
         name=name,
         namespace=namespace,
         type=context_type,
-        size=size,
-        access_mode=access_mode,
-        storage_class=storage_class,
+        size=shape.size,
+        access_mode=shape.access_mode,
+        storage_class=shape.storage_class,
         status=(
             ContextResource.Status.READY
             if objects.pvc_is_bound(pvc)

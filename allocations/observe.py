@@ -22,9 +22,12 @@ class PoolObjects:
     claims: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
     pvcs: list[Obj] = field(default_factory=list)
+    # The allocation's NetworkPolicy: not part of readiness, but a release is finished
+    # only when it is gone as well (a worker killed mid-release may leave it behind).
+    policies: list[Obj] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.sandboxes or self.claims or self.pods or self.pvcs)
+        return not (self.sandboxes or self.claims or self.pods or self.pvcs or self.policies)
 
     def compute(self) -> list[Obj]:
         """The objects that provide sandboxes (what adoption starts from)."""
@@ -45,6 +48,7 @@ def group_by_pool(
     claims: Iterable[Obj] = (),
     pods: Iterable[Obj] = (),
     pvcs: Iterable[Obj] = (),
+    policies: Iterable[Obj] = (),
 ) -> dict[PoolKey, PoolObjects]:
     groups: dict[PoolKey, PoolObjects] = defaultdict(PoolObjects)
     for attribute, items in (
@@ -52,6 +56,7 @@ def group_by_pool(
         ("claims", claims),
         ("pods", pods),
         ("pvcs", pvcs),
+        ("policies", policies),
     ):
         for obj in items:
             key = pool_key(obj)

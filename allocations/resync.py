@@ -13,15 +13,10 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from allocations import adoption, services
+from allocations import adoption, queue, services
 from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
-from allocations.observe import (
-    PoolKey,
-    PoolObjects,
-    compute_count,
-    group_by_pool,
-    observe,
-)
+from allocations.observe import PoolKey, PoolObjects, compute_count, group_by_pool
+from allocations.services import Recorded
 from contextsvc.core import namespaces
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
@@ -55,13 +50,15 @@ def snapshot() -> ClusterSnapshot:
     pods = _listed(objects.POD, objects.POOLED_POD_SELECTOR)
     pvcs = _listed(objects.PVC, managed)
     # Named contexts' PVCs carry our managed-by label too: they are among ``pvcs``.
-    context_pvcs = {
-        (str(pvc["metadata"]["namespace"]), str(labels[objects.CONTEXT_NAME_LABEL])): pvc
-        for pvc in pvcs
-        if objects.CONTEXT_NAME_LABEL in (labels := objects.labels_of(pvc))
-    }
+    context_pvcs = {key: pvc for pvc in pvcs if (key := objects.context_key(pvc))}
     return ClusterSnapshot(
-        pools=group_by_pool(sandboxes=sandboxes, claims=claims, pods=pods, pvcs=pvcs),
+        pools=group_by_pool(
+            sandboxes=sandboxes,
+            claims=claims,
+            pods=pods,
+            pvcs=pvcs,
+            policies=_listed(objects.NETWORK_POLICY, managed),
+        ),
         context_pvcs=context_pvcs,
     )
 
@@ -89,65 +86,62 @@ def _requeue_grace() -> timedelta:
 
 
 def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncReport) -> None:
-    from allocations.tasks import reconcile_allocation, release_allocation, rollback_allocation
-
+    recorded = services.allocation_record_observed(
+        allocation_id=allocation.pk,
+        phase=allocation.phase,
+        strategy=allocation.strategy,
+        requested_at=allocation.requested_at,
+        pool=pool,
+    )
+    if recorded == Recorded.FAILED:
+        report.failed.append(allocation.name)
+        return
+    if recorded == Recorded.RELEASED:
+        report.released.append(allocation.name)
+        return
+    report.changed += recorded == Recorded.CHANGED
+    # What no event will finish: reconciles that were lost (a requested allocation nobody
+    # applied, objects missing), and releases and rollbacks that stalled.
     now = timezone.now()
     phase = allocation.phase
     if phase in (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY):
-        observation = observe(
-            allocation.strategy,
-            pool,
-            requested_at=allocation.requested_at,
-            now=now,
-            deadline=services.reconcile_deadline(),
-        )
-        if observation.failure is not None:
-            if services.allocation_observe(allocation_id=allocation.pk, observation=observation):
-                report.failed.append(allocation.name)
-            return
-        # Readiness of a requested allocation waits for its reconcile to apply the objects.
-        if phase != Phase.REQUESTED and services.allocation_observe(
-            allocation_id=allocation.pk, observation=observation
-        ):
-            report.changed += 1
         stale = now - allocation.updated_at > _requeue_grace()
         missing = compute_count(allocation.strategy, pool) < allocation.replicas
         if (phase == Phase.REQUESTED and stale) or (phase != Phase.REQUESTED and missing):
-            reconcile_allocation.delay(allocation.pk)
+            queue.reconcile(allocation.pk)
             report.requeued.append(allocation.name)
     elif phase == Phase.RELEASING:
-        if pool.empty():
-            if services.allocation_mark_released(allocation_id=allocation.pk):
-                report.released.append(allocation.name)
-        elif now - (allocation.release_requested_at or now) > _requeue_grace():
-            release_allocation.delay(allocation.pk)
+        if now - (allocation.release_requested_at or now) > _requeue_grace():
+            queue.release(allocation.pk)
             report.requeued.append(allocation.name)
     elif phase == Phase.FAILED and not pool.empty():
-        rollback_allocation.delay(allocation.pk)
+        queue.rollback(allocation.pk)
         report.requeued.append(allocation.name)
 
 
 def resync_contexts(
     pvcs: dict[tuple[str, str], dict[str, Any]], report: ResyncReport, *, adopt: bool
 ) -> None:
-    from allocations.tasks import reconcile_context
-
     active = list(ContextResource.objects.exclude(status=ContextResource.Status.DELETED))
     changed = 0
     for context in active:
         pvc = pvcs.get((context.namespace, context.name))
-        if context.status == ContextResource.Status.DELETING:
-            changed += services.context_observe(context_id=context.pk, bound=None, gone=pvc is None)
-        elif pvc is not None:
-            changed += services.context_observe(
-                context_id=context.pk, bound=objects.pvc_is_bound(pvc)
-            )
+        if services.context_record_observed(context=context, pvc=pvc):
+            changed += 1
         elif (
-            context.status == ContextResource.Status.PROVISIONING
+            context.status == ContextResource.Status.DELETING
+            and timezone.now() - context.updated_at > _requeue_grace()
+        ):
+            # Its delete task never ran (the broker was down) or gave up polling.
+            queue.delete_context(context.pk)
+            report.requeued.append(f"context {context.namespace}/{context.name}")
+        elif (
+            pvc is None
+            and context.status == ContextResource.Status.PROVISIONING
             and timezone.now() - context.updated_at > _requeue_grace()
         ):
             # The request that made it died before creating its PVC, or the worker gave up.
-            reconcile_context.delay(context.pk)
+            queue.reconcile_context(context.pk)
             report.requeued.append(f"context {context.namespace}/{context.name}")
     report.changed += changed
     if not adopt:

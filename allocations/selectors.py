@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
-from allocations.models import VISIBLE_PHASES, Allocation, ContextResource, Phase
+from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, ContextResource, Phase
 from contextsvc.core.errors import InvalidRequest, NotFound
 
 V1_STATUS_PHASES = {
@@ -62,8 +64,6 @@ def context_list_visible(*, namespace: str) -> QuerySet[ContextResource]:
 
 def allocation_phase_counts() -> dict[str, int]:
     """Allocations per phase (released ones are history and not counted)."""
-    from django.db.models import Count
-
     counts = dict(
         Allocation.objects.exclude(phase=Phase.RELEASED)
         .values_list("phase")
@@ -77,11 +77,6 @@ def allocation_needs_attention(
     *, stuck_after_seconds: int, limit: int = 20
 ) -> list[dict[str, Any]]:
     """Failed allocations and those provisioning for longer than they should, with why."""
-    from datetime import timedelta
-
-    from django.db.models import Q
-    from django.utils import timezone
-
     cutoff = timezone.now() - timedelta(seconds=stuck_after_seconds)
     provisioning = (Phase.REQUESTED, Phase.PROVISIONING)
     found = Allocation.objects.filter(
@@ -154,3 +149,22 @@ def allocation_row(allocation: Allocation) -> dict[str, Any]:
         "requester": allocation.requester,
         "requestedAt": allocation.requested_at.isoformat() if allocation.requested_at else None,
     }
+
+
+# --- Metrics (contextsvc/metrics.py) ---------------------------------------------------------
+
+
+def allocations_requested() -> QuerySet[Allocation]:
+    """Every allocation ever requested (``requested_at`` → ``ready_at`` once ready)."""
+    return Allocation.objects.all()
+
+
+def reconcile_error_counts() -> tuple[int, list[tuple[str, int]]]:
+    """(transient retries, [(failure reason, count)]) over every allocation's timeline."""
+    retries = AllocationEvent.objects.filter(kind=AllocationEvent.Kind.RETRY).count()
+    failed = (
+        AllocationEvent.objects.filter(kind=AllocationEvent.Kind.FAILED)
+        .values_list("data__reason")
+        .annotate(n=Count("id"))
+    )
+    return retries, [(str(reason or "unknown"), count) for reason, count in failed]

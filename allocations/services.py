@@ -1,10 +1,13 @@
 """Writes for allocations and named contexts. Every state change that matters records its
-timeline event and audit entry in the same transaction, and queues work after commit."""
+timeline event and audit entry in the same transaction, and queues work after commit
+(allocations/queue.py); the tasks only hand ids to the functions here."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -13,6 +16,7 @@ from django.db.models import Case, F, Q, TextField, Value, When
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from allocations import provisioning, queue
 from allocations.models import (
     OBSERVED_PHASES,
     VISIBLE_PHASES,
@@ -22,29 +26,38 @@ from allocations.models import (
     Phase,
     Strategy,
 )
-from allocations.observe import Observation
+from allocations.observe import Observation, PoolObjects, observe
+from allocations.selectors import allocation_row
 from allocations.v1 import ContextRequest, PoolRequest
 from contextsvc.core import capabilities, events, namespaces
 from contextsvc.core.errors import (
     AlreadyExists,
     InvalidRequest,
-    KubernetesFailure,
     NotFound,
     Unavailable,
+    cluster_call,
+    kubernetes_failure,
 )
+from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import audit_record
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects, podsecurity
+from profiles.services import profile_blueprint, profile_for_allocation
+
+logger = logging.getLogger(__name__)
 
 SYSTEM_ACTOR = "system:context-service"
+# Deletes are quick, but Pods and PVCs leave through controllers; poll that long at most
+# before leaving the rest to the watcher and the periodic resync.
+RELEASE_POLLS = 60
+# A context's PVC create that keeps failing transiently is given up after this many.
+CONTEXT_ATTEMPTS = 10
 
 
 # --- Announcements ------------------------------------------------------------------------
 
 
 def announce(allocation: Allocation, event_type: str = "allocation.changed") -> None:
-    from allocations.selectors import allocation_row
-
     events.publish(
         events.ALLOCATIONS,
         events.allocation_group(allocation.pk),
@@ -66,24 +79,19 @@ def _namespace_for(request_namespace: str) -> str:
 
 def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str, str]:
     """(size, accessMode, storageClass) of the caller's PVC, which must fit the request."""
-    try:
+    with cluster_call():
         pvc = kube.get_object(objects.PVC, namespace, request.claim_name)
-    except kube.KubeError as exc:
-        raise KubernetesFailure(exc.message) from exc
     if pvc is None:
         raise InvalidRequest(
             f'workspace.claimName "{request.claim_name}" does not exist in namespace "{namespace}"'
         )
-    spec = pvc.get("spec") or {}
-    modes = list(spec.get("accessModes") or [])
-    if request.replicas > 1 and "ReadWriteMany" not in modes:
+    shape = objects.pvc_shape(pvc)
+    if request.replicas > 1 and shape.access_mode != "ReadWriteMany":
         raise InvalidRequest(
             f'workspace.claimName "{request.claim_name}" must allow ReadWriteMany to be shared '
             f"by {request.replicas} replicas"
         )
-    size = str(((spec.get("resources") or {}).get("requests") or {}).get("storage") or "")
-    mode = "ReadWriteMany" if "ReadWriteMany" in modes else (modes[0] if modes else "")
-    return size, mode, str(spec.get("storageClassName") or "")
+    return shape.size, shape.access_mode, shape.storage_class
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,7 @@ def _check_warm_pool(request: PoolRequest, namespace: str) -> WarmPoolCheck:
     """The pool exists, and its template passes the Pod Security table (podsecurity) but
     for the restricted rules its owner relaxed on the pool, by name: the service does not
     own the template, but it does not hand out unhardened sandboxes silently."""
-    try:
+    with cluster_call():
         pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, request.warm_pool)
         template_name = objects.warm_pool_template_name(pool) if pool is not None else None
         template = (
@@ -105,8 +113,6 @@ def _check_warm_pool(request: PoolRequest, namespace: str) -> WarmPoolCheck:
             if template_name
             else None
         )
-    except kube.KubeError as exc:
-        raise KubernetesFailure(exc.message) from exc
     if pool is None:
         raise InvalidRequest(
             f'warmPoolRef "{request.warm_pool}" does not exist in namespace "{namespace}"'
@@ -141,22 +147,18 @@ def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
     name, namespace = allocation.name, allocation.namespace
     if Allocation.objects.filter(name=name).exclude(phase=Phase.RELEASED).exists():
         raise _taken(name)
-    from allocations.provisioning import desired_objects, sandbox_pods
-
     selector = objects.pool_selector(name)
     labelled = [objects.SANDBOX, objects.PVC]
     if claims:
         labelled.append(objects.SANDBOX_CLAIM)
-    try:
+    with cluster_call():
         if any(kube.list_objects(kind, namespace, selector) for kind in labelled):
             raise _taken(name)
-        if sandbox_pods(namespace, name):
+        if provisioning.sandbox_pods(namespace, name):
             raise _taken(name)
-        for kind, body in desired_objects(allocation):
+        for kind, body in provisioning.desired_objects(allocation):
             if kube.get_object(kind, namespace, body["metadata"]["name"]) is not None:
                 raise _taken(name)
-    except kube.KubeError as exc:
-        raise KubernetesFailure(exc.message) from exc
 
 
 WARM_POOL_PROFILE_IGNORED = (
@@ -175,8 +177,6 @@ def _runtime(
 ) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
     """(profile, blueprint JSON, warnings) for a new allocation. The blueprint is copied
     now, so that editing the profile later never changes this allocation's Sandboxes."""
-    from profiles.services import profile_blueprint, profile_for_allocation
-
     if request.strategy == Strategy.WARMPOOL:
         problem = caps.extensions_problem()
         if problem:
@@ -195,8 +195,6 @@ def _runtime(
 
 def allocation_create(*, request: PoolRequest, actor: str) -> Created:
     """Validate against the cluster, record the allocation, reconcile it after commit."""
-    from allocations.tasks import reconcile_allocation
-
     namespace = _namespace_for(request.namespace)
     caps = capabilities.current()
     problem = caps.core_problem()
@@ -257,8 +255,7 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
                 },
             )
             announce(allocation, "allocation.created")
-            allocation_id = allocation.pk
-            transaction.on_commit(lambda: reconcile_allocation.delay(allocation_id))
+            queue.reconcile(allocation.pk)
     except IntegrityError:
         # Another request took the name between our check and our insert.
         raise _taken(request.name) from None
@@ -269,8 +266,6 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
 
 
 def allocation_release(*, name: str, actor: str) -> Allocation:
-    from allocations.tasks import release_allocation
-
     with transaction.atomic():
         allocation = (
             Allocation.objects.select_for_update()
@@ -292,8 +287,7 @@ def allocation_release(*, name: str, actor: str) -> Allocation:
             payload={"namespace": allocation.namespace, "previous_phase": previous},
         )
         announce(allocation)
-        allocation_id = allocation.pk
-        transaction.on_commit(lambda: release_allocation.delay(allocation_id))
+        queue.release(allocation.pk)
     return allocation
 
 
@@ -310,7 +304,10 @@ def allocation_mark_released(*, allocation_id: int, actor: str = SYSTEM_ACTOR) -
         allocation.phase = Phase.RELEASED
         allocation.released_at = timezone.now()
         allocation.ready_replicas = 0
-        allocation.save(update_fields=["phase", "released_at", "ready_replicas", "updated_at"])
+        allocation.profile = None  # history keeps profile_name; the profile may go now
+        allocation.save(
+            update_fields=["phase", "released_at", "ready_replicas", "profile", "updated_at"]
+        )
         _event(allocation, AllocationEvent.Kind.RELEASED, "all objects deleted")
         audit_record(
             actor=actor,
@@ -333,6 +330,73 @@ def reconcile_deadline() -> timedelta:
 
 def allocation_reconcile_deadline(allocation: Allocation) -> Any:
     return allocation.requested_at + reconcile_deadline()
+
+
+def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
+    """Create what a live allocation lacks (provisioning.apply, idempotent). Transient
+    trouble is retried until the reconcile deadline; past it, or for a permanent refusal,
+    the allocation fails."""
+    allocation = Allocation.objects.filter(
+        pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES)
+    ).first()
+    if allocation is None:
+        return "nothing to do"
+    try:
+        created = provisioning.apply(allocation)
+    except provisioning.NameCollision as exc:
+        allocation_fail(allocation_id=allocation_id, reason="NameCollision", message=str(exc))
+        return "failed"
+    except kube.KubeError as exc:
+        if exc.transient and timezone.now() < allocation_reconcile_deadline(allocation):
+            allocation_note_retry(allocation_id=allocation_id, message=exc.message)
+            raise RetryLater(backoff(attempt)) from exc
+        reason = exc.reason if not exc.transient else "DeadlineExceeded"
+        allocation_fail(
+            allocation_id=allocation_id, reason=reason or "KubernetesError", message=exc.message
+        )
+        return "failed"
+    allocation_mark_applied(allocation_id=allocation_id, created=created)
+    return f"applied {len(created)}"
+
+
+def _delete_until_gone(allocation: Allocation, attempt: int) -> bool:
+    """Delete what the allocation owns. True when nothing is left; otherwise asks to be
+    called again (RetryLater) until the polls run out, after which the resync finishes."""
+    try:
+        left = provisioning.delete_owned(allocation)
+    except kube.KubeError as exc:
+        if exc.transient:
+            raise RetryLater(backoff(attempt)) from exc
+        logger.error("cannot delete objects of %s: %s", allocation.name, exc.message)
+        return False
+    if left.empty():
+        return True
+    if attempt < RELEASE_POLLS:
+        raise RetryLater(1.0)
+    logger.warning("%s still owns %s; the resync will finish", allocation.name, left.names())
+    return False
+
+
+def allocation_release_objects(allocation_id: int, attempt: int = 0) -> str:
+    allocation = Allocation.objects.filter(pk=allocation_id, phase=Phase.RELEASING).first()
+    if allocation is None:
+        return "nothing to do"
+    if _delete_until_gone(allocation, attempt):
+        allocation_mark_released(allocation_id=allocation_id)
+        return "released"
+    return "pending"
+
+
+def allocation_rollback_objects(allocation_id: int, attempt: int = 0) -> str:
+    allocation = Allocation.objects.filter(
+        pk=allocation_id, phase=Phase.FAILED, ready_at__isnull=True
+    ).first()
+    if allocation is None:
+        return "nothing to do"
+    if _delete_until_gone(allocation, attempt):
+        allocation_note_rolled_back(allocation_id=allocation_id)
+        return "rolled back"
+    return "pending"
 
 
 def allocation_mark_applied(*, allocation_id: int, created: list[str]) -> None:
@@ -372,8 +436,6 @@ def allocation_fail(
 
     An allocation that had been ready keeps its objects: its workspaces may hold the
     caller's work, and a Pod that exited is worth inspecting. Its DELETE releases them."""
-    from allocations.tasks import rollback_allocation
-
     with transaction.atomic():
         allocation = (
             Allocation.objects.select_for_update()
@@ -398,7 +460,7 @@ def allocation_fail(
         )
         announce(allocation)
         if not keep:
-            transaction.on_commit(lambda: rollback_allocation.delay(allocation_id))
+            queue.rollback(allocation_id)
     return True
 
 
@@ -409,6 +471,33 @@ def allocation_note_rolled_back(*, allocation_id: int) -> None:
 
 
 # --- Observed readiness ---------------------------------------------------------------------
+
+
+class Recorded(StrEnum):
+    UNCHANGED = "unchanged"
+    CHANGED = "changed"
+    FAILED = "failed"
+    RELEASED = "released"
+
+
+def allocation_record_observed(
+    *, allocation_id: int, phase: str, strategy: str, requested_at: Any, pool: PoolObjects
+) -> Recorded:
+    """The one decision the watcher (from its caches) and the resync (from list calls) make
+    about an allocation's objects: a release finishes when nothing is left; a live
+    allocation fails, or records its ready count and the controller's report
+    (allocations/observe.py). Failed allocations are left to their rollback."""
+    if phase == Phase.RELEASING:
+        released = pool.empty() and allocation_mark_released(allocation_id=allocation_id)
+        return Recorded.RELEASED if released else Recorded.UNCHANGED
+    if phase not in (Phase.REQUESTED, *OBSERVED_PHASES):
+        return Recorded.UNCHANGED
+    observation = observe(
+        strategy, pool, requested_at=requested_at, now=timezone.now(), deadline=reconcile_deadline()
+    )
+    if not allocation_observe(allocation_id=allocation_id, observation=observation):
+        return Recorded.UNCHANGED
+    return Recorded.FAILED if observation.failure is not None else Recorded.CHANGED
 
 
 def allocation_observe(*, allocation_id: int, observation: Observation) -> bool:
@@ -502,7 +591,7 @@ def _context_refused(error: kube.KubeError, namespace: str) -> Exception:
         return InvalidRequest(f'namespace "{namespace}" does not exist')
     if error.status == 422:
         return InvalidRequest(f"the cluster refused the context's PVC: {error.message}")
-    return KubernetesFailure(error.message)
+    return kubernetes_failure(error)
 
 
 def context_create(*, request: ContextRequest, actor: str) -> ContextCreated:
@@ -513,8 +602,6 @@ def context_create(*, request: ContextRequest, actor: str) -> ContextCreated:
     refuse (no such namespace, an invalid spec) is a 4xx with nothing written. The row and
     its audit entry are committed before the real create; a transient failure of that
     create leaves the PVC to the worker, and the response says so."""
-    from allocations.tasks import reconcile_context
-
     _namespace_for(request.namespace)
     taken = _context_taken(request.name, request.namespace)
     if (
@@ -560,7 +647,7 @@ def context_create(*, request: ContextRequest, actor: str) -> ContextCreated:
         if not error.transient:
             context_fail(context_id=context.pk, message=error.message)
             raise _context_refused(error, request.namespace) from error
-        reconcile_context.delay(context.pk)
+        queue.reconcile_context(context.pk)
         context.refresh_from_db()
         return ContextCreated(
             context,
@@ -597,6 +684,21 @@ def context_apply(*, context_id: int) -> str:
     raise ContextNameTaken(context.name)
 
 
+def context_reconcile(context_id: int, attempt: int = 0) -> str:
+    """The safety net behind ``POST /v1/contexts``, which creates the PVC itself: this
+    runs when that create failed transiently, or when the resync finds a context whose PVC
+    never appeared."""
+    try:
+        return context_apply(context_id=context_id)
+    except ContextNameTaken:
+        return "name taken"
+    except kube.KubeError as error:
+        if error.transient and attempt < CONTEXT_ATTEMPTS:
+            raise RetryLater(backoff(attempt)) from error
+        context_fail(context_id=context_id, message=error.message)
+        return "failed"
+
+
 def _context_drop(context: ContextResource, *, reason: str) -> None:
     with transaction.atomic():
         updated = ContextResource.objects.filter(
@@ -618,8 +720,6 @@ def _context_drop(context: ContextResource, *, reason: str) -> None:
 
 
 def context_delete(*, namespace: str, name: str, actor: str) -> ContextResource:
-    from allocations.tasks import delete_context
-
     with transaction.atomic():
         context = (
             ContextResource.objects.select_for_update()
@@ -644,9 +744,46 @@ def context_delete(*, namespace: str, name: str, actor: str) -> ContextResource:
             target_type="context",
             target=f"{namespace}/{name}",
         )
-        context_id = context.pk
-        transaction.on_commit(lambda: delete_context.delay(context_id))
+        queue.delete_context(context.pk)
     return context
+
+
+def context_delete_objects(context_id: int, attempt: int = 0) -> str:
+    """Delete a deleting context's PVC, polling until it is gone. Only the context's own
+    PVC is deleted: a failed context may never have had one, and an object of somebody
+    else's under that name is theirs."""
+    context = ContextResource.objects.filter(
+        pk=context_id, status=ContextResource.Status.DELETING
+    ).first()
+    if context is None:
+        return "nothing to do"
+    name = objects.context_pvc_name(context.name)
+    try:
+        pvc = kube.get_object(objects.PVC, context.namespace, name)
+        if pvc is not None and objects.is_context_pvc(pvc, context.name):
+            kube.delete_object(objects.PVC, context.namespace, name)
+            pvc = kube.get_object(objects.PVC, context.namespace, name)
+    except kube.KubeError as exc:
+        raise RetryLater(backoff(attempt)) from exc
+    if pvc is None or not objects.is_context_pvc(pvc, context.name):
+        context_record_observed(context=context, pvc=None)
+        return "deleted"
+    if attempt < RELEASE_POLLS:
+        raise RetryLater(1.0)
+    return "pending"
+
+
+def context_record_observed(*, context: ContextResource, pvc: dict[str, Any] | None) -> bool:
+    """The one decision the watcher, the resync and the delete task make about a
+    context's PVC (None: there is none of the context's own): a deleting context is
+    deleted once it is gone; otherwise Bound means ready. True when it changed."""
+    if pvc is not None and not objects.is_context_pvc(pvc, context.name):
+        pvc = None
+    if context.status == ContextResource.Status.DELETING:
+        return context_observe(context_id=context.pk, bound=None, gone=pvc is None)
+    if pvc is None:
+        return False
+    return context_observe(context_id=context.pk, bound=objects.pvc_is_bound(pvc))
 
 
 def context_observe(*, context_id: int, bound: bool | None, gone: bool = False) -> bool:

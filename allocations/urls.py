@@ -1,6 +1,6 @@
 from django.urls import path
 
-from allocations import api, workspace_api
+from allocations import api
 
 urlpatterns = [
     path("sandbox-pools", api.SandboxPoolCollectionApi.as_view(), name="sandbox-pools"),
@@ -15,23 +15,5 @@ urlpatterns = [
         "namespaces/<str:namespace>/contexts/<str:name>",
         api.ContextDetailApi.as_view(),
         name="context",
-    ),
-    path(
-        "agent-workspaces", workspace_api.WorkspaceCollectionApi.as_view(), name="agent-workspaces"
-    ),
-    path(
-        "agent-workspaces/<str:namespace>/<str:agent_type>",
-        workspace_api.WorkspaceDetailApi.as_view(),
-        name="agent-workspace",
-    ),
-    path(
-        "agent-workspaces/<str:namespace>/<str:agent_type>/contexts",
-        workspace_api.WorkspaceContextsApi.as_view(),
-        name="agent-workspace-contexts",
-    ),
-    path(
-        "agent-workspaces/<str:namespace>/<str:agent_type>/usage",
-        workspace_api.WorkspaceUsageApi.as_view(),
-        name="agent-workspace-usage",
     ),
 ]

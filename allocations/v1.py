@@ -13,8 +13,9 @@ from typing import Any
 
 from allocations.models import Allocation, ContextResource, Phase, Strategy
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import reject_unknown_fields
+from contextsvc.core.jsonbody import field, reject_unknown_fields
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain, is_pool_name
+from contextsvc.kube.objects import context_pvc_name
 from contextsvc.quantity import is_positive_quantity
 
 NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
@@ -43,19 +44,6 @@ CONTEXT_FIELDS = frozenset({"name", "namespace", "type", "storage"})
 STORAGE_FIELDS = frozenset({"backend", "size", "accessMode", "storageClass"})
 CONTEXT_TYPES = ("workspace", "memory", "knowledge", "artifacts")
 
-_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", dict: "an object"}
-
-
-def _typed(obj: dict[str, Any], key: str, expected: type, where: str = "") -> Any:
-    """The value, ``None`` when absent or null (Go's zero value); a type mismatch is refused."""
-    value = obj.get(key)
-    if value is None:
-        return None
-    # bool is a subclass of int in Python; JSON true is not an integer.
-    if type(value) is not expected:
-        raise InvalidRequest(f"{where}{key} must be {_TYPE_NAMES[expected]}")
-    return value
-
 
 @dataclass(frozen=True)
 class PoolRequest:
@@ -74,18 +62,18 @@ class PoolRequest:
 
 def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
     reject_unknown_fields(body, POOL_FIELDS)
-    workspace = _typed(body, "workspace", dict) or {}
+    workspace = field(body, "workspace", dict) or {}
     reject_unknown_fields(workspace, WORKSPACE_FIELDS, "workspace.")
-    name = _typed(body, "name", str) or ""
-    replicas = _typed(body, "replicas", int) or 0
-    warm_pool = _typed(body, "warmPoolRef", str) or ""
-    profile = _typed(body, "profile", str) or ""
-    namespace = _typed(body, "namespace", str) or ""
-    size = _typed(workspace, "size", str, "workspace.") or ""
-    access_mode = _typed(workspace, "accessMode", str, "workspace.") or ""
-    storage_class = _typed(workspace, "storageClass", str, "workspace.") or ""
-    claim = _typed(workspace, "claimName", str, "workspace.") or ""
-    read_only = _typed(workspace, "readOnly", bool, "workspace.")
+    name = field(body, "name", str) or ""
+    replicas = field(body, "replicas", int) or 0
+    warm_pool = field(body, "warmPoolRef", str) or ""
+    profile = field(body, "profile", str) or ""
+    namespace = field(body, "namespace", str) or ""
+    size = field(workspace, "size", str, where="workspace.") or ""
+    access_mode = field(workspace, "accessMode", str, where="workspace.") or ""
+    storage_class = field(workspace, "storageClass", str, where="workspace.") or ""
+    claim = field(workspace, "claimName", str, where="workspace.") or ""
+    read_only = field(workspace, "readOnly", bool, where="workspace.")
 
     if not is_pool_name(name):
         raise InvalidRequest(NAME_MESSAGE)
@@ -214,15 +202,15 @@ class ContextRequest:
 
 def parse_context_request(body: dict[str, Any]) -> ContextRequest:
     reject_unknown_fields(body, CONTEXT_FIELDS)
-    storage = _typed(body, "storage", dict) or {}
+    storage = field(body, "storage", dict) or {}
     reject_unknown_fields(storage, STORAGE_FIELDS, "storage.")
-    name = _typed(body, "name", str) or ""
-    namespace = _typed(body, "namespace", str) or ""
-    context_type = _typed(body, "type", str) or ""
-    backend = _typed(storage, "backend", str, "storage.") or ""
-    size = _typed(storage, "size", str, "storage.") or ""
-    access_mode = _typed(storage, "accessMode", str, "storage.") or ""
-    storage_class = _typed(storage, "storageClass", str, "storage.") or ""
+    name = field(body, "name", str) or ""
+    namespace = field(body, "namespace", str) or ""
+    context_type = field(body, "type", str) or ""
+    backend = field(storage, "backend", str, where="storage.") or ""
+    size = field(storage, "size", str, where="storage.") or ""
+    access_mode = field(storage, "accessMode", str, where="storage.") or ""
+    storage_class = field(storage, "storageClass", str, where="storage.") or ""
 
     if not is_pool_name(name):
         raise InvalidRequest(NAME_MESSAGE)
@@ -242,8 +230,6 @@ def parse_context_request(body: dict[str, Any]) -> ContextRequest:
 
 
 def context_response(context: ContextResource) -> dict[str, Any]:
-    from contextsvc.kube.objects import context_pvc_name
-
     storage: dict[str, Any] = {
         "backend": "pvc",
         "size": context.size,

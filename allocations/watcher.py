@@ -20,11 +20,10 @@ from typing import Any
 import psycopg
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
-from django.utils import timezone
 
 from allocations import services
-from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
-from allocations.observe import PoolKey, PoolObjects, observe, pool_key
+from allocations.models import ACTIVE_PHASES, Allocation, ContextResource
+from allocations.observe import PoolKey, PoolObjects, pool_key
 from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
@@ -41,17 +40,6 @@ ObjKey = tuple[str, str]
 ContextKey = tuple[str, str]
 # (is it a named context?, its key): what the processing thread is asked to look at.
 DirtyItem = tuple[bool, tuple[str, str]]
-
-
-def _obj_key(obj: dict[str, Any]) -> ObjKey:
-    metadata = obj["metadata"]
-    return str(metadata.get("namespace") or ""), str(metadata["name"])
-
-
-def _context_key(obj: dict[str, Any]) -> ContextKey | None:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    name = labels.get(objects.CONTEXT_NAME_LABEL)
-    return (str(obj["metadata"].get("namespace") or ""), str(name)) if name else None
 
 
 class Informer:
@@ -100,7 +88,7 @@ class Informer:
 
     def _relist(self) -> str:
         items, resource_version = kube.list_raw(self.target)
-        fresh = {_obj_key(item): item for item in items}
+        fresh = {objects.object_key(item): item for item in items}
         with self.lock:
             previous = dict(self.store)
             for key in previous.keys() - fresh.keys():
@@ -120,7 +108,7 @@ class Informer:
         obj = event["object"]
         new = None if event["type"] == "DELETED" else obj
         with self.lock:
-            old = self._put(_obj_key(obj), new)
+            old = self._put(objects.object_key(obj), new)
         self.on_change(old, new)
 
     def run(self) -> None:
@@ -178,6 +166,7 @@ class Watcher:
                 (kube.Watchable(objects.SANDBOX_CLAIM, namespace, managed), "claims"),
                 (kube.Watchable(objects.POD, namespace, objects.POOLED_POD_SELECTOR), "pods"),
                 (kube.Watchable(objects.PVC, namespace, managed), "pvcs"),
+                (kube.Watchable(objects.NETWORK_POLICY, namespace, managed), "policies"),
             ]
         return targets
 
@@ -189,7 +178,7 @@ class Watcher:
             dirty: set[DirtyItem] = {(False, key) for obj in touched if (key := pool_key(obj))}
             if field == "pvcs":
                 # Named contexts' PVCs come through the same (managed) PVC collection.
-                dirty |= {(True, key) for obj in touched if (key := _context_key(obj))}
+                dirty |= {(True, key) for obj in touched if (key := objects.context_key(obj))}
             for item in dirty:
                 self.dirty_pools.put(item)
 
@@ -214,22 +203,12 @@ class Watcher:
         )
         if row is None:
             return  # unknown pools are the resync's (adoption) business
-        pool = self.pool_objects(key)
-        if row["phase"] == Phase.RELEASING:
-            if pool.empty():
-                services.allocation_mark_released(allocation_id=row["id"])
-            return
-        if row["phase"] == Phase.FAILED:
-            return
-        services.allocation_observe(
+        services.allocation_record_observed(
             allocation_id=row["id"],
-            observation=observe(
-                row["strategy"],
-                pool,
-                requested_at=row["requested_at"],
-                now=timezone.now(),
-                deadline=services.reconcile_deadline(),
-            ),
+            phase=row["phase"],
+            strategy=row["strategy"],
+            requested_at=row["requested_at"],
+            pool=self.pool_objects(key),
         )
 
     def process_context(self, key: ContextKey) -> None:
@@ -248,14 +227,11 @@ class Watcher:
                 for informer in self.informers
                 if informer.field == "pvcs"
                 for obj in informer.items()
-                if _context_key(obj) == key
+                if objects.context_key(obj) == key
             ),
             None,
         )
-        if context.status == ContextResource.Status.DELETING:
-            services.context_observe(context_id=context.pk, bound=None, gone=pvc is None)
-        elif pvc is not None:
-            services.context_observe(context_id=context.pk, bound=objects.pvc_is_bound(pvc))
+        services.context_record_observed(context=context, pvc=pvc)
 
     def _process_loop(self) -> None:
         try:

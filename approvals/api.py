@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -16,7 +14,7 @@ from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import read_json_object, reject_unknown_fields
+from contextsvc.core.jsonbody import integer, read_json_object, reject_unknown_fields, text
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 
@@ -131,26 +129,6 @@ def _own_only(request: Request) -> str | None:
     )
 
 
-def _string(body: dict[str, Any], key: str, *, required: bool = False) -> str:
-    value = body.get(key)
-    if value is None or value == "":
-        if required:
-            raise InvalidRequest(f"{key} is required")
-        return ""
-    if not isinstance(value, str):
-        raise InvalidRequest(f"{key} must be a string")
-    return value
-
-
-def _integer(body: dict[str, Any], key: str) -> int | None:
-    value = body.get(key)
-    if value is None:
-        return None
-    if type(value) is not int:
-        raise InvalidRequest(f"{key} must be an integer")
-    return value
-
-
 class ApprovalCollectionApi(ServiceAPIView):
     """Operation checks: rules decide at once, or a human decides later."""
 
@@ -174,16 +152,16 @@ class ApprovalCollectionApi(ServiceAPIView):
         operation = body.get("operation")
         if not isinstance(operation, dict):
             raise InvalidRequest("operation must be an object")
-        agent_type = _string(body, "agentType", required=True)
+        agent_type = text(body, "agentType", required=True)
         check_agent_type(request.user, agent_type)
         result = services.approval_check(
             operation=operation,
-            context_id=_string(body, "contextId", required=True),
+            context_id=text(body, "contextId", required=True),
             agent_type=agent_type,
-            agent_instance=_string(body, "agentInstance"),
-            allocation=_string(body, "allocation"),
-            namespace=_string(body, "namespace"),
-            deadline_seconds=_integer(body, "deadlineSeconds"),
+            agent_instance=text(body, "agentInstance"),
+            allocation=text(body, "allocation"),
+            namespace=text(body, "namespace"),
+            deadline_seconds=integer(body, "deadlineSeconds"),
             actor=actor_of(request.user),
         )
         if result.request is None:
@@ -264,11 +242,11 @@ class ApprovalDecisionApi(ServiceAPIView):
         decided = services.approval_decide(
             request_id=parsed,
             actor=actor_of(request.user),
-            decision=_string(body, "decision", required=True),
-            reason=_string(body, "reason"),
-            scope=_string(body, "scope") or None,
-            expires_in_seconds=_integer(body, "expiresInSeconds"),
-            rule=_string(body, "rule") or None,
+            decision=text(body, "decision", required=True),
+            reason=text(body, "reason"),
+            scope=text(body, "scope") or None,
+            expires_in_seconds=integer(body, "expiresInSeconds"),
+            rule=text(body, "rule") or None,
         )
         return Response(selectors.approval_json(decided))
 

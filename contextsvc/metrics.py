@@ -24,8 +24,11 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from allocations import selectors as allocation_selectors
+from approvals import selectors as approval_selectors
 from contextsvc.core.auth import SH_AUTH_HEADER, InvalidCredentials, principal_from_headers
 from contextsvc.core.models import Scope
+from workspaces import selectors as workspace_selectors
 
 READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
@@ -50,15 +53,6 @@ def _histogram(
 
 class ServiceCollector:
     def collect(self) -> Iterator[Any]:
-        from allocations.models import (
-            AgentWorkspace,
-            Allocation,
-            AllocationEvent,
-            Phase,
-            WorkspaceContext,
-        )
-        from approvals.models import ApprovalRequest, Status
-
         context_bytes = GaugeMetricFamily(
             "rossoctl_context_workspace_bytes",
             "Disk used by one context's directory.",
@@ -69,9 +63,7 @@ class ServiceCollector:
             "When a context was last used (TTL tracking).",
             labels=["context_id", "agent", "namespace"],
         )
-        for context in WorkspaceContext.objects.filter(
-            status=WorkspaceContext.Status.ACTIVE
-        ).select_related("workspace"):
+        for context in workspace_selectors.contexts_active():
             labels = [context.context_id, context.workspace.agent_type, context.workspace.namespace]
             context_bytes.add_metric(labels, context.disk_usage_bytes)
             last_accessed.add_metric(labels, context.last_accessed_at.timestamp())
@@ -88,7 +80,7 @@ class ServiceCollector:
             "Size of an agent workspace PVC.",
             labels=["agent", "namespace"],
         )
-        for workspace in AgentWorkspace.objects.exclude(status__in=["deleting", "deleted"]):
+        for workspace in workspace_selectors.workspace_list_live():
             labels = [workspace.agent_type, workspace.namespace]
             usage.add_metric(labels, workspace.usage_bytes or 0)
             capacity.add_metric(labels, workspace.capacity_bytes or workspace.requested_bytes)
@@ -98,18 +90,12 @@ class ServiceCollector:
         phases = GaugeMetricFamily(
             "contextsvc_allocations", "Allocations by phase.", labels=["phase"]
         )
-        counts = dict(
-            Allocation.objects.values_list("phase")
-            .annotate(n=Count("id"))
-            .values_list("phase", "n")
-        )
-        for phase in Phase.values:
-            if phase != Phase.RELEASED:
-                phases.add_metric([phase], counts.get(phase, 0))
+        for phase, count in allocation_selectors.allocation_phase_counts().items():
+            phases.add_metric([phase], count)
         yield phases
 
         buckets, seconds = _histogram(
-            Allocation.objects.all(),
+            allocation_selectors.allocations_requested(),
             "requested_at",
             "ready_at",
             READY_BUCKETS,
@@ -124,10 +110,10 @@ class ServiceCollector:
         yield GaugeMetricFamily(
             "contextsvc_approvals_pending",
             "Operations waiting for a human.",
-            value=ApprovalRequest.objects.filter(status=Status.PENDING).count(),
+            value=approval_selectors.approvals_pending_count(),
         )
         buckets, seconds = _histogram(
-            ApprovalRequest.objects.filter(status__in=[Status.APPROVED, Status.DENIED]),
+            approval_selectors.approvals_decided(),
             "created_at",
             "decided_at",
             DECISION_BUCKETS,
@@ -142,15 +128,10 @@ class ServiceCollector:
         errors = CounterMetricFamily(
             "contextsvc_reconcile_errors", "Reconcile failures by reason.", labels=["reason"]
         )
-        retries = AllocationEvent.objects.filter(kind=AllocationEvent.Kind.RETRY).count()
+        retries, failed = allocation_selectors.reconcile_error_counts()
         errors.add_metric(["transient"], retries)
-        failed = (
-            AllocationEvent.objects.filter(kind=AllocationEvent.Kind.FAILED)
-            .values_list("data__reason")
-            .annotate(n=Count("id"))
-        )
         for reason, count in failed:
-            errors.add_metric([str(reason or "unknown")], count)
+            errors.add_metric([reason], count)
         yield errors
 
 

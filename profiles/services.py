@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 
-from allocations.models import ACTIVE_PHASES
 from contextsvc.core import capabilities
 from contextsvc.core.errors import (
     AlreadyExists,
     Conflict,
     InvalidRequest,
-    KubernetesFailure,
     NotFound,
+    cluster_call,
 )
 from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_dns1123_label
@@ -76,12 +76,10 @@ def read_template(profile: SandboxProfile) -> dict[str, Any]:
     problem = capabilities.current().extensions_problem()
     if problem:
         raise InvalidRequest(f"profile {profile.name!r} copies a SandboxTemplate, but {problem}")
-    try:
+    with cluster_call():
         template = kube.get_object(
             objects.SANDBOX_TEMPLATE, profile.template_namespace, profile.template_name
         )
-    except kube.KubeError as exc:
-        raise KubernetesFailure(exc.message) from exc
     if template is None:
         raise InvalidRequest(
             f'SandboxTemplate "{profile.template_name}" does not exist in namespace '
@@ -245,10 +243,13 @@ def profile_delete(*, name: str, actor: str) -> None:
         profile = SandboxProfile.objects.select_for_update().filter(name=name).first()
         if profile is None:
             raise NotFound(f'profile "{name}" not found')
-        in_use = profile.allocations.filter(phase__in=ACTIVE_PHASES).count()
-        if in_use:
-            raise Conflict(f'profile "{name}" is used by {in_use} active allocation(s)')
-        profile.delete()
+        try:
+            # Allocations protect the profile they use until they are released.
+            with transaction.atomic():
+                profile.delete()
+        except ProtectedError as exc:
+            in_use = len(exc.protected_objects)
+            raise Conflict(f'profile "{name}" is used by {in_use} active allocation(s)') from None
         audit_record(actor=actor, action="profile.delete", target_type="profile", target=name)
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextsvc.core import jsonbody
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import reject_unknown_fields
 from profiles.models import SandboxProfile
 
 # API field → (model field, JSON type name, Python type)
-FIELDS: dict[str, tuple[str, str, type | tuple[type, ...]]] = {
+FIELDS: dict[str, tuple[str, str, type]] = {
     "description": ("description", "a string", str),
     "enabled": ("enabled", "a boolean", bool),
     "default": ("is_default", "a boolean", bool),
@@ -40,15 +41,10 @@ def parse_profile(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if not isinstance(name, str) or not name:
         raise InvalidRequest("name must be a non-empty string")
     values: dict[str, Any] = {}
-    for key, (field, type_name, python_type) in FIELDS.items():
-        if key not in body or body[key] is None:
-            continue
-        value = body[key]
-        if not isinstance(value, python_type) or (
-            python_type is not bool and isinstance(value, bool)
-        ):
-            raise InvalidRequest(f"{key} must be {type_name}")
-        values[field] = value
+    for key, (model_field, type_name, python_type) in FIELDS.items():
+        value = jsonbody.field(body, key, python_type, described=type_name)
+        if value is not None:
+            values[model_field] = value
     template = body.get("template")
     if template is not None:
         if not isinstance(template, dict):

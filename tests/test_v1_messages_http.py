@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from allocations.models import Allocation, ContextResource
-from allocations.tests.test_v1 import CONTEXT_ERRORS, POOL_ERRORS
 from contextsvc.core.models import AuditEntry
 from tests.support.api import issue_token
+from tests.support.v1_messages import CONTEXT_ERRORS, POOL_ERRORS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

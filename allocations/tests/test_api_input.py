@@ -10,9 +10,9 @@ import pytest
 from django.test import Client
 
 from allocations.models import Allocation, ContextResource
-from allocations.tests.test_v1 import CONTEXT_ERRORS, POOL_ERRORS
 from contextsvc.core.models import AuditEntry
 from tests.support.api import ApiClient, issue_token
+from tests.support.v1_messages import CONTEXT_ERRORS, POOL_ERRORS
 
 pytestmark = pytest.mark.django_db
 

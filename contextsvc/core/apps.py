@@ -9,6 +9,7 @@ class CoreConfig(AppConfig):
     verbose_name = "Context Service"
 
     def ready(self) -> None:
+        # Imports of models and of modules that use them wait until the apps are loaded.
         from django.db.models.signals import post_migrate
 
         # Registers the token schemes with drf-spectacular.

@@ -84,3 +84,61 @@ def reject_unknown_fields(
     unknown = [key for key in obj if key not in known]
     if unknown:
         raise InvalidRequest(f'unknown field "{where}{unknown[0]}"')
+
+
+# --- Fields ---------------------------------------------------------------------------------
+# One reading of a field for every API: absent and null are the same (Go's zero value), and
+# the JSON type must be exact (in Python ``True`` is an int; in JSON true is no integer).
+
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    bool: "a boolean",
+    dict: "an object",
+    list: "an array",
+}
+
+
+def field(
+    body: dict[str, Any],
+    key: str,
+    expected: type,
+    *,
+    where: str = "",
+    required: bool = False,
+    described: str = "",
+) -> Any:
+    """The value of ``key`` (``None`` when absent or null) if it is of the JSON type
+    ``expected``; ``where`` prefixes the name in messages (``workspace.``)."""
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise InvalidRequest(f"{where}{key} is required")
+        return None
+    if type(value) is not expected:
+        raise InvalidRequest(f"{where}{key} must be {described or _TYPE_NAMES[expected]}")
+    return value
+
+
+def text(body: dict[str, Any], key: str, *, required: bool = False) -> str:
+    """A string field, ``""`` when absent; ``required`` refuses the empty string too."""
+    value: str = field(body, key, str) or ""
+    if required and not value:
+        raise InvalidRequest(f"{key} is required")
+    return value
+
+
+def integer(
+    body: dict[str, Any],
+    key: str,
+    *,
+    required: bool = False,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int | None:
+    value: int | None = field(body, key, int, required=required)
+    if value is not None and (
+        (minimum is not None and value < minimum) or (maximum is not None and value > maximum)
+    ):
+        raise InvalidRequest(f"{key} must be between {minimum} and {maximum}")
+    return value

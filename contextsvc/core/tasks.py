@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from contextsvc.core import capabilities
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
 
@@ -16,6 +17,4 @@ def record_heartbeat() -> int:
 def refresh_capabilities() -> dict[str, object]:
     """Scheduled by beat: re-detect what the cluster serves (read paths also refresh a
     stale record on demand)."""
-    from contextsvc.core import capabilities
-
     return capabilities.refresh().as_dict()

@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "channels",
     "contextsvc.core",
     "allocations",
+    "workspaces",
     "profiles",
     "approvals",
     "frontend",
@@ -166,7 +167,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 5.0,
     },
     "workspaces-housekeeping": {
-        "task": "allocations.tasks.workspace_housekeeping",
+        "task": "workspaces.tasks.housekeeping",
         "schedule": 60.0,
     },
     "allocations-resync": {

@@ -5,12 +5,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from allocations import workspaces
 from contextsvc.core import capabilities, services, users
 from contextsvc.core.auth import user_role
 from contextsvc.core.errors import ServiceError
@@ -19,14 +19,13 @@ from contextsvc.core.selectors import heartbeat_list_recent
 from contextsvc.kube import objects
 from frontend.access import actor, admin_required, viewer_required
 from frontend.forms import ApiClientForm, RoleForm, UserForm
+from workspaces import selectors as workspaces
 
 
 @admin_required
 def client_list(request: HttpRequest) -> HttpResponse:
     form = ApiClientForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        from django.core.exceptions import ValidationError
-
         try:
             client = services.api_client_create(
                 name=form.cleaned_data["name"],

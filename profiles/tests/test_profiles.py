@@ -8,17 +8,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from allocations.models import Allocation, Phase
+from contextsvc.core import capabilities
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from profiles.models import SandboxProfile
 from tests.support.api import ApiClient, issue_token
-from tests.support.kube import admin_create, admin_patch, make_template, wait_for_phase
+from tests.support.kube import (
+    admin_create,
+    admin_patch,
+    make_template,
+    make_warm_pool,
+    wait_for_phase,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
-FIXTURES = Path(__file__).resolve().parents[2] / "approvals" / "tests" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "rules" / "tests" / "fixtures"
 
 
 @pytest.fixture
@@ -33,8 +41,6 @@ def caller() -> ApiClient:
 
 @pytest.fixture
 def gvisor(service: None) -> None:
-    from kubernetes.client.exceptions import ApiException
-
     try:
         admin_create(
             objects.RUNTIME_CLASS,
@@ -48,8 +54,6 @@ def gvisor(service: None) -> None:
     except ApiException as exc:
         if exc.status != 409:
             raise
-    from contextsvc.core import capabilities
-
     capabilities.refresh()
 
 
@@ -523,8 +527,6 @@ def test_missing_template_and_runtime_class_are_refused_on_save(
 def test_unknown_disabled_and_warm_pool_profiles(
     admin: ApiClient, caller: ApiClient, namespace: str
 ) -> None:
-    from tests.support.kube import make_warm_pool
-
     admin.post(
         "/v1/profiles",
         {"name": "off", "source": "builtin", "image": "busybox:1.36", "enabled": False},
@@ -627,6 +629,15 @@ def test_a_profile_in_use_cannot_be_deleted(
         "message": 'profile "busy" is used by 1 active allocation(s)',
     }
     assert SandboxProfile.objects.filter(name="busy").exists()
+    assert not AuditEntry.objects.filter(action="profile.delete").exists()
+
+    # Released, the allocation lets go of the profile and keeps its name.
+    assert caller.delete("/v1/sandbox-pools/user").status_code == 204
+    released = wait_for_phase("user", Phase.RELEASED)
+    assert (released.profile_id, released.profile_name) == (None, "busy")
+    assert admin.delete("/v1/profiles/busy").status_code == 204
+    assert not SandboxProfile.objects.filter(name="busy").exists()
+    assert AuditEntry.objects.filter(action="profile.delete", target="busy").count() == 1
 
 
 def test_settings_and_sources_documents_import_round_trip_and_refuse_bad_entries(

@@ -17,8 +17,7 @@ import yaml
 from django.utils import timezone
 
 from allocations import services as allocation_services
-from allocations import workspaces
-from allocations.models import AgentWorkspace, Phase, WorkspaceContext
+from allocations.models import Phase
 from allocations.v1 import PoolRequest
 from approvals import services as approval_services
 from contextsvc.celery import app as celery_app
@@ -29,6 +28,8 @@ from contextsvc.kube import client as kube
 from profiles.services import profile_save
 from tests.support.kube import make_pvc, make_warm_pool, wait_for_phase
 from tests.support.processes import ManagedProcess, celery_argv, child_env, manage_argv, wait_until
+from workspaces import services as workspaces
+from workspaces.models import AgentWorkspace, WorkspaceContext
 
 RBAC = REPO_DIR / "deploy" / "base" / "rbac.yaml"
 

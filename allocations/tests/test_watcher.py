@@ -1,30 +1,24 @@
-"""Observed state stays right when events are missed or watches expire, and Kubernetes
-errors are retried only when retrying can help."""
+"""Observed state stays right when events are missed or watches expire: the watcher, its
+standby, its informers, and the resync behind them."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Iterator
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from celery.exceptions import Retry
-from django.utils import timezone
-from kubernetes.client.exceptions import ApiException
 
 from allocations import services, watcher
-from allocations.models import Allocation, AllocationEvent, Phase
+from allocations.models import Allocation, Phase
 from allocations.resync import resync_all
-from allocations.tasks import reconcile_allocation
 from allocations.v1 import PoolRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from tests.support.kube import admin_create, admin_delete, make_pvc, wait_for_phase
 from tests.support.processes import ManagedProcess, manage_argv, wait_until
+
+pytestmark = pytest.mark.cluster
 
 
 def start_watcher(process: ManagedProcess) -> None:
@@ -34,9 +28,6 @@ def start_watcher(process: ManagedProcess) -> None:
         timeout=60,
         message="the watcher to start again",
     )
-
-
-pytestmark = pytest.mark.cluster
 
 
 @pytest.mark.usefixtures("service")
@@ -195,106 +186,3 @@ def test_informer_relists_after_410_gone(
     assert "failed" not in caplog.text
     assert changes[0] == (None, "seen")
     assert changes[-1] == ("seen", None)
-
-
-@pytest.fixture
-def unreachable_api(tmp_path: Path, kube_cluster: Any) -> Iterator[None]:
-    """Point this process's Kubernetes client at a closed loopback port."""
-    import os
-
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "dead",
-        "clusters": [
-            {
-                "name": "dead",
-                "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True},
-            }
-        ],
-        "users": [{"name": "dead", "user": {"token": "x"}}],
-        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}],
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(json.dumps(config))
-    previous = os.environ["KUBECONFIG"]
-    os.environ["KUBECONFIG"] = str(path)
-    kube.reset_api_client()
-    yield
-    os.environ["KUBECONFIG"] = previous
-    kube.reset_api_client()
-
-
-def _requested(namespace: str, age_seconds: float) -> Allocation:
-    allocation = Allocation.objects.create(
-        name="offline",
-        namespace=namespace,
-        replicas=1,
-        strategy="shared",
-        workspace_size="1Gi",
-        workspace_access_mode="ReadWriteMany",
-        requester="user:test",
-        blueprint=objects.builtin_blueprint(image="busybox:1.36").to_json(),
-    )
-    Allocation.objects.filter(pk=allocation.pk).update(
-        requested_at=timezone.now() - timedelta(seconds=age_seconds)
-    )
-    allocation.refresh_from_db()
-    return allocation
-
-
-@pytest.mark.django_db
-@pytest.mark.usefixtures("unreachable_api")
-def test_transient_errors_are_retried_within_the_deadline() -> None:
-    allocation = _requested("team1", age_seconds=0)
-
-    with pytest.raises(Retry):
-        reconcile_allocation.run(allocation.pk)
-
-    allocation.refresh_from_db()
-    assert allocation.phase == Phase.REQUESTED
-    assert allocation.reconcile_attempts == 1
-    retry = allocation.events.get(kind=AllocationEvent.Kind.RETRY)
-    assert retry.message.startswith("creating NetworkPolicy team1/offline-sandboxes: ")
-    assert "Connection refused" in retry.message
-
-
-@pytest.mark.django_db
-@pytest.mark.usefixtures("unreachable_api")
-def test_transient_errors_past_the_deadline_fail_the_allocation(settings: Any) -> None:
-    allocation = _requested("team1", age_seconds=settings.CS_RECONCILE_DEADLINE_SECONDS + 1)
-
-    assert reconcile_allocation.run(allocation.pk) == "failed"
-
-    allocation.refresh_from_db()
-    assert allocation.phase == Phase.FAILED
-    assert allocation.reason == "DeadlineExceeded"
-    assert allocation.message.startswith("creating NetworkPolicy team1/offline-sandboxes: ")
-
-
-@pytest.mark.parametrize(
-    ("status", "reason", "transient"),
-    [
-        (503, "ServiceUnavailable", True),
-        (429, "TooManyRequests", True),
-        (500, "InternalError", True),
-        (409, "Conflict", True),
-        (409, "AlreadyExists", False),
-        (422, "Invalid", False),
-        (403, "Forbidden", False),
-        (404, "NotFound", False),
-    ],
-)
-def test_error_classification(status: int, reason: str, transient: bool) -> None:
-    body = json.dumps({"kind": "Status", "reason": reason, "message": f"it said {reason}"})
-
-    error = kube.kube_error(ApiException(status=status, reason=reason, body=body), "doing x")
-
-    assert (error.status, error.reason, error.transient) == (status, reason, transient)
-    assert error.message == f"doing x: {status} it said {reason}"
-
-
-def test_connection_failures_are_transient() -> None:
-    error = kube.kube_error(ConnectionRefusedError("refused"), "listing")
-
-    assert (error.status, error.reason, error.transient) == (None, "Unreachable", True)

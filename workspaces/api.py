@@ -10,18 +10,18 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import workspaces
-from allocations.models import AgentWorkspace, WorkspaceContext
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type
-from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import read_json_object, reject_unknown_fields
+from contextsvc.core.jsonbody import integer, read_json_object, reject_unknown_fields, text
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from contextsvc.quantity import format_bytes
+from workspaces import selectors, services
+from workspaces.models import AgentWorkspace, WorkspaceContext
 
 READERS = (Scope.READ, Scope.AGENT, Scope.ALLOCATIONS)
+# A PostgreSQL bigint (schemathesis found that a larger one was a 500).
 MAX_BYTES = 2**63 - 1
 
 
@@ -109,32 +109,9 @@ def context_response(context: WorkspaceContext) -> dict[str, Any]:
         "contextId": context.context_id,
         "status": context.status,
         "path": f"/workspace/{context.context_id}",
-        "contextJson": workspaces.context_json(context),
+        "contextJson": selectors.context_json(context),
         "cleanup": context.cleanup_result or None,
     }
-
-
-def _text(body: dict[str, Any], key: str) -> str:
-    value = body.get(key, "")
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidRequest(f"{key} must be a string")
-    return value
-
-
-def _count(body: dict[str, Any], key: str, *, required: bool) -> int | None:
-    value = body.get(key)
-    if value is None:
-        if required:
-            raise InvalidRequest(f"{key} is required")
-        return None
-    if type(value) is not int:
-        raise InvalidRequest(f"{key} must be an integer")
-    if not 0 <= value <= MAX_BYTES:
-        # (A PostgreSQL bigint; schemathesis found that a larger one was a 500.)
-        raise InvalidRequest(f"{key} must be between 0 and {MAX_BYTES}")
-    return value
 
 
 class WorkspaceCollectionApi(ServiceAPIView):
@@ -149,10 +126,7 @@ class WorkspaceCollectionApi(ServiceAPIView):
         responses=responses({200: AgentWorkspaceList}),
     )
     def get(self, request: Request) -> Response:
-        found = AgentWorkspace.objects.filter(status__in=workspaces.LIVE)
-        namespace = request.query_params.get("namespace")
-        if namespace:
-            found = found.filter(namespace=namespace)
+        found = selectors.workspace_list_live(namespace=request.query_params.get("namespace"))
         return Response({"items": [workspace_json(w) for w in found]})
 
     @extend_schema(
@@ -171,12 +145,12 @@ class WorkspaceCollectionApi(ServiceAPIView):
         reject_unknown_fields(
             body, {"agentType", "namespace", "initialSize", "maxSize", "storageClass"}
         )
-        workspace, created = workspaces.workspace_ensure(
-            agent_type=_text(body, "agentType"),
-            namespace=_text(body, "namespace"),
-            initial_size=_text(body, "initialSize"),
-            max_size=_text(body, "maxSize"),
-            storage_class=_text(body, "storageClass"),
+        workspace, created = services.workspace_ensure(
+            agent_type=text(body, "agentType"),
+            namespace=text(body, "namespace"),
+            initial_size=text(body, "initialSize"),
+            max_size=text(body, "maxSize"),
+            storage_class=text(body, "storageClass"),
             actor=actor_of(request.user),
         )
         return Response(workspace_json(workspace), status=201 if created else 200)
@@ -194,7 +168,7 @@ class WorkspaceDetailApi(ServiceAPIView):
     )
     def get(self, request: Request, namespace: str, agent_type: str) -> Response:
         return Response(
-            workspace_json(workspaces.workspace_get(namespace=namespace, agent_type=agent_type))
+            workspace_json(selectors.workspace_get(namespace=namespace, agent_type=agent_type))
         )
 
     @extend_schema(
@@ -204,7 +178,7 @@ class WorkspaceDetailApi(ServiceAPIView):
     )
     def delete(self, request: Request, namespace: str, agent_type: str) -> Response:
         force = request.query_params.get("force") in ("1", "true", "yes")
-        workspaces.workspace_delete(
+        services.workspace_delete(
             namespace=namespace, agent_type=agent_type, force=force, actor=actor_of(request.user)
         )
         return Response(status=204)
@@ -221,7 +195,7 @@ class WorkspaceContextsApi(ServiceAPIView):
         responses=responses({200: WorkspaceContextList}, 404),
     )
     def get(self, request: Request, namespace: str, agent_type: str) -> Response:
-        workspace = workspaces.workspace_get(namespace=namespace, agent_type=agent_type)
+        workspace = selectors.workspace_get(namespace=namespace, agent_type=agent_type)
         return Response({"items": [context_response(c) for c in workspace.contexts.all()]})
 
     @extend_schema(
@@ -241,11 +215,11 @@ class WorkspaceContextsApi(ServiceAPIView):
         check_agent_type(request.user, agent_type)
         body = read_json_object(request._request)
         reject_unknown_fields(body, {"contextId", "diskUsageBytes"})
-        context, created = workspaces.context_touch(
+        context, created = services.context_touch(
             namespace=namespace,
             agent_type=agent_type,
-            context_id=_text(body, "contextId"),
-            disk_usage_bytes=_count(body, "diskUsageBytes", required=False),
+            context_id=text(body, "contextId"),
+            disk_usage_bytes=integer(body, "diskUsageBytes", minimum=0, maximum=MAX_BYTES),
             actor=actor_of(request.user),
         )
         return Response(context_response(context), status=201 if created else 200)
@@ -265,10 +239,10 @@ class WorkspaceUsageApi(ServiceAPIView):
         check_agent_type(request.user, agent_type)
         body = read_json_object(request._request)
         reject_unknown_fields(body, {"usedBytes"})
-        workspace = workspaces.workspace_report_usage(
+        workspace = services.workspace_report_usage(
             namespace=namespace,
             agent_type=agent_type,
-            used_bytes=_count(body, "usedBytes", required=True) or 0,
+            used_bytes=integer(body, "usedBytes", required=True, minimum=0, maximum=MAX_BYTES) or 0,
             actor=actor_of(request.user),
         )
         return Response(workspace_json(workspace))

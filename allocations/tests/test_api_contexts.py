@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from allocations.models import ContextResource
 from allocations.resync import resync_all
+from allocations.tests.factories import ContextResourceFactory
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
@@ -170,14 +171,7 @@ def test_the_resync_creates_the_pvc_of_a_context_whose_request_died(
 ) -> None:
     """A web process that dies between committing the row and creating the PVC leaves a
     provisioning context without one; the resync hands it to the worker."""
-    context = ContextResource.objects.create(
-        name="orphaned",
-        namespace=namespace,
-        type="memory",
-        size="1Gi",
-        access_mode="ReadWriteOnce",
-        requester="api:rossoctl",
-    )
+    context = ContextResourceFactory.create(name="orphaned", namespace=namespace)
     ContextResource.objects.filter(pk=context.pk).update(
         updated_at=timezone.now() - timedelta(minutes=10)
     )

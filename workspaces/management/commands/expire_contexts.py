@@ -1,6 +1,6 @@
 """``manage.py expire_contexts [--dry-run]``: clean up workspace contexts past their TTL.
 
-Beat does the same every minute (allocations.tasks.workspace_housekeeping); this command
+Beat does the same every minute (workspaces.tasks.housekeeping); this command
 is for running it by hand, and ``--dry-run`` lists what would go without touching anything.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from allocations import workspaces
+from workspaces import services as workspaces
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@
 the registry of context ids on it, TTL cleanup through a Job, and volume expansion.
 
 Writes record their audit entry in the same transaction and touch Kubernetes after
-commit, through the tasks in allocations/tasks.py.
+commit, through the tasks in workspaces/tasks.py (queued by workspaces/queue.py).
 """
 
 from __future__ import annotations
@@ -12,31 +12,29 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from allocations.models import AgentWorkspace, WorkspaceContext
-from rules.model import OperationError, check_context_id
 from contextsvc.core import namespaces
-from contextsvc.core.errors import (
-    AlreadyExists,
-    Conflict,
-    InvalidRequest,
-    KubernetesFailure,
-    NotFound,
-)
+from contextsvc.core.errors import AlreadyExists, Conflict, InvalidRequest, NotFound, cluster_call
+from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from contextsvc.quantity import format_bytes, is_positive_quantity, parse_quantity
+from rules.model import OperationError, check_context_id
+from workspaces import queue
+from workspaces.models import AgentWorkspace, WorkspaceContext
+from workspaces.selectors import LIVE, contexts_due, workspace_get
 
 SYSTEM_ACTOR = "system:workspaces"
-LIVE = (
-    AgentWorkspace.Status.PROVISIONING,
-    AgentWorkspace.Status.READY,
-    AgentWorkspace.Status.FAILED,
-)
+# A PVC create that keeps failing transiently is given up (the workspace fails) after this
+# many retries; a delete is retried for as long as it takes.
+CREATE_ATTEMPTS = 10
+# Deletes are quick, but a PVC leaves through its controller: poll that long at most before
+# leaving the rest to housekeeping.
+DELETE_POLLS = 60
+STALLED_AFTER = timedelta(minutes=1)
 
 
 def _bytes(text: str) -> int:
@@ -79,8 +77,6 @@ def workspace_ensure(
 ) -> tuple[AgentWorkspace, bool]:
     """Create the agent type's workspace PVC, or adopt the one that exists with the seed's
     labels. Returns (workspace, created)."""
-    from allocations.tasks import create_workspace_pvc
-
     initial = initial_size or settings.CS_WORKSPACE_INITIAL_SIZE
     maximum = max_size or settings.CS_WORKSPACE_MAX_SIZE
     storage_class = storage_class or settings.CS_WORKSPACE_STORAGE_CLASS or ""
@@ -91,10 +87,8 @@ def workspace_ensure(
     if existing is not None:
         return existing, False
     name = objects.agent_workspace_pvc_name(agent_type)
-    try:
+    with cluster_call():
         pvc = kube.get_object(objects.PVC, namespace, name)
-    except kube.KubeError as exc:
-        raise KubernetesFailure(exc.message) from exc
     workspace = AgentWorkspace(
         agent_type=agent_type,
         namespace=namespace,
@@ -112,10 +106,10 @@ def workspace_ensure(
             raise AlreadyExists(
                 f'PVC "{name}" exists in namespace "{namespace}" and is not an agent workspace'
             )
-        spec = pvc.get("spec") or {}
+        shape = objects.pvc_shape(pvc)
         workspace.adopted = True
-        workspace.storage_class = str(spec.get("storageClassName") or "")
-        workspace.requested_bytes = _bytes(str(spec["resources"]["requests"]["storage"]))
+        workspace.storage_class = shape.storage_class
+        workspace.requested_bytes = _bytes(shape.size)
         _observe_pvc(workspace, pvc)
     try:
         with transaction.atomic():
@@ -128,8 +122,7 @@ def workspace_ensure(
                 payload={"initial": initial, "max": maximum, "storage_class": storage_class},
             )
             if not workspace.adopted:
-                workspace_id = workspace.pk
-                transaction.on_commit(lambda: create_workspace_pvc.delay(workspace_id))
+                queue.create_pvc(workspace.pk)
     except IntegrityError:
         raise AlreadyExists(
             f'the workspace of "{agent_type}" in "{namespace}" already exists'
@@ -138,38 +131,60 @@ def workspace_ensure(
 
 
 def _observe_pvc(workspace: AgentWorkspace, pvc: dict[str, Any]) -> None:
-    status = pvc.get("status") or {}
-    capacity = (status.get("capacity") or {}).get("storage")
-    workspace.capacity_bytes = _bytes(str(capacity)) if capacity else None
-    if status.get("phase") == "Bound":
+    capacity = objects.pvc_capacity(pvc)
+    workspace.capacity_bytes = _bytes(capacity) if capacity else None
+    if objects.pvc_is_bound(pvc):
         workspace.status = AgentWorkspace.Status.READY
 
 
-def workspace_list_live() -> QuerySet[AgentWorkspace]:
-    """Live workspaces, each with ``active_contexts`` counted (one query)."""
-    return (
-        AgentWorkspace.objects.filter(status__in=LIVE)
-        .annotate(
-            active_contexts=Count(
-                "contexts", filter=Q(contexts__status=WorkspaceContext.Status.ACTIVE)
-            )
-        )
-        .order_by("namespace", "agent_type")
-    )
-
-
-def workspace_get(*, namespace: str, agent_type: str) -> AgentWorkspace:
-    found = AgentWorkspace.objects.filter(
-        namespace=namespace, agent_type=agent_type, status__in=LIVE
+def workspace_create_pvc(workspace_id: int, attempt: int = 0) -> str:
+    """Create a provisioning workspace's PVC (idempotent); a cluster that refuses it, or
+    keeps failing past CREATE_ATTEMPTS, fails the workspace with the cluster's message."""
+    workspace = AgentWorkspace.objects.filter(
+        pk=workspace_id, status=AgentWorkspace.Status.PROVISIONING
     ).first()
-    if found is None:
-        raise NotFound(f'no workspace for agent "{agent_type}" in namespace "{namespace}"')
-    return found
+    if workspace is None:
+        return "nothing to do"
+    body = objects.agent_workspace_pvc_manifest(
+        agent_type=workspace.agent_type,
+        namespace=workspace.namespace,
+        size=workspace.initial_size,
+        storage_class=workspace.storage_class or None,
+    )
+    try:
+        kube.create_if_absent(objects.PVC, body)
+    except kube.KubeError as error:
+        if error.transient and attempt < CREATE_ATTEMPTS:
+            raise RetryLater(backoff(attempt)) from error
+        workspace_fail(workspace_id=workspace_id, message=error.message)
+        return "failed"
+    workspaces_observe()
+    return "created"
+
+
+def workspace_fail(*, workspace_id: int, message: str) -> bool:
+    with transaction.atomic():
+        workspace = (
+            AgentWorkspace.objects.select_for_update()
+            .filter(pk=workspace_id, status=AgentWorkspace.Status.PROVISIONING)
+            .first()
+        )
+        if workspace is None:
+            return False
+        workspace.status = AgentWorkspace.Status.FAILED
+        workspace.message = message
+        workspace.save(update_fields=["status", "message", "updated_at"])
+        audit_record(
+            actor=SYSTEM_ACTOR,
+            action="workspace.fail",
+            target_type="workspace",
+            target=str(workspace),
+            payload={"message": message},
+        )
+    return True
 
 
 def workspace_delete(*, namespace: str, agent_type: str, force: bool, actor: str) -> AgentWorkspace:
-    from allocations.tasks import delete_workspace_pvc
-
     with transaction.atomic():
         workspace = (
             AgentWorkspace.objects.select_for_update()
@@ -193,25 +208,29 @@ def workspace_delete(*, namespace: str, agent_type: str, force: bool, actor: str
             target=f"{namespace}/{agent_type}",
             payload={"force": force, "active_contexts": active},
         )
-        workspace_id = workspace.pk
-        transaction.on_commit(lambda: delete_workspace_pvc.delay(workspace_id))
+        queue.delete_pvc(workspace.pk)
     return workspace
 
 
+def workspace_delete_pvc(workspace_id: int, attempt: int = 0) -> str:
+    """Delete a deleting workspace's PVC and poll until it is gone (then housekeeping)."""
+    workspace = AgentWorkspace.objects.filter(
+        pk=workspace_id, status=AgentWorkspace.Status.DELETING
+    ).first()
+    if workspace is None:
+        return "nothing to do"
+    try:
+        kube.delete_object(objects.PVC, workspace.namespace, workspace.pvc_name)
+        workspaces_observe()
+    except kube.KubeError as error:
+        raise RetryLater(backoff(attempt)) from error
+    workspace.refresh_from_db()
+    if workspace.status != AgentWorkspace.Status.DELETED and attempt < DELETE_POLLS:
+        raise RetryLater(1.0)
+    return workspace.status
+
+
 # --- Contexts -----------------------------------------------------------------------------------
-
-
-def context_json(context: WorkspaceContext) -> dict[str, Any]:
-    """The ``.context.json`` the agent writes into /workspace/<context id> (seed 001)."""
-    return {
-        "context_id": context.context_id,
-        "agent": context.workspace.agent_type,
-        "namespace": context.workspace.namespace,
-        "created_at": context.created_at.isoformat().replace("+00:00", "Z"),
-        "last_accessed_at": context.last_accessed_at.isoformat().replace("+00:00", "Z"),
-        "ttl_days": round(context.ttl_seconds / 86400, 2),
-        "disk_usage_bytes": context.disk_usage_bytes,
-    }
 
 
 def context_touch(
@@ -270,16 +289,13 @@ def workspace_report_usage(
     *, namespace: str, agent_type: str, used_bytes: int, actor: str
 ) -> AgentWorkspace:
     """The agents' measure of the whole PVC (``df``); may trigger an expansion."""
-    from allocations.tasks import expand_workspace
-
     if used_bytes < 0:
         raise InvalidRequest("usedBytes must not be negative")
     workspace = workspace_get(namespace=namespace, agent_type=agent_type)
     AgentWorkspace.objects.filter(pk=workspace.pk).update(
         usage_bytes=used_bytes, usage_reported_at=timezone.now()
     )
-    workspace_id = workspace.pk
-    transaction.on_commit(lambda: expand_workspace.delay(workspace_id))
+    queue.expand(workspace.pk)
     workspace.refresh_from_db()
     return workspace
 
@@ -300,17 +316,14 @@ def expansion_target(workspace: AgentWorkspace) -> int | None:
 
 
 def _class_cannot_expand(workspace: AgentWorkspace, pvc: dict[str, Any]) -> str | None:
-    name = (pvc.get("spec") or {}).get("storageClassName") or workspace.storage_class
+    name = objects.pvc_shape(pvc).storage_class or workspace.storage_class
     if not name:
         return "the PVC has no StorageClass, so nothing says it can expand"
-    storage_class = kube.get_object(objects.STORAGE_CLASS, None, name)
-    if storage_class is None:
-        return f'StorageClass "{name}" does not exist'
-    if storage_class.get("provisioner") in settings.CS_ELASTIC_PROVISIONERS:
-        return f'StorageClass "{name}" ({storage_class["provisioner"]}) grows by itself'
-    if not storage_class.get("allowVolumeExpansion"):
-        return f'StorageClass "{name}" does not allow volume expansion'
-    return None
+    return objects.storage_class_expansion_problem(
+        kube.get_object(objects.STORAGE_CLASS, None, name),
+        name,
+        settings.CS_ELASTIC_PROVISIONERS,
+    )
 
 
 def workspace_expand(workspace_id: int) -> str:
@@ -338,10 +351,7 @@ def workspace_expand(workspace_id: int) -> str:
         return "skipped"
     size = format_bytes(target)
     kube.patch_object(
-        objects.PVC,
-        workspace.namespace,
-        workspace.pvc_name,
-        {"spec": {"resources": {"requests": {"storage": size}}}},
+        objects.PVC, workspace.namespace, workspace.pvc_name, objects.pvc_resize_patch(size)
     )
     with transaction.atomic():
         updated = AgentWorkspace.objects.filter(
@@ -372,23 +382,6 @@ def _note(workspace: AgentWorkspace, note: str) -> None:
 
 
 # --- TTL cleanup --------------------------------------------------------------------------------
-
-
-def contexts_due(now: Any = None) -> QuerySet[WorkspaceContext]:
-    """Active contexts not touched within their TTL."""
-    from django.db.models import DurationField, ExpressionWrapper, F
-
-    now = now or timezone.now()
-    return (
-        WorkspaceContext.objects.filter(status=WorkspaceContext.Status.ACTIVE)
-        .annotate(
-            expires=ExpressionWrapper(
-                F("last_accessed_at") + F("ttl_seconds") * timedelta(seconds=1),
-                output_field=DurationField(),
-            )
-        )
-        .select_related("workspace")
-    ).filter(expires__lte=now)
 
 
 def contexts_expire(*, dry_run: bool = False, limit: int = 100) -> list[WorkspaceContext]:
@@ -491,3 +484,35 @@ def workspaces_observe() -> int:
             )
             changed += 1
     return changed
+
+
+def housekeeping() -> str:
+    """What beat runs every minute: PVC states, finished cleanup Jobs, expired contexts,
+    and the expansions usage reports ask for."""
+    observed = workspaces_observe()
+    requeued = _requeue_stalled()
+    finished = cleanup_jobs_observe()
+    started = len(contexts_expire())
+    for workspace_id in AgentWorkspace.objects.filter(
+        status=AgentWorkspace.Status.READY, usage_bytes__isnull=False
+    ).values_list("pk", flat=True):
+        workspace_expand(workspace_id)
+    return (
+        f"observed {observed}, requeued {requeued}, cleanups finished {finished}, started {started}"
+    )
+
+
+def _requeue_stalled() -> int:
+    """PVC creates and deletes whose task never ran (the broker was down when it was
+    queued) or gave up: queued again once they have waited a minute."""
+    cutoff = timezone.now() - STALLED_AFTER
+    stalled = AgentWorkspace.objects.filter(
+        status__in=(AgentWorkspace.Status.PROVISIONING, AgentWorkspace.Status.DELETING),
+        updated_at__lt=cutoff,
+    )
+    for workspace in stalled:
+        if workspace.status == AgentWorkspace.Status.PROVISIONING:
+            queue.create_pvc(workspace.pk)
+        else:
+            queue.delete_pvc(workspace.pk)
+    return len(stalled)

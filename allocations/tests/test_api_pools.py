@@ -12,6 +12,7 @@ import pytest
 from allocations import services
 from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.tasks import reconcile_allocation, rollback_allocation
+from allocations.tests.factories import AllocationFactory
 from allocations.v1 import PoolRequest
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
@@ -558,14 +559,12 @@ def test_mid_create_failure_rolls_back_everything_it_created(
     assert pool_objects(namespace, "clash") == NOTHING
     # The same clash met by the reconcile (the object appeared after the request was
     # accepted): the row is inserted directly, as such a race leaves it.
-    allocation = Allocation.objects.create(
+    allocation = AllocationFactory.create(
         name="clash",
         namespace=namespace,
         replicas=2,
         strategy="dedicated",
-        workspace_size="1Gi",
         workspace_access_mode="ReadWriteOnce",
-        requester="user:test",
     )
     reconcile_allocation.delay(allocation.pk)
 
@@ -695,13 +694,14 @@ def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: 
     )
     # The API's name check would refuse the name because of that labelled claim, so the row
     # is inserted directly: this is the state a create racing with such a claim ends in.
-    allocation = Allocation.objects.create(
+    allocation = AllocationFactory.create(
         name="doomed",
         namespace=namespace,
         replicas=2,
         strategy="warmpool",
         warm_pool="warm",
-        requester="user:test",
+        workspace_size="",
+        workspace_access_mode="",
     )
     reconcile_allocation.delay(allocation.pk)
 

@@ -1,0 +1,33 @@
+"""The allocations' and named contexts' tasks by name, queued after commit
+(contextsvc/core/queue.py)."""
+
+from __future__ import annotations
+
+from contextsvc.core.queue import after_commit
+
+RECONCILE = "allocations.tasks.reconcile_allocation"
+RELEASE = "allocations.tasks.release_allocation"
+ROLLBACK = "allocations.tasks.rollback_allocation"
+RECONCILE_CONTEXT = "allocations.tasks.reconcile_context"
+DELETE_CONTEXT = "allocations.tasks.delete_context"
+RESYNC = "allocations.tasks.resync"
+
+
+def reconcile(allocation_id: int) -> None:
+    after_commit(RECONCILE, allocation_id)
+
+
+def release(allocation_id: int) -> None:
+    after_commit(RELEASE, allocation_id)
+
+
+def rollback(allocation_id: int) -> None:
+    after_commit(ROLLBACK, allocation_id)
+
+
+def reconcile_context(context_id: int) -> None:
+    after_commit(RECONCILE_CONTEXT, context_id)
+
+
+def delete_context(context_id: int) -> None:
+    after_commit(DELETE_CONTEXT, context_id)

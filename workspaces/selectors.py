@@ -1,0 +1,72 @@
+"""Reads for agent workspaces and their contexts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet
+from django.utils import timezone
+
+from contextsvc.core.errors import NotFound
+from workspaces.models import AgentWorkspace, WorkspaceContext
+
+LIVE = (
+    AgentWorkspace.Status.PROVISIONING,
+    AgentWorkspace.Status.READY,
+    AgentWorkspace.Status.FAILED,
+)
+
+
+def workspace_list_live(namespace: str | None = None) -> QuerySet[AgentWorkspace]:
+    """Live workspaces (of one namespace, when given), each with ``active_contexts``
+    counted (one query)."""
+    found = AgentWorkspace.objects.filter(status__in=LIVE)
+    if namespace:
+        found = found.filter(namespace=namespace)
+    return found.annotate(
+        active_contexts=Count("contexts", filter=Q(contexts__status=WorkspaceContext.Status.ACTIVE))
+    ).order_by("namespace", "agent_type")
+
+
+def workspace_get(*, namespace: str, agent_type: str) -> AgentWorkspace:
+    found = AgentWorkspace.objects.filter(
+        namespace=namespace, agent_type=agent_type, status__in=LIVE
+    ).first()
+    if found is None:
+        raise NotFound(f'no workspace for agent "{agent_type}" in namespace "{namespace}"')
+    return found
+
+
+def context_json(context: WorkspaceContext) -> dict[str, Any]:
+    """The ``.context.json`` the agent writes into /workspace/<context id> (seed 001)."""
+    return {
+        "context_id": context.context_id,
+        "agent": context.workspace.agent_type,
+        "namespace": context.workspace.namespace,
+        "created_at": context.created_at.isoformat().replace("+00:00", "Z"),
+        "last_accessed_at": context.last_accessed_at.isoformat().replace("+00:00", "Z"),
+        "ttl_days": round(context.ttl_seconds / 86400, 2),
+        "disk_usage_bytes": context.disk_usage_bytes,
+    }
+
+
+def contexts_due(now: Any = None) -> QuerySet[WorkspaceContext]:
+    """Active contexts not touched within their TTL."""
+    now = now or timezone.now()
+    return (
+        WorkspaceContext.objects.filter(status=WorkspaceContext.Status.ACTIVE)
+        .annotate(
+            expires=ExpressionWrapper(
+                F("last_accessed_at") + F("ttl_seconds") * timedelta(seconds=1),
+                output_field=DurationField(),
+            )
+        )
+        .select_related("workspace")
+    ).filter(expires__lte=now)
+
+
+def contexts_active() -> QuerySet[WorkspaceContext]:
+    return WorkspaceContext.objects.filter(status=WorkspaceContext.Status.ACTIVE).select_related(
+        "workspace"
+    )
