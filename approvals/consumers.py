@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from datetime import datetime
 from typing import Any
@@ -32,7 +33,11 @@ from contextsvc.core.auth import (
 from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
 
+logger = logging.getLogger(__name__)
+
 MAX_WAIT = 60.0
+# How often a long-poll reads the database while the channel layer is unavailable.
+POLL_SECONDS = 1.0
 READERS = {Scope.READ, Scope.AGENT, Scope.APPROVER, Scope.ADMIN}
 # Expiry is decided by the database clock; waking a little after the deadline makes sure
 # the request reads as expired rather than waiting for the next event that never comes.
@@ -110,9 +115,8 @@ class ApprovalWaitConsumer(AsyncHttpConsumer):
 
     async def _wait(self, request_id: UUID, own_only: str | None, wait: float) -> dict[str, Any]:
         layer = get_channel_layer()
-        channel = await layer.new_channel()
         group = services.request_group(request_id)
-        await layer.group_add(group, channel)
+        channel = await _subscribe(layer, group)
         try:
             state = await _read(request_id, own_only)
             until = time.monotonic() + wait
@@ -124,8 +128,16 @@ class ApprovalWaitConsumer(AsyncHttpConsumer):
                 if timeout <= 0:
                     break
                 message = None
-                with contextlib.suppress(TimeoutError):
-                    message = await asyncio.wait_for(layer.receive(channel), timeout)
+                if channel is None:
+                    # No channel layer: the decision is in the database; look again soon.
+                    await asyncio.sleep(min(timeout, POLL_SECONDS))
+                else:
+                    try:
+                        with contextlib.suppress(TimeoutError):
+                            message = await asyncio.wait_for(layer.receive(channel), timeout)
+                    except Exception:  # noqa: BLE001 - Redis went away: poll the database
+                        logger.warning("the channel layer failed; polling approval %s", request_id)
+                        channel = None
                 event = (message or {}).get("event") or {}
                 if event.get("type") == "approval.decided" and event["data"]["id"] == state["id"]:
                     # The event carries the request as the API shows it: no second read.
@@ -135,4 +147,18 @@ class ApprovalWaitConsumer(AsyncHttpConsumer):
                     break
             return state
         finally:
-            await layer.group_discard(group, channel)
+            if channel is not None:
+                with contextlib.suppress(Exception):
+                    await layer.group_discard(group, channel)
+
+
+async def _subscribe(layer: Any, group: str) -> str | None:
+    """A channel in the request's group, or None when the channel layer (Redis) cannot be
+    reached: then the wait polls the database, and the decision still arrives."""
+    try:
+        channel: str = await layer.new_channel()
+        await layer.group_add(group, channel)
+    except Exception:  # noqa: BLE001 - any failure of the layer means: poll instead
+        logger.warning("the channel layer is unavailable; long-polls read the database")
+        return None
+    return channel

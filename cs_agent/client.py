@@ -16,6 +16,9 @@ from urllib.parse import quote
 LONG_POLL_SECONDS = 30.0
 # The server holds a long-poll open this long at most; the socket waits a little longer.
 SOCKET_SLACK = 15.0
+# No answer at all (None: refused, reset, timed out) or a gateway / unavailable answer.
+RECONNECT_STATUSES = (None, 502, 503, 504)
+RECONNECT_SECONDS = 1.0
 
 
 class ApprovalError(Exception):
@@ -142,7 +145,16 @@ class ApprovalClient(ServiceClient):
         path = f"/v1/approvals/{quote(request_id)}"
         while True:
             wait = max(0.0, min(LONG_POLL_SECONDS, until - time.monotonic()))
-            _, state = self._call("GET", f"{path}?wait={wait:.1f}", timeout=wait + SOCKET_SLACK)
+            try:
+                _, state = self._call("GET", f"{path}?wait={wait:.1f}", timeout=wait + SOCKET_SLACK)
+            except ApprovalError as exc:
+                # The web process holding the poll went away (a restart, a rollout) or the
+                # service is briefly unavailable: the decision is in the database, so ask
+                # again until the deadline; anything else is an answer (and fails closed).
+                if exc.status not in RECONNECT_STATUSES or time.monotonic() >= until:
+                    raise
+                time.sleep(min(RECONNECT_SECONDS, max(0.0, until - time.monotonic())))
+                continue
             if state["status"] != "pending" or time.monotonic() >= until or wait == 0:
                 return dict(state)
 

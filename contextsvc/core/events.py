@@ -63,10 +63,15 @@ class _Sender:
             if layer is None:
                 continue
             for group in groups:
-                try:
-                    await layer.group_send(group, {"type": "live.event", "event": event})
-                except Exception:  # a lost live event must never stop the next ones
-                    logger.exception("could not publish %s to %s", event.get("type"), group)
+                # Once more after a failure: a connection pooled before Redis restarted
+                # fails its first command, and the retry reconnects.
+                for attempt in (1, 2):
+                    try:
+                        await layer.group_send(group, {"type": "live.event", "event": event})
+                        break
+                    except Exception:  # a lost live event must never stop the next ones
+                        if attempt == 2:
+                            logger.exception("could not publish %s to %s", event.get("type"), group)
 
     def send(self, groups: tuple[str, ...], event: dict[str, Any]) -> None:
         loop, queue = self._start()

@@ -122,6 +122,14 @@ class ManagedProcess:
             terminate_pid(self.proc.pid, timeout=20, group=True)
             self.proc.wait()
 
+    def kill(self) -> None:
+        """SIGKILL to the whole process group, as the kubelet ends a container: no
+        shutdown handler runs, and children (prefork workers, uvicorn's) die with it."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
 
 @contextlib.contextmanager
 def paused(process: ManagedProcess) -> Iterator[None]:

@@ -1,0 +1,191 @@
+"""Approvals under faults: the web process holding an agent's long-poll is killed and the
+agent still receives the decision; concurrent reviewers never both win; a decision made
+while Redis is down reaches the agent by its next poll."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from approvals.models import ApprovalRequest
+from contextsvc.core.events import publish
+from contextsvc.core.models import AuditEntry
+from contextsvc.devenv.services import Redis
+from contextsvc.devenv.system import free_port, pid_alive
+from cs_agent import ApprovalClient
+from profiles.tests.factories import SandboxProfileFactory
+from tests.support.api import decide_over_http, issue_token
+from tests.support.processes import ManagedProcess, child_env, manage_argv, wait_until
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
+
+PAIRS = 100
+# Anything not allowed or denied by these rules waits for a person.
+RULES = {"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(sudo:*)"]}}
+ASKED = {"kind": "shell", "command": "pip install pandas"}
+
+
+@pytest.fixture
+def data_agent() -> None:
+    SandboxProfileFactory.create(name="data-agent", rules=RULES)
+
+
+@pytest.fixture
+def own_web() -> Iterator[tuple[ManagedProcess, int]]:
+    port = free_port()
+    web = ManagedProcess(
+        "web-approval-faults", manage_argv("serve", "--bind", f"127.0.0.1:{port}"), child_env()
+    ).start()
+    web.wait_listening(port, timeout=60)
+    try:
+        yield web, port
+    finally:
+        web.stop()
+
+
+def decide(url: str, token: str, request_id: str, decision: str) -> int:
+    request = urllib.request.Request(
+        f"{url}/v1/approvals/{request_id}/decision",
+        data=json.dumps({"decision": decision}).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+@pytest.mark.usefixtures("data_agent")
+def test_the_web_process_holding_a_long_poll_is_killed_and_the_decision_arrives(
+    own_web: tuple[ManagedProcess, int],
+) -> None:
+    web, port = own_web
+    url = f"http://127.0.0.1:{port}"
+    agent = ApprovalClient(url, issue_token("agent-1", ["agent"]), agent_type="data-agent")
+    pending = agent.submit(ASKED, "ctx-1")
+    answer: dict[str, Any] = {}
+
+    def wait() -> None:
+        answer.update(agent.wait(pending["id"], timeout=90))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(1.0)  # the long-poll is open on the web process
+    web.kill()
+    web.start()  # the replacement, behind the same Service address
+    web.wait_listening(port, timeout=60)
+    decided = decide_over_http(
+        url, issue_token("alice", ["approver"]), pending["id"], {"decision": "approve"}
+    )
+    waiter.join(timeout=60)
+
+    assert not waiter.is_alive()
+    assert decided["status"] == "approved"
+    assert answer["status"] == "approved"
+    assert answer["decidedBy"] == "api:alice"
+
+
+@pytest.mark.usefixtures("data_agent")
+def test_concurrent_reviewers_never_both_win(web_server: str) -> None:
+    agent = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="data-agent")
+    alice, bob = issue_token("alice", ["approver"]), issue_token("bob", ["approver"])
+    ids = [agent.submit(ASKED, f"ctx-{n}")["id"] for n in range(PAIRS)]
+    # Alice approves and Bob denies each request at the same moment.
+    start = threading.Barrier(2 * PAIRS)
+
+    def race(args: tuple[str, str, str]) -> tuple[str, str, int]:
+        token, request_id, decision = args
+        start.wait()
+        return request_id, decision, decide(web_server, token, request_id, decision)
+
+    work = [(alice, i, "approve") for i in ids] + [(bob, i, "deny") for i in ids]
+    with ThreadPoolExecutor(max_workers=2 * PAIRS) as pool:
+        outcomes = list(pool.map(race, work))
+
+    by_request: dict[str, list[tuple[str, int]]] = {}
+    for request_id, decision, status in outcomes:
+        by_request.setdefault(request_id, []).append((decision, status))
+    for request_id, results in by_request.items():
+        statuses = sorted(status for _, status in results)
+        assert statuses == [200, 409], (request_id, results)
+        winner = next(decision for decision, status in results if status == 200)
+        row = ApprovalRequest.objects.get(pk=request_id)
+        assert row.status == {"approve": "approved", "deny": "denied"}[winner]
+        decisions = AuditEntry.objects.filter(
+            target=request_id, action__in=["approval.approve", "approval.deny"]
+        )
+        assert decisions.count() == 1
+
+
+@pytest.mark.usefixtures("data_agent")
+def test_a_decision_made_while_redis_is_down_reaches_the_agent(web_server: str) -> None:
+    agent = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="data-agent")
+    pending = agent.submit(ASKED, "ctx-1")
+    redis = Redis()
+    pid = redis.pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not pid_alive(pid), timeout=10, message="Redis to die")
+    try:
+        status = decide(web_server, issue_token("alice", ["approver"]), pending["id"], "approve")
+        state = agent.wait(pending["id"], timeout=5)
+    finally:
+        assert redis.start()
+
+    assert status == 200
+    assert state["status"] == "approved"
+
+
+def test_a_live_event_after_a_redis_restart_still_arrives() -> None:
+    """The process's live-event sender holds a pooled Redis connection; after Redis
+    restarts, its first send fails on the dead connection and is tried again."""
+    layer = get_channel_layer()
+    group = f"test-{uuid.uuid4().hex}"
+
+    def receive_one(timeout: float) -> Any:
+        """A new member of the group, and how to wait for its next message."""
+        channel = async_to_sync(layer.new_channel)()
+        async_to_sync(layer.group_add)(group, channel)
+
+        async def receive() -> Any:
+            return await asyncio.wait_for(layer.receive(channel), timeout)
+
+        return receive
+
+    receive = receive_one(5)
+    with transaction.atomic():
+        publish(group, event_type="allocation.changed", data={"n": 1})
+    assert async_to_sync(receive)()["event"]["data"] == {"n": 1}
+
+    redis = Redis()
+    pid = redis.pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not pid_alive(pid), timeout=10, message="Redis to die")
+    assert redis.start()
+    layer = get_channel_layer()
+    receive = receive_one(5)  # Redis lost the group with everything else
+    with transaction.atomic():
+        publish(group, event_type="allocation.changed", data={"n": 2})
+
+    assert async_to_sync(receive)() == {
+        "type": "live.event",
+        "event": {"type": "allocation.changed", "data": {"n": 2}},
+    }
