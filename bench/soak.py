@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench.harness import Http, Stack, service_stack
 from bench.report import machine, now, write_section
-from contextsvc.devenv.system import REPO_DIR, pid_alive
+from contextsvc.devenv.system import REPO_DIR, pid_alive, port_open
 
 SOAK_SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "1200"))
 POOLS_PER_CYCLE = 4
@@ -115,7 +115,7 @@ def _faults(soak: Soak) -> dict[str, Callable[[], None]]:
         if pid is None:
             return
         os.kill(pid, signal.SIGKILL)
-        while pid_alive(pid):
+        while pid_alive(pid) or port_open(redis.port):
             time.sleep(0.1)
         time.sleep(1)
         redis.start()

@@ -16,8 +16,6 @@ than the production default's minute.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 import urllib.error
 import urllib.request
@@ -32,8 +30,7 @@ from django.db import connection
 from allocations.models import ACTIVE_PHASES, Allocation, Phase
 from contextsvc.core import locks
 from contextsvc.core.models import AuditEntry
-from contextsvc.devenv.services import Redis
-from contextsvc.devenv.system import free_port, pid_alive
+from contextsvc.devenv.system import free_port
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from contextsvc.testenv import ClusterHandle
@@ -313,27 +310,6 @@ def test_a_process_killed_mid_burst_and_mid_release(
         during_burst=lambda: stack.restart(process),
         during_release=lambda: stack.restart(process),
     )
-
-
-def test_redis_killed_mid_burst_loses_its_queue_and_nothing_else(
-    stack: Stack, namespace: str
-) -> None:
-    redis = Redis()
-
-    def kill_redis() -> None:
-        pid = redis.pid()
-        assert pid is not None
-        os.kill(pid, signal.SIGKILL)
-        wait_until(lambda: not pid_alive(pid), timeout=10, message="Redis to die")
-        time.sleep(2)  # long enough for every process to notice
-        assert redis.start()
-        # A Celery worker whose late ack meets the dead broker exits (kombu raises in the
-        # ack); its Deployment restarts it, as the kubelet restarts any container that
-        # exits. The others ride it out.
-        time.sleep(2)
-        stack.revive()
-
-    scenario(stack, namespace, "redis", during_burst=kill_redis, during_release=kill_redis)
 
 
 def test_the_api_server_frozen_for_20_seconds(stack: Stack, namespace: str) -> None:
