@@ -120,15 +120,6 @@ class Stack:
             message="the watcher to watch again",
         )
 
-    def revive(self) -> list[str]:
-        """Start again whichever process exited, as the kubelet restarts a container."""
-        revived = []
-        for process in (self.web, self.worker, self.beat, self.watcher):
-            if process.proc is not None and process.proc.poll() is not None:
-                self.restart(process)
-                revived.append(process.name)
-        return revived
-
     def restart(self, process: ManagedProcess) -> None:
         """Kill a process with SIGKILL and start it again, as the kubelet would."""
         process.kill()
