@@ -82,7 +82,7 @@ TEMPLATES = [
 _db = parse_database_url("DATABASE_URL", env_str("DATABASE_URL"))
 DATABASES: dict[str, dict[str, Any]] = {
     "default": {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "contextsvc.db",
         "NAME": _db.name,
         "USER": _db.user,
         "PASSWORD": _db.password,
@@ -251,6 +251,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ResourceStatusEnum": ["provisioning", "ready", "failed"],
         "ApprovalStatusEnum": ["pending", "approved", "denied", "expired", "cancelled"],
+        "OperationKindEnum": ["shell", "file", "network"],
+        "ShellKindEnum": ["shell"],
+        "FileKindEnum": ["file"],
+        "NetworkKindEnum": ["network"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

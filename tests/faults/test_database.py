@@ -7,18 +7,20 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from email.message import Message
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
 
 from allocations.models import Phase
 from contextsvc.core.users import ensure_role_groups, user_set_role
-from tests.faults.conftest import SuitePostgres
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import wait_for_phase
+from tests.support.postgres import SuitePostgres
 from tests.support.processes import ManagedProcess, wait_until, web_process
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
@@ -45,6 +47,17 @@ def call(url: str, token: str | None = None, cookie: str = "") -> tuple[int, Mes
 UNAVAILABLE = {"error": "unavailable", "message": "the database is unavailable; retry shortly"}
 
 
+def client_connections() -> int:
+    """Connections to the test database, every process's."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND backend_type = 'client backend'"
+        )
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.usefixtures("kube_cluster")  # /readyz checks the cluster too
 def test_a_restart_heals_at_once_and_an_outage_is_a_503(postgres: SuitePostgres) -> None:
     token = issue_token("sh", ["allocations"])
     ensure_role_groups()
@@ -55,10 +68,21 @@ def test_a_restart_heals_at_once_and_an_outage_is_a_503(postgres: SuitePostgres)
     session = f"sessionid={browser.cookies['sessionid'].value}"
     with web_process("web-database-faults") as url:
         assert call(f"{url}/v1/sandbox-pools", token)[0] == 200
+        # A busy web process keeps several connections in its pool; all die in a restart.
+        before = client_connections()
+        with ThreadPoolExecutor(16) as pool:
+            statuses = list(
+                pool.map(lambda _: call(f"{url}/v1/sandbox-pools", token)[0], range(96))
+            )
+        assert statuses == [200] * 96
+        assert client_connections() - before >= 3, "the pool did not grow: nothing to test"
 
         postgres.restart()
 
-        # Every pooled connection died; the pool replaces them as they are checked out.
+        # The first dead connection met sends the whole pool through a check: the very
+        # next request after the restart is answered (psycopg_pool alone would check the
+        # dead ones one by one, 1 s then 2 s apart, and time out).
+        assert call(f"{url}/v1/sandbox-pools", token)[::2] == (200, {"items": []})
         assert call(f"{url}/v1/sandbox-pools", token)[::2] == (200, {"items": []})
         assert call(f"{url}/readyz")[0] == 200
         assert call(f"{url}/allocations/", cookie=session)[0] == 200
