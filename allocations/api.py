@@ -42,14 +42,41 @@ class ManagedWorkspace(serializers.Serializer):
         choices=openapi.ACCESS_MODES,
         help_text="ReadWriteOnce (one PVC per sandbox) or ReadWriteMany (one shared)",
     )
-    storageClass = serializers.RegexField(openapi.DNS_SUBDOMAIN, required=False)
+    # "" is Go's zero value: the same as leaving the storage class out.
+    storageClass = serializers.RegexField(
+        rf"^$|{openapi.DNS_SUBDOMAIN}", required=False, allow_blank=True
+    )
+
+
+def _go_zero_value(field: str) -> serializers.CharField:
+    """A field of another strategy that Go clients always send, as its zero value: their
+    structs have no ``omitempty`` on ``size`` and ``accessMode``, so ``contextctl --claim``
+    and ``--warm-pool`` send ``"size": ""`` and ``"accessMode": ""``; anything else is
+    refused. (``storageClass`` is ``omitempty`` there, but "" is taken as its absence.)"""
+    return serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=0,
+        help_text=f"Only the empty string (Go's zero {field})",
+    )
 
 
 class ExistingWorkspace(serializers.Serializer):
+    size = _go_zero_value("size")
+    accessMode = _go_zero_value("accessMode")
+    storageClass = _go_zero_value("storageClass")
     claimName = serializers.RegexField(
         openapi.DNS_SUBDOMAIN, help_text="The caller's PVC (never deleted)"
     )
     readOnly = serializers.BooleanField()
+
+
+class EmptyWorkspace(serializers.Serializer):
+    """A warm-pool claim has no workspace of its own: absent, ``{}``, or Go's zero values."""
+
+    size = _go_zero_value("size")
+    accessMode = _go_zero_value("accessMode")
+    storageClass = _go_zero_value("storageClass")
 
 
 class ManagedPoolRequest(_PoolRequestBase):
@@ -68,10 +95,10 @@ class WarmPoolRequest(_PoolRequestBase):
     """Claims from an existing SandboxWarmPool (its template decides the runtime)."""
 
     warmPoolRef = serializers.RegexField(openapi.DNS_SUBDOMAIN)
+    workspace = EmptyWorkspace(required=False)
 
 
-# One strategy per request, as the contract has it (the service also takes the zero values
-# Go clients send for the fields of the other strategies, e.g. "size": "" with a warm pool).
+# One strategy per request, as the contract has it.
 SandboxPoolRequest = PolymorphicProxySerializer(
     component_name="SandboxPoolRequest",
     serializers=[ManagedPoolRequest, ExistingPoolRequest, WarmPoolRequest],
@@ -106,10 +133,12 @@ class SandboxPoolList(serializers.Serializer):
 
 
 class ContextStorage(serializers.Serializer):
-    backend = serializers.CharField(help_text="pvc")
-    size = serializers.CharField()
-    accessMode = serializers.CharField()
-    storageClass = serializers.CharField(required=False)
+    backend = serializers.ChoiceField(choices=["pvc"])
+    size = serializers.RegexField(openapi.POSITIVE_QUANTITY, max_length=64)
+    accessMode = serializers.ChoiceField(choices=openapi.ACCESS_MODES)
+    storageClass = serializers.RegexField(
+        rf"^$|{openapi.DNS_SUBDOMAIN}", required=False, allow_blank=True
+    )
 
 
 class ContextRequest(serializers.Serializer):

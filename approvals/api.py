@@ -3,8 +3,14 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,6 +23,7 @@ from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import integer, read_json_object, reject_unknown_fields, text
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
+from rules.model import MAX_OPERATION_TEXT
 
 CHECK_FIELDS = frozenset(
     {
@@ -32,17 +39,52 @@ CHECK_FIELDS = frozenset(
 DECISION_FIELDS = frozenset({"decision", "reason", "scope", "expiresInSeconds", "rule"})
 
 
-class Operation(serializers.Serializer):
-    """``{"kind": "shell", "command": …}``, ``{"kind": "file", "action": …, "path": …}`` or
-    ``{"kind": "network", "host": …}`` / ``{"kind": "network", "url": …}``."""
+# One serializer per kind of operation, so that the document says what each one needs
+# (rules.model.operation_from_dict is the parser).
+_NOT_BLANK = r"\S"
 
-    kind = serializers.ChoiceField(choices=["shell", "file", "network"])
-    command = serializers.CharField(required=False, help_text="kind shell")
-    action = serializers.ChoiceField(choices=["read", "write", "delete"], required=False)
-    path = serializers.CharField(required=False)
-    host = serializers.CharField(required=False)
-    url = serializers.CharField(required=False)
+
+class ShellOperation(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["shell"])
+    command = serializers.CharField(
+        allow_blank=True, trim_whitespace=False, max_length=MAX_OPERATION_TEXT
+    )
+
+
+class FileOperation(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["file"])
+    action = serializers.ChoiceField(choices=["read", "write", "delete"])
+    path = serializers.CharField(trim_whitespace=False, max_length=MAX_OPERATION_TEXT)
+
+
+class _NetworkOperationBase(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["network"])
     direction = serializers.ChoiceField(choices=["outbound", "inbound"], required=False)
+
+
+class NetworkHostOperation(_NetworkOperationBase):
+    host = serializers.RegexField(_NOT_BLANK, max_length=MAX_OPERATION_TEXT)
+
+
+class NetworkUrlOperation(_NetworkOperationBase):
+    url = serializers.RegexField(
+        r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*@)?[^/?#@:]",
+        help_text="An absolute URL",
+        max_length=MAX_OPERATION_TEXT,
+    )
+    host = serializers.RegexField(
+        _NOT_BLANK,
+        required=False,
+        help_text="If given, the url's host",
+        max_length=MAX_OPERATION_TEXT,
+    )
+
+
+Operation = PolymorphicProxySerializer(
+    component_name="Operation",
+    serializers=[ShellOperation, FileOperation, NetworkHostOperation, NetworkUrlOperation],
+    resource_type_field_name=None,
+)
 
 
 class ApprovalCheckRequest(serializers.Serializer):
@@ -51,8 +93,10 @@ class ApprovalCheckRequest(serializers.Serializer):
     agentInstance = serializers.CharField(required=False)
     allocation = serializers.CharField(required=False)
     namespace = serializers.CharField(required=False)
-    operation = Operation()
-    deadlineSeconds = serializers.IntegerField(required=False, min_value=1)
+    operation = Operation
+    deadlineSeconds = serializers.IntegerField(
+        required=False, min_value=1, max_value=settings.CS_APPROVAL_MAX_DEADLINE_SECONDS
+    )
 
 
 class Verdict(serializers.Serializer):

@@ -162,6 +162,58 @@ def test_existing_claim_read_only(contextctl: Contextctl, namespace: str) -> Non
     assert kube.get_object(objects.PVC, namespace, "prepared") is not None
 
 
+def test_existing_claim_read_write_as_json(contextctl: Contextctl, namespace: str) -> None:
+    make_pvc(namespace, "scratch", modes=["ReadWriteOnce"], size="2Gi")
+
+    created = contextctl.run("create", "writer", "--claim", "scratch", "--read-write", "--json")
+
+    assert created.exit_code == 0, created.stderr
+    assert contextctl.calls[-1].body["workspace"] == {
+        "size": "",
+        "accessMode": "",
+        "claimName": "scratch",
+        "readOnly": False,
+    }
+    # --json prints the response as Go decoded it: the PVC's own size and mode.
+    assert json.loads(created.stdout) == {
+        "name": "writer",
+        "status": "provisioning",
+        "replicas": 1,
+        "readyReplicas": 0,
+        "sandboxSelector": "context.rossoctl.io/pool=writer",
+        "workspace": {
+            "size": "2Gi",
+            "accessMode": "ReadWriteOnce",
+            "storageClass": "standard",
+            "claimName": "scratch",
+            "readOnly": False,
+        },
+    }
+    assert contextctl.run("wait", "writer").exit_code == 0
+    sandbox = kube.get_object(objects.SANDBOX, namespace, "sandbox-writer-0")
+    assert sandbox is not None
+    volumes = sandbox["spec"]["podTemplate"]["spec"]["volumes"]
+    assert [v["persistentVolumeClaim"] for v in volumes if "persistentVolumeClaim" in v] == [
+        {"claimName": "scratch", "readOnly": False}
+    ]
+    assert contextctl.run("rm", "writer").exit_code == 0
+    released(contextctl, namespace, "writer")
+    assert kube.get_object(objects.PVC, namespace, "scratch") is not None
+
+
+def test_wait_gives_up_at_its_timeout(contextctl: Contextctl, namespace: str) -> None:
+    assert contextctl.run("create", "slow", "-n", "3").exit_code == 0
+
+    # The first GET comes at once, before three Pods can be ready; the next would come
+    # after the 1 s timeout.
+    waited = contextctl.run("wait", "slow", "-t", "1s")
+
+    assert (waited.exit_code, waited.stderr) == (1, "contextctl: timed out waiting for slow\n")
+    assert waited.stdout.startswith("slow: provisioning (")
+    assert contextctl.run("rm", "slow").exit_code == 0
+    released(contextctl, namespace, "slow")
+
+
 def test_warm_pool(contextctl: Contextctl, namespace: str) -> None:
     make_warm_pool(namespace, "agents", replicas=2)
 

@@ -15,6 +15,10 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from tests.support.contextctl import Contextctl
+
+REQUEST = {"$ref": "#/components/schemas/SandboxPoolRequest"}
+
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
@@ -144,6 +148,48 @@ def test_a_pool_request_is_one_of_the_strategies(schema: dict[str, Any]) -> None
     assert required["WarmPoolRequest"] == ["name", "replicas", "warmPoolRef"]
     for name in ("ManagedPoolRequest", "ManagedWorkspace", "ContextRequest", "ProfileRequest"):
         assert components[name]["additionalProperties"] is False, name
+
+
+CONTEXTCTL_CREATES = [
+    ["demo"],
+    ["demo", "--shared"],
+    ["-n", "3", "-s", "2Gi", "-c", "standard", "demo"],
+    ["demo", "--claim", "prepared", "--read-only", "-n", "2"],
+    ["demo", "--claim", "prepared", "--read-write"],
+    ["demo", "--warm-pool", "agents", "-n", "2"],
+]
+
+
+@pytest.mark.parametrize("args", CONTEXTCTL_CREATES, ids=" ".join)
+def test_every_body_contextctl_sends_is_a_documented_request(
+    schema: dict[str, Any], args: list[str]
+) -> None:
+    """Go's encoder sends the zero values of the other strategies' fields ("size": ""):
+    a client generated from the document must accept what the real client sends."""
+    body = Contextctl("http://contextctl.invalid", storage_class="standard").create_body(args)
+
+    errors = list(validator(schema, REQUEST).iter_errors(body))
+
+    assert errors == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "x", "replicas": 1, "warmPoolRef": "p", "workspace": {"size": "1Gi"}},
+        {"name": "x", "replicas": 1, "warmPoolRef": "p", "workspace": {"storageClass": "s"}},
+        {
+            "name": "x",
+            "replicas": 1,
+            "workspace": {"size": "1Gi", "accessMode": "", "claimName": "c", "readOnly": True},
+        },
+        {"name": "x", "replicas": 1, "workspace": {"size": "", "accessMode": "ReadWriteOnce"}},
+    ],
+)
+def test_only_zero_values_of_the_other_strategies_are_documented(
+    schema: dict[str, Any], body: dict[str, Any]
+) -> None:
+    assert not validator(schema, REQUEST).is_valid(body)
 
 
 def test_examples_validate_against_their_schemas(schema: dict[str, Any]) -> None:

@@ -206,11 +206,13 @@ class Contextctl:
             raise ContextctlError(f"unknown command {command!r}; run 'contextctl help'")
 
     def _create(self, args: list[str], out: list[str]) -> None:
-        name, flags = _parse(
-            args,
-            values={"n", "s", "c", "claim", "warm-pool"},
-            booleans={"shared", "read-only", "read-write", "json"},
-        )
+        flags = _parse(args, **_CREATE_FLAGS)[1]
+        pool = decode_pool(self._do("POST", "/v1/sandbox-pools", self.create_body(args)))
+        out.append(_print_pool(pool, json_output="json" in flags))
+
+    def create_body(self, args: list[str]) -> dict[str, Any]:
+        """The body ``contextctl create ARGS`` sends (no request is made)."""
+        name, flags = _parse(args, **_CREATE_FLAGS)
         replicas = int(flags.get("n", "1"))
         workspace: dict[str, Any] = {
             "size": flags.get("s", "1Gi"),
@@ -237,8 +239,7 @@ class Contextctl:
         if warm_pool:
             body["warmPoolRef"] = warm_pool
         body["workspace"] = _go_encode(workspace, _WORKSPACE_FIELDS)
-        pool = decode_pool(self._do("POST", "/v1/sandbox-pools", body))
-        out.append(_print_pool(pool, json_output="json" in flags))
+        return body
 
     def _wait(self, name: str, timeout: float, out: list[str]) -> None:
         deadline = time.monotonic() + timeout
@@ -252,6 +253,12 @@ class Contextctl:
             if time.monotonic() + WAIT_INTERVAL > deadline:
                 raise ContextctlError(f"timed out waiting for {name}")
             self.sleep(WAIT_INTERVAL)
+
+
+_CREATE_FLAGS: dict[str, set[str]] = {
+    "values": {"n", "s", "c", "claim", "warm-pool"},
+    "booleans": {"shared", "read-only", "read-write", "json"},
+}
 
 
 def _print_pool(pool: dict[str, Any], *, json_output: bool) -> str:
