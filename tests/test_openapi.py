@@ -215,4 +215,9 @@ def test_a_generated_client_creates_reads_lists_and_releases(
         timeout=90,
         message="the pool's objects to be deleted",
     )
-    assert Allocation.objects.get(name="generated").phase == "released"
+    # The row follows once the release (or the watcher) has seen nothing left.
+    wait_until(
+        lambda: Allocation.objects.get(name="generated").phase == "released",
+        timeout=30,
+        message="the allocation to be released",
+    )
