@@ -89,8 +89,8 @@ class PodReadyClock:
             for event in kube.watch_raw(target, version, 60):
                 if event["type"] in ("ADDED", "MODIFIED"):
                     pod = event["object"]
-                    version = pod["metadata"]["resourceVersion"]
-                    pool = pod["metadata"]["labels"].get(objects.POOL_LABEL)
+                    version = objects.resource_version_of(pod)
+                    pool = objects.labels_of(pod).get(objects.POOL_LABEL)
                     if pool and pool not in self.ready_at and objects.pod_is_ready(pod):
                         self.ready_at[pool] = time.time()
                 if self.stop.is_set():
