@@ -27,8 +27,8 @@ from allocations.models import (
     Strategy,
 )
 from allocations.observe import Observation, PoolObjects, observe
+from allocations.requests import ContextRequest, PoolRequest
 from allocations.selectors import allocation_row
-from allocations.v1 import ContextRequest, PoolRequest
 from contextsvc.core import capabilities, events, namespaces
 from contextsvc.core.errors import (
     AlreadyExists,

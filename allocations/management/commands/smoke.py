@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from allocations import services
 from allocations.models import Allocation, Phase
-from allocations.v1 import PoolRequest
+from allocations.requests import PoolRequest
 from contextsvc.core.errors import ServiceError
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
