@@ -1,5 +1,5 @@
-"""The watcher: lists and watches managed Sandboxes, SandboxClaims, Pods and PVCs and turns
-every event into an observed-state update.
+"""The watcher: lists and watches managed Sandboxes, SandboxClaims, Pods, PVCs and
+NetworkPolicies and turns every event into an observed-state update.
 
 One instance is active at a time (a PostgreSQL advisory lock held on a dedicated
 connection); the others wait to take over. Each collection has an informer thread that
