@@ -11,6 +11,7 @@ def main() -> None:
         # Under ASGI every request may run on another thread, so persistent connections are
         # not reused; the web process pools them instead (CS_DB_POOL=false turns it off).
         os.environ.setdefault("CS_DB_POOL", "true")
+    # Django's own manage.py template imports here, after choosing the settings module.
     from django.conf import settings
     from django.core.management import execute_from_command_line
 

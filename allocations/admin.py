@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from allocations.models import Allocation, AllocationEvent, ContextResource
+from contextsvc.core.admin import ReadOnlyAdmin
 
 
 class AllocationEventInline(admin.TabularInline):
@@ -17,7 +18,7 @@ class AllocationEventInline(admin.TabularInline):
 
 
 @admin.register(Allocation)
-class AllocationAdmin(admin.ModelAdmin):
+class AllocationAdmin(ReadOnlyAdmin):
     """Read-only: allocations change through the API and the dashboard, which audit it."""
 
     list_display = (
@@ -33,15 +34,6 @@ class AllocationAdmin(admin.ModelAdmin):
     list_filter = ("phase", "strategy", "namespace")
     search_fields = ("name",)
     inlines = [AllocationEventInline]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(ContextResource)

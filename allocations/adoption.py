@@ -39,13 +39,13 @@ def _replicas(pool: PoolObjects, name: str) -> int:
     if pool.claims:
         return len(pool.claims)
     for sandbox in pool.sandboxes:
-        annotation = (sandbox["metadata"].get("annotations") or {}).get(objects.REPLICAS_KEY)
+        annotation = objects.annotations_of(sandbox).get(objects.REPLICAS_KEY)
         if annotation and annotation.isdigit():
             return int(annotation)
     indexes = [
         index
         for sandbox in pool.sandboxes
-        if (index := objects.sandbox_index(name, sandbox["metadata"]["name"])) is not None
+        if (index := objects.sandbox_index(name, objects.name_of(sandbox))) is not None
     ]
     return max(indexes) + 1 if indexes else len(pool.sandboxes)
 
@@ -54,7 +54,7 @@ def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
     """The allocation these objects describe, following the v1 names and annotations."""
     namespace, name = key
     names = tuple(
-        f"{obj.get('kind') or 'PersistentVolumeClaim'}/{obj['metadata']['name']}"
+        f"{objects.kind_of(obj) or 'PersistentVolumeClaim'}/{objects.name_of(obj)}"
         for obj in pool.sandboxes + pool.claims + pool.pvcs
     )
     if not is_pool_name(name):
@@ -71,8 +71,8 @@ def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
         allocation.strategy = Strategy.WARMPOOL
         allocation.warm_pool = objects.claim_warm_pool(pool.claims[0])
         return allocation
-    annotations = pool.sandboxes[0]["metadata"].get("annotations") or {}
-    pvcs = {pvc["metadata"]["name"]: pvc for pvc in pool.pvcs}
+    annotations = objects.annotations_of(pool.sandboxes[0])
+    pvcs = {objects.name_of(pvc): pvc for pvc in pool.pvcs}
     claim = annotations.get(objects.CLAIM_ANNOTATION)
     workspace: dict[str, Any] | None
     if claim:
@@ -135,7 +135,7 @@ def adopt_context(
     context again, so its callers can read and delete it."""
     namespace, name = key
     labels = objects.labels_of(pvc)
-    pvc_name = str(pvc["metadata"]["name"])
+    pvc_name = objects.name_of(pvc)
     found = (f"PersistentVolumeClaim/{pvc_name}",)
     if not is_pool_name(name) or pvc_name != objects.context_pvc_name(name):
         return Orphan(namespace, name, found, f"not the PVC a context named {name!r} would have")

@@ -4,7 +4,7 @@ watch caches) and by the periodic resync (from list calls)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,11 +35,10 @@ class PoolObjects:
 
 
 def pool_key(obj: Obj) -> PoolKey | None:
-    metadata = obj.get("metadata") or {}
-    pool = (metadata.get("labels") or {}).get(objects.POOL_LABEL)
+    pool = objects.labels_of(obj).get(objects.POOL_LABEL)
     if not pool:
         return None
-    return str(metadata.get("namespace") or ""), str(pool)
+    return objects.namespace_of(obj), str(pool)
 
 
 def group_by_pool(
@@ -54,13 +53,13 @@ def group_by_pool(
     for attribute, items in (
         ("sandboxes", sandboxes),
         ("claims", claims),
-        ("pods", pods),
+        ("pods", objects.sandbox_pods_among(pods)),
         ("pvcs", pvcs),
         ("policies", policies),
     ):
         for obj in items:
             key = pool_key(obj)
-            if key is None or (attribute == "pods" and not objects.is_sandbox_pod(obj)):
+            if key is None:
                 continue
             getattr(groups[key], attribute).append(obj)
     return dict(groups)
@@ -73,26 +72,30 @@ def ready_replicas(strategy: str, pool: PoolObjects) -> int:
     return sum(1 for pod in pool.pods if objects.pod_is_ready(pod))
 
 
-def terminal_failure(pool: PoolObjects) -> tuple[str, str] | None:
-    """The first Sandbox or Claim that failed for a reason no retry will fix."""
+Report = tuple[str, str]  # (reason, message)
+
+
+def _first_report(pool: PoolObjects, read: Callable[[Obj], Report | None]) -> Report | None:
+    """What ``read`` finds on the first Claim or Sandbox it finds anything on, the message
+    prefixed with that object's kind and name."""
     for obj in pool.claims + pool.sandboxes:
-        failure = objects.terminal_failure(obj)
-        if failure is not None:
-            reason, message = failure
-            kind = obj.get("kind") or "object"
-            return reason, f"{kind} {obj['metadata']['name']}: {message}"
+        found = read(obj)
+        if found is not None:
+            reason, message = found
+            kind = objects.kind_of(obj) or "object"
+            return reason, f"{kind} {objects.name_of(obj)}: {message}"
     return None
 
 
-def controller_problem(pool: PoolObjects) -> tuple[str, str] | None:
+def terminal_failure(pool: PoolObjects) -> Report | None:
+    """The first Sandbox or Claim that failed for a reason no retry will fix."""
+    return _first_report(pool, objects.terminal_failure)
+
+
+def controller_problem(pool: PoolObjects) -> Report | None:
     """The first Sandbox or Claim whose controller says why it is not ready (and it is not
     the normal wait): what a caller waiting on ``provisioning`` wants to know."""
-    for obj in pool.claims + pool.sandboxes:
-        problem = objects.controller_problem(obj)
-        if problem is not None:
-            reason, message = problem
-            return reason, f"{obj.get('kind') or 'object'} {obj['metadata']['name']}: {message}"
-    return None
+    return _first_report(pool, objects.controller_problem)
 
 
 @dataclass(frozen=True)
@@ -133,4 +136,4 @@ def observe(
 def compute_count(strategy: str, pool: PoolObjects) -> int:
     """How many of the desired Sandboxes / Claims exist (not being deleted)."""
     items = pool.claims if strategy == Strategy.WARMPOOL else pool.sandboxes
-    return sum(1 for obj in items if not (obj.get("metadata") or {}).get("deletionTimestamp"))
+    return sum(1 for obj in items if not objects.is_deleting(obj))

@@ -96,7 +96,7 @@ def apply(allocation: Allocation) -> list[str]:
     """
     created = []
     for kind, body in desired_objects(allocation):
-        name = body["metadata"]["name"]
+        name = objects.name_of(body)
         if kube.create_if_absent(kind, body):
             created.append(f"{kind.kind}/{name}")
             continue
@@ -127,7 +127,7 @@ class Owned:
 
     def names(self) -> list[str]:
         return [
-            f"{kind.kind}/{obj['metadata']['name']}"
+            f"{kind.kind}/{objects.name_of(obj)}"
             for kind, items in self.found.items()
             for obj in items
         ]
@@ -143,7 +143,7 @@ def owned(allocation: Allocation) -> Owned:
         items = kube.list_objects(kind, namespace, managed)
         if kind == objects.PVC:
             # The caller's PVC never carries our labels, but a mislabelled one must survive.
-            items = [pvc for pvc in items if pvc["metadata"]["name"] != allocation.claim_name]
+            items = [pvc for pvc in items if objects.name_of(pvc) != allocation.claim_name]
         found[kind] = items
     found[objects.POD] = sandbox_pods(namespace, allocation.name)
     return Owned(found)
@@ -152,11 +152,9 @@ def owned(allocation: Allocation) -> Owned:
 def sandbox_pods(namespace: str, pool: str) -> list[dict[str, Any]]:
     """The pool's Pods that a Sandbox made. Claimed Pods carry only the pool label (see
     objects.POOLED_POD_SELECTOR), so the label finds them and ownership tells them apart."""
-    return [
-        pod
-        for pod in kube.list_objects(objects.POD, namespace, objects.pool_selector(pool))
-        if objects.is_sandbox_pod(pod)
-    ]
+    return objects.sandbox_pods_among(
+        kube.list_objects(objects.POD, namespace, objects.pool_selector(pool))
+    )
 
 
 def delete_owned(allocation: Allocation) -> Owned:
@@ -165,6 +163,6 @@ def delete_owned(allocation: Allocation) -> Owned:
     for kind in DELETED_KINDS:
         for obj in current.found.get(kind, []):
             kube.delete_object(
-                kind, allocation.namespace, obj["metadata"]["name"], foreground=kind in FOREGROUND
+                kind, allocation.namespace, objects.name_of(obj), foreground=kind in FOREGROUND
             )
     return owned(allocation)

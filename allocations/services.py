@@ -27,8 +27,8 @@ from allocations.models import (
     Strategy,
 )
 from allocations.observe import Observation, PoolObjects, observe
+from allocations.requests import ContextRequest, PoolRequest
 from allocations.selectors import allocation_row
-from allocations.v1 import ContextRequest, PoolRequest
 from contextsvc.core import capabilities, events, namespaces
 from contextsvc.core.errors import (
     AlreadyExists,
@@ -157,7 +157,7 @@ def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
         if provisioning.sandbox_pods(namespace, name):
             raise _taken(name)
         for kind, body in provisioning.desired_objects(allocation):
-            if kube.get_object(kind, namespace, body["metadata"]["name"]) is not None:
+            if kube.get_object(kind, namespace, objects.name_of(body)) is not None:
                 raise _taken(name)
 
 
@@ -676,7 +676,7 @@ def context_apply(*, context_id: int) -> str:
     body = objects.context_manifest_of(context)
     if kube.create_if_absent(objects.PVC, body):
         return "created"
-    existing = kube.get_object(objects.PVC, context.namespace, body["metadata"]["name"])
+    existing = kube.get_object(objects.PVC, context.namespace, objects.name_of(body))
     if existing is None or objects.is_context_pvc(existing, context.name):
         # Gone again in between: the next reconcile or the resync creates it.
         return "exists"

@@ -8,10 +8,10 @@ message it is used verbatim; the other messages are ours and are listed in docs/
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from allocations.models import Allocation, ContextResource, Phase, Strategy
+from allocations.requests import ContextRequest, PoolRequest
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import field, reject_unknown_fields
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain, is_pool_name
@@ -43,21 +43,6 @@ WORKSPACE_FIELDS = frozenset({"size", "accessMode", "storageClass", "claimName",
 CONTEXT_FIELDS = frozenset({"name", "namespace", "type", "storage"})
 STORAGE_FIELDS = frozenset({"backend", "size", "accessMode", "storageClass"})
 CONTEXT_TYPES = ("workspace", "memory", "knowledge", "artifacts")
-
-
-@dataclass(frozen=True)
-class PoolRequest:
-    name: str
-    replicas: int
-    strategy: str
-    size: str = ""
-    access_mode: str = ""
-    storage_class: str = ""
-    claim_name: str = ""
-    read_only: bool | None = None
-    warm_pool: str = ""
-    profile: str = ""
-    namespace: str = ""
 
 
 def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
@@ -188,16 +173,6 @@ def pool_response(allocation: Allocation, *, default_namespace: str) -> dict[str
 
 
 # --- Named contexts ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ContextRequest:
-    name: str
-    namespace: str
-    type: str
-    size: str
-    access_mode: str
-    storage_class: str
 
 
 def parse_context_request(body: dict[str, Any]) -> ContextRequest:

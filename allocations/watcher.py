@@ -1,5 +1,5 @@
-"""The watcher: lists and watches managed Sandboxes, SandboxClaims, Pods and PVCs and turns
-every event into an observed-state update.
+"""The watcher: lists and watches managed Sandboxes, SandboxClaims, Pods, PVCs and
+NetworkPolicies and turns every event into an observed-state update.
 
 One instance is active at a time (a PostgreSQL advisory lock held on a dedicated
 connection); the others wait to take over. Each collection has an informer thread that
@@ -128,7 +128,7 @@ class Informer:
                                 gone = True  # our resourceVersion is too old: start over
                                 break
                             raise RuntimeError(f"watch error: {status.get('message')}")
-                        resource_version = event["object"]["metadata"]["resourceVersion"]
+                        resource_version = objects.resource_version_of(event["object"])
                         if event["type"] != "BOOKMARK":
                             self._apply(event)
                         if self.stop.is_set():
@@ -188,8 +188,7 @@ class Watcher:
         pool = PoolObjects()
         for informer in self.informers:
             getattr(pool, informer.field).extend(informer.items_for(key))
-        # The same rule as observe.group_by_pool: a Pod counts only if a Sandbox made it.
-        pool.pods = [pod for pod in pool.pods if objects.is_sandbox_pod(pod)]
+        pool.pods = objects.sandbox_pods_among(pool.pods)
         return pool
 
     # --- processing -------------------------------------------------------------------------

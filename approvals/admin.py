@@ -1,25 +1,12 @@
+"""Decisions, grants and revocations go through the API and the dashboard, which audit
+them; the admin only looks."""
+
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from approvals.models import ApprovalRequest, Grant
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Decisions, grants and revocations go through the API and the dashboard, which
-    audit them; the admin only looks."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+from contextsvc.core.admin import ReadOnlyAdmin
 
 
 @admin.register(ApprovalRequest)

@@ -20,7 +20,7 @@ from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import integer, read_json_object, reject_unknown_fields, text
+from contextsvc.core.jsonbody import field, integer, read_json_object, reject_unknown_fields, text
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from rules.model import MAX_OPERATION_TEXT
@@ -193,8 +193,8 @@ class ApprovalCollectionApi(ServiceAPIView):
     def post(self, request: Request) -> Response:
         body = read_json_object(request._request)
         reject_unknown_fields(body, CHECK_FIELDS)
-        operation = body.get("operation")
-        if not isinstance(operation, dict):
+        operation = field(body, "operation", dict)
+        if operation is None:  # absent or null: the message a wrong type gets
             raise InvalidRequest("operation must be an object")
         agent_type = text(body, "agentType", required=True)
         check_agent_type(request.user, agent_type)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
+from bench import allocations, approvals, dashboard, soak
+
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.test")
@@ -19,20 +21,12 @@ def main(argv: list[str]) -> int:
             print(f"unknown benchmark {name!r}; choose from {', '.join(sorted(known))}, all")
             return 2
         if name == "allocations":
-            from bench import allocations
-
             allocations.run()
         elif name == "approvals":
-            from bench import approvals
-
             approvals.run()
         elif name == "dashboard":
-            from bench import dashboard
-
             dashboard.run()
         elif name == "soak":
-            from bench import soak
-
             soak.run()
     return 0
 

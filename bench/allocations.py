@@ -19,6 +19,9 @@ from typing import Any
 
 from bench.harness import Http, service_stack
 from bench.report import machine, now, percentile, summary_ms, write_section
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from contextsvc.testenv import create_namespace, ensure_cluster
 
 GET_ALLOCATIONS = 1000
 GET_SAMPLES = 3000
@@ -28,6 +31,7 @@ READY_TIMEOUT = 600.0
 
 
 def _token() -> str:
+    # Imported here: models load only once service_stack() has set Django up.
     from contextsvc.core import services
 
     client = services.api_client_create(
@@ -37,6 +41,7 @@ def _token() -> str:
 
 
 def bench_get(web_url: str, token: str) -> list[float]:
+    # Imported here: models load only once service_stack() has set Django up.
     from allocations.models import Allocation
 
     Allocation.objects.bulk_create(
@@ -80,17 +85,14 @@ class PodReadyClock:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        from contextsvc.kube import client as kube
-        from contextsvc.kube import objects
-
         target = kube.Watchable(objects.POD, self.namespace, objects.POOLED_POD_SELECTOR)
         _, version = kube.list_raw(target)
         while not self.stop.is_set():
             for event in kube.watch_raw(target, version, 60):
                 if event["type"] in ("ADDED", "MODIFIED"):
                     pod = event["object"]
-                    version = pod["metadata"]["resourceVersion"]
-                    pool = pod["metadata"]["labels"].get(objects.POOL_LABEL)
+                    version = objects.resource_version_of(pod)
+                    pool = objects.labels_of(pod).get(objects.POOL_LABEL)
                     if pool and pool not in self.ready_at and objects.pod_is_ready(pod):
                         self.ready_at[pool] = time.time()
                 if self.stop.is_set():
@@ -114,8 +116,8 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
 
 
 def bench_burst(web_url: str, token: str) -> dict[str, Any]:
+    # Imported here: models load only once service_stack() has set Django up.
     from allocations.models import Allocation
-    from contextsvc.testenv import create_namespace
 
     namespace = f"bench-burst-{uuid.uuid4().hex[:6]}"
     create_namespace(namespace)
@@ -176,10 +178,6 @@ def bench_burst(web_url: str, token: str) -> dict[str, Any]:
 
 def bench_direct() -> float:
     """The same objects, made directly with the Python client: the floor the service adds to."""
-    from contextsvc.kube import client as kube
-    from contextsvc.kube import objects
-    from contextsvc.testenv import create_namespace
-
     namespace = f"bench-direct-{uuid.uuid4().hex[:6]}"
     create_namespace(namespace)
     runtime = objects.builtin_blueprint(image="busybox:1.36")
@@ -209,8 +207,6 @@ def bench_direct() -> float:
 
 
 def run() -> None:
-    from contextsvc.testenv import ensure_cluster
-
     cluster = ensure_cluster()
     try:
         with service_stack(

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from bench import rules
 from bench.harness import Http, service_stack
 from bench.report import machine, now, percentile, write_section
+from contextsvc.testenv import ensure_cluster
 
 DECISIONS = int(os.environ.get("BENCH_DECISIONS", "200"))
 CONCURRENT_WAITERS = int(os.environ.get("BENCH_WAITERS", "10"))
@@ -28,6 +29,7 @@ WARMUP_DECISIONS = 2 * CONCURRENT_WAITERS
 
 
 def _tokens() -> tuple[str, str]:
+    # Imported here: models load only once service_stack() has set Django up.
     from contextsvc.core import services
 
     suffix = uuid.uuid4().hex[:6]
@@ -84,6 +86,7 @@ def one_decision(web_url: str, agent_token: str, approver_token: str, index: int
 
 
 def bench_long_poll(web_url: str) -> list[float]:
+    # Imported here: models load only once service_stack() has set Django up.
     from profiles.services import profile_save
 
     profile_save(
@@ -107,8 +110,6 @@ def bench_long_poll(web_url: str) -> list[float]:
 
 
 def run() -> None:
-    from contextsvc.testenv import ensure_cluster
-
     engine = rules.compare()
     cluster = ensure_cluster()
     try:

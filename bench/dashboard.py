@@ -11,6 +11,13 @@ import os
 import time
 from statistics import fmean
 
+import django
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from bench.harness import fresh_database
 from bench.report import machine, now, percentile, write_section
 
 ROWS = 10_000
@@ -18,18 +25,11 @@ SAMPLES = 200
 
 
 def run() -> None:
-    from bench.harness import fresh_database
-
     os.environ["DATABASE_URL"] = fresh_database("contextsvc_bench_dashboard")
     os.environ["DJANGO_SETTINGS_MODULE"] = "contextsvc.settings.test"
-    import django
-
     django.setup()
+    # Imported here: models load only once Django is set up on the database made above.
     from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
 
     from allocations.models import Allocation
     from contextsvc.core.users import user_set_role

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import django
 import psycopg
+from django.core.management import call_command
 
 from contextsvc.devenv import services
 from contextsvc.devenv.system import REPO_DIR, free_port
@@ -68,11 +70,7 @@ def service_stack(
         "PYTHONUNBUFFERED": "1",
     }
     os.environ.update(env)
-    import django
-
     django.setup()
-    from django.core.management import call_command
-
     call_command("migrate", verbosity=0)
     stack = Stack(env)
     port = free_port()

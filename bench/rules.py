@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rules.bench import MAX_LENGTH, _templates, commands
+from tests.support.adversarial_cases import CASES
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "rules" / "tests" / "fixtures"
@@ -132,8 +133,6 @@ def families(per_family: int, seed: int = 11) -> dict[str, list[str]]:
 
 def worst_inputs() -> list[tuple[str, str, str]]:
     """(what, policy, line): every input the engine must judge within its time bound."""
-    from rules.tests.adversarial_cases import CASES
-
     inputs = [(case.id, case.policy, case.command) for case in CASES]
     at_bounds = {
         "16 commands": " && ".join(["grep -rn error logs/ | sort"] * 8),

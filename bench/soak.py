@@ -20,9 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from bench.harness import Http, Stack, service_stack
 from bench.report import machine, now, write_section
+from contextsvc.devenv.services import Redis
 from contextsvc.devenv.system import REPO_DIR, pid_alive, port_open
+from contextsvc.testenv import ensure_cluster, throwaway_namespace
+from cs_agent import ApprovalClient
 
 SOAK_SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "1200"))
 POOLS_PER_CYCLE = 4
@@ -107,8 +112,6 @@ class Soak:
 
 
 def _faults(soak: Soak) -> dict[str, Callable[[], None]]:
-    from contextsvc.devenv.services import Redis
-
     def kill_redis() -> None:
         redis = Redis()
         pid = redis.pid()
@@ -163,8 +166,8 @@ def _answered(http_factory: Callable[[], Http], method: str, path: str, body: ob
 
 
 def _cycle(soak: Soak, namespace: str, token: str, agent_token: str, rng: random.Random) -> None:
+    # Imported here: models load only once service_stack() has set Django up.
     from allocations.models import Allocation, Phase
-    from cs_agent import ApprovalClient
 
     def http() -> Http:
         return Http(soak.stack.web_url, token)
@@ -241,12 +244,9 @@ def _segments(
 
 
 def _plot(soak: Soak) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(10, 4.5), dpi=100)
+    # A Figure of its own (no pyplot): nothing to show on screen, no global state to close.
+    figure = Figure(figsize=(10, 4.5), dpi=100)
+    axes = figure.subplots()
     for name, points in sorted(soak.samples.items()):
         for i, life in enumerate(_segments(points, soak.restarts.get(name, []))):
             axes.plot(
@@ -266,12 +266,9 @@ def _plot(soak: Soak) -> None:
     figure.tight_layout()
     PLOT.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(PLOT)
-    plt.close(figure)
 
 
 def run() -> None:
-    from contextsvc.testenv import ensure_cluster, throwaway_namespace
-
     cluster = ensure_cluster()
     os.environ["CS_RESYNC_INTERVAL_SECONDS"] = "5"
     rng = random.Random(17)
@@ -280,8 +277,9 @@ def run() -> None:
             service_stack(database="contextsvc_soak", kubeconfig=str(cluster.kubeconfig)) as stack,
             throwaway_namespace("soak", kubeconfig=cluster.kubeconfig) as namespace,
         ):
+            # Imported here: models load only once service_stack() has set Django up.
             from contextsvc.core import services
-            from profiles.tests.factories import SandboxProfileFactory
+            from profiles.services import profile_save
 
             schedule = Path(tempfile.mkdtemp(prefix="soak-beat-")) / "schedule"
             stack.start(
@@ -300,7 +298,12 @@ def run() -> None:
                     str(schedule),
                 ],
             )
-            SandboxProfileFactory.create(name="soak-agent", rules=RULES)
+            profile_save(
+                name="soak-agent",
+                create=True,
+                actor="system:bench",
+                values={"source": "builtin", "image": "busybox:1.36", "rules": RULES},
+            )
             platform = services.api_client_create(
                 name="soak", scopes=["allocations", "approver"], actor="system:bench"
             )

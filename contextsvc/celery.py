@@ -7,6 +7,9 @@ import sys
 
 from celery import Celery
 from celery.signals import worker_ready
+from django.conf import settings
+
+from contextsvc.env import ConfigError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.local")
 
@@ -18,8 +21,7 @@ app.autodiscover_tasks()
 @worker_ready.connect
 def _report_at_start(**kwargs: object) -> None:
     """Show a new worker on the dashboard at once, not at beat's next heartbeat."""
-    # This module is imported before Django's apps are loaded (contextsvc/__init__.py):
-    # models can only be imported once the signal fires.
+    # Imported here: this module is loaded before Django's apps (contextsvc/__init__.py).
     from contextsvc.core.models import ProcessHeartbeat
     from contextsvc.core.services import heartbeat_record
 
@@ -28,11 +30,6 @@ def _report_at_start(**kwargs: object) -> None:
 
 def _fail_fast_on_bad_configuration() -> None:
     """Turn a configuration error into one line naming the variable, not a traceback."""
-    # Imported here so that loading this module never reads the settings by itself.
-    from django.conf import settings
-
-    from contextsvc.env import ConfigError
-
     try:
         settings.INSTALLED_APPS  # noqa: B018 - forces the settings module to load
     except ConfigError as exc:

@@ -12,21 +12,6 @@ from contextsvc.core import capabilities
 from profiles import services
 from profiles.models import SandboxProfile
 
-JSON_FIELDS = (
-    "command",
-    "args",
-    "env",
-    "resources",
-    "pod_labels",
-    "volumes",
-    "volume_mounts",
-    "relaxations",
-    "egress",
-    "ingress",
-    "rules",
-    "sources",
-)
-
 
 class PrettyJSONField(forms.JSONField):
     """JSON shown indented in a textarea sized to it, not on one line."""
@@ -49,8 +34,8 @@ class SandboxProfileForm(forms.ModelForm):
     class Meta:
         model = SandboxProfile
         fields = ("name", *services.FIELDS)
-        field_classes = dict.fromkeys(JSON_FIELDS, PrettyJSONField)
-        widgets = {name: forms.Textarea(attrs={"rows": 4}) for name in JSON_FIELDS}
+        field_classes = dict.fromkeys(services.JSON_FIELDS, PrettyJSONField)
+        widgets = {name: forms.Textarea(attrs={"rows": 4}) for name in services.JSON_FIELDS}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -66,7 +51,7 @@ class SandboxProfileForm(forms.ModelForm):
         self.fields["template"].initial = current
         for hidden in ("template_namespace", "template_name"):
             self.fields[hidden].widget = forms.HiddenInput()
-        for name in JSON_FIELDS:
+        for name in services.JSON_FIELDS:
             value = getattr(self.instance, name, None)
             if value:
                 lines = json.dumps(value, indent=2).count("\n") + 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import ProtectedError
 
 from contextsvc.core import capabilities
@@ -191,6 +191,10 @@ FIELDS = (
     "ingress",
     "rules",
     "sources",
+)
+# The fields that hold JSON documents (lists and objects), as the model declares them.
+JSON_FIELDS = tuple(
+    name for name in FIELDS if isinstance(SandboxProfile._meta.get_field(name), models.JSONField)
 )
 
 

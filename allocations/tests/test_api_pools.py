@@ -11,9 +11,9 @@ import pytest
 
 from allocations import services
 from allocations.models import Allocation, AllocationEvent, Phase
+from allocations.requests import PoolRequest
 from allocations.tasks import reconcile_allocation, rollback_allocation
 from allocations.tests.factories import AllocationFactory
-from allocations.v1 import PoolRequest
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects

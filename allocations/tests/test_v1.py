@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from allocations.v1 import PoolRequest, parse_context_request, parse_pool_request
+from allocations.requests import PoolRequest
+from allocations.v1 import parse_context_request, parse_pool_request
 from contextsvc.core.errors import InvalidRequest
 from tests.support.v1_messages import (
     CONTEXT_ERRORS,

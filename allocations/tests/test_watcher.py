@@ -11,8 +11,8 @@ import pytest
 
 from allocations import services, watcher
 from allocations.models import Allocation, Phase
+from allocations.requests import PoolRequest
 from allocations.resync import resync_all
-from allocations.v1 import PoolRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from tests.support.kube import admin_create, admin_delete, make_pvc, wait_for_phase

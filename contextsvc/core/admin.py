@@ -16,6 +16,20 @@ def _actor(request: HttpRequest) -> str:
     return f"user:{request.user.get_username()}"
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """For rows that change only through the services (the API and the dashboard call
+    them, and they write the audit entry): the admin only looks."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(ProcessHeartbeat)
 class ProcessHeartbeatAdmin(admin.ModelAdmin):
     list_display = ("kind", "hostname", "pid", "started_at", "last_seen")
@@ -104,17 +118,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdmin):
     list_display = ("at", "actor", "action", "target_type", "target")
     list_filter = ("action", "target_type")
     search_fields = ("actor", "target")
     readonly_fields = ("at", "actor", "action", "target_type", "target", "payload")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class CoreConfig(AppConfig):
@@ -9,10 +10,8 @@ class CoreConfig(AppConfig):
     verbose_name = "Context Service"
 
     def ready(self) -> None:
-        # Imports of models and of modules that use them wait until the apps are loaded.
-        from django.db.models.signals import post_migrate
-
-        # Registers the token schemes with drf-spectacular.
+        # Registers the token schemes with drf-spectacular; imported here because it
+        # imports auth views, whose models can only load once the apps are.
         from contextsvc.core import openapi  # noqa: F401
 
         post_migrate.connect(_create_role_groups, sender=self)
@@ -20,6 +19,7 @@ class CoreConfig(AppConfig):
 
 def _create_role_groups(**kwargs: object) -> None:
     """The viewer, approver and admin groups exist in every database."""
+    # Imported here: users imports auth models, which cannot load while apps.py does.
     from contextsvc.core.users import ensure_role_groups
 
     ensure_role_groups()

@@ -112,13 +112,10 @@ def detect() -> Capabilities:
         runtime_classes=runtime_classes,
         missing=tuple(kinds[key].crd_name for key, served in found.items() if not served),
         template_list=tuple(
-            sorted(f"{t['metadata']['namespace']}/{t['metadata']['name']}" for t in templates)
+            sorted("/".join(objects.object_key(template)) for template in templates)
         ),
         warm_pool_list=tuple(
-            objects.warm_pool_summary(pool)
-            for pool in sorted(
-                pools, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])
-            )
+            objects.warm_pool_summary(pool) for pool in sorted(pools, key=objects.object_key)
         ),
         detected_at=timezone.now().isoformat(),
     )

@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 from contextsvc.devenv import services
+from contextsvc.devenv.stack import run_stack
 from contextsvc.devenv.system import DevEnvError, say
 from contextsvc.env import ConfigError
 from contextsvc.testenv.build import BuildError
@@ -60,8 +61,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_stack(args: argparse.Namespace) -> int:
-    from contextsvc.devenv.stack import run_stack
-
     return run_stack(bind=args.bind)
 
 

@@ -9,6 +9,7 @@ import sys
 from contextsvc.devenv import services
 from contextsvc.devenv.supervisor import ProcessSpec, run_all
 from contextsvc.devenv.system import REPO_DIR, say
+from contextsvc.testenv import ensure_cluster, seed_demo
 
 
 def _manage(*args: str) -> list[str]:
@@ -33,8 +34,6 @@ def run_stack(*, bind: str) -> int:
     cluster = None
     try:
         if not os.environ.get("KUBECONFIG"):
-            from contextsvc.testenv import ensure_cluster, seed_demo
-
             cluster = ensure_cluster()
             services.set_env_value("KUBECONFIG", str(cluster.kubeconfig))
             seed_demo(cluster.kubeconfig)

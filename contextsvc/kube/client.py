@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from contextsvc.kube import access
+from contextsvc.kube import access, objects
 from contextsvc.kube.objects import RUNTIME_CLASS, ApiKind
 
 
@@ -214,7 +214,7 @@ def create_object(kind: ApiKind, body: Obj, *, dry_run: bool = False) -> Obj:
     """Create; raises the client's exception unchanged so callers can test AlreadyExists.
     ``dry_run`` has the API server validate and admit the object without storing it."""
     access.check(kind, "create")
-    namespace = body["metadata"].get("namespace")
+    namespace = objects.namespace_of(body) or None
     query = [("dryRun", "All")] if dry_run else None
     created: Obj = _call("POST", _path(kind, namespace), query=query, body=body)
     return created
@@ -223,13 +223,12 @@ def create_object(kind: ApiKind, body: Obj, *, dry_run: bool = False) -> Obj:
 def create_if_absent(kind: ApiKind, body: Obj, *, dry_run: bool = False) -> bool:
     """Create; False when an object with that name already exists (the caller decides
     whether it is ours). Any other failure raises a classified ``KubeError``."""
-    metadata = body["metadata"]
     try:
         create_object(kind, body, dry_run=dry_run)
     except Exception as exc:
         if is_already_exists(exc):
             return False
-        where = f"{metadata.get('namespace')}/{metadata['name']}"
+        where = "/".join(objects.object_key(body))
         raise kube_error(exc, f"creating {kind.kind} {where}") from exc
     return True
 
@@ -292,7 +291,7 @@ def list_raw(target: Watchable) -> tuple[list[Obj], str]:
         )
     except Exception as exc:
         raise kube_error(exc, f"listing {target.describe()}") from exc
-    return list(data.get("items") or []), str(data["metadata"]["resourceVersion"])
+    return list(data.get("items") or []), objects.resource_version_of(data)
 
 
 def watch_raw(target: Watchable, resource_version: str, timeout_seconds: int) -> Iterator[Obj]:
@@ -349,4 +348,4 @@ def served_resources(group: str, version: str) -> set[str] | None:
 
 
 def list_runtime_classes() -> list[str]:
-    return sorted(str(item["metadata"]["name"]) for item in list_objects(RUNTIME_CLASS, None))
+    return sorted(objects.name_of(item) for item in list_objects(RUNTIME_CLASS, None))

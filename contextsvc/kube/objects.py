@@ -9,13 +9,14 @@ desired state into plain manifest dicts and reads observed state back out of obj
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from contextsvc.quantity import parse_quantity
 
 Manifest = dict[str, Any]
+AnyObject = TypeVar("AnyObject", bound=Mapping[str, Any])
 
 # --- API coordinates -------------------------------------------------------------------------
 
@@ -584,9 +585,7 @@ def warm_pool_summary(pool: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def warm_pool_relaxations(pool: Mapping[str, Any]) -> frozenset[str]:
-    raw = ((pool.get("metadata") or {}).get("annotations") or {}).get(
-        WARM_POOL_RELAXATIONS_ANNOTATION, ""
-    )
+    raw = annotations_of(pool).get(WARM_POOL_RELAXATIONS_ANNOTATION, "")
     return frozenset(name.strip() for name in str(raw).split(",") if name.strip())
 
 
@@ -679,11 +678,77 @@ def is_context_pvc(pvc: Mapping[str, Any], name: str) -> bool:
     return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(CONTEXT_NAME_LABEL) == name
 
 
+# --- Any object's fields -------------------------------------------------------------------------
+# Every read of an object's metadata or status outside this module goes through these.
+
+
+def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def kind_of(obj: Mapping[str, Any]) -> str:
+    """The object's ``kind`` ("" when it does not say: list items of some kinds)."""
+    return str(obj.get("kind") or "")
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(metadata_of(obj).get("name") or "")
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    """The object's namespace ("" for a cluster-scoped one)."""
+    return str(metadata_of(obj).get("namespace") or "")
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return metadata_of(obj).get("labels") or {}
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return metadata_of(obj).get("annotations") or {}
+
+
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of any object."""
+    metadata = obj["metadata"]
+    return str(metadata.get("namespace") or ""), str(metadata["name"])
+
+
+def resource_version_of(obj: Mapping[str, Any]) -> str:
+    """metadata.resourceVersion of an object, a watch event's object or a list; one the
+    server left out is an error (a watch from "" would silently start from anywhere)."""
+    return str(obj["metadata"]["resourceVersion"])
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    """A delete was issued and the object waits for its finalizers or its dependents."""
+    return bool(metadata_of(obj).get("deletionTimestamp"))
+
+
+def for_display(obj: Mapping[str, Any]) -> Manifest:
+    """A shallow copy of the object to show people: without ``managedFields``, which is
+    the API server's bookkeeping of who set which field."""
+    shown = dict(obj)
+    metadata = obj.get("metadata")
+    if metadata:
+        shown["metadata"] = {k: v for k, v in metadata.items() if k != "managedFields"}
+    return shown
+
+
+def status_phase(obj: Mapping[str, Any]) -> str:
+    """status.phase of a Pod or PVC ("" before the object has one)."""
+    return str((obj.get("status") or {}).get("phase") or "")
+
+
+def conditions_of(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list((obj.get("status") or {}).get("conditions") or [])
+
+
 # --- Observed state -----------------------------------------------------------------------------
 
 
 def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for item in (obj.get("status") or {}).get("conditions") or []:
+    for item in conditions_of(obj):
         if item.get("type") == kind:
             return item
     return None
@@ -755,22 +820,89 @@ def is_sandbox_pod(pod: Mapping[str, Any]) -> bool:
     return any(
         ref.get("kind") == SANDBOX.kind
         and str(ref.get("apiVersion", "")).split("/")[0] == SANDBOX.group
-        for ref in (pod.get("metadata") or {}).get("ownerReferences") or []
+        for ref in metadata_of(pod).get("ownerReferences") or []
     )
 
 
+def sandbox_pods_among(pods: Iterable[AnyObject]) -> list[AnyObject]:
+    """The Pods a Sandbox made (``is_sandbox_pod``): the only ones that count for an
+    allocation, wherever Pods are found by the pool label."""
+    return [pod for pod in pods if is_sandbox_pod(pod)]
+
+
+# What ``harden`` promises, read back from a live Pod (``manage.py smoke``): each check
+# returns what is wrong, or None.
+
+
+def _pod_containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = pod.get("spec") or {}
+    return list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+
+
+def _pod_security(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (pod.get("spec") or {}).get("securityContext") or {}
+
+
+def pod_may_run_as_root(pod: Mapping[str, Any]) -> str | None:
+    pod_security = _pod_security(pod)
+    for container in _pod_containers(pod):
+        security = {**pod_security, **(container.get("securityContext") or {})}
+        if security.get("runAsNonRoot") is not True or security.get("runAsUser") in (None, 0):
+            return f"container {container['name']} may run as root"
+    return None
+
+
+def pod_root_is_writable(pod: Mapping[str, Any]) -> str | None:
+    for container in _pod_containers(pod):
+        if (container.get("securityContext") or {}).get("readOnlyRootFilesystem") is not True:
+            return f"container {container['name']} has a writable root filesystem"
+    return None
+
+
+def pod_has_token(pod: Mapping[str, Any]) -> str | None:
+    spec = pod.get("spec") or {}
+    if spec.get("automountServiceAccountToken") is not False:
+        return "the service-account token is mounted"
+    for container in _pod_containers(pod):
+        for mount in container.get("volumeMounts") or []:
+            if mount.get("mountPath", "").startswith("/var/run/secrets/kubernetes.io"):
+                return f"container {container['name']} mounts a service-account token"
+    return None
+
+
+def pod_not_locked_down(pod: Mapping[str, Any]) -> str | None:
+    seccomp = _pod_security(pod).get("seccompProfile") or {}
+    if seccomp.get("type") != "RuntimeDefault":
+        return "the pod's seccomp profile is not RuntimeDefault"
+    for container in _pod_containers(pod):
+        security = container.get("securityContext") or {}
+        if security.get("allowPrivilegeEscalation") is not False:
+            return f"container {container['name']} allows privilege escalation"
+        if "ALL" not in ((security.get("capabilities") or {}).get("drop") or []):
+            return f"container {container['name']} does not drop all capabilities"
+    return None
+
+
+def pod_lacks_workspace(pod: Mapping[str, Any]) -> str | None:
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if not any(
+            m.get("mountPath") == WORKSPACE_MOUNT_PATH for m in container.get("volumeMounts") or []
+        ):
+            return f"container {container['name']} does not mount {WORKSPACE_MOUNT_PATH}"
+    return None
+
+
+HARDENING_CHECKS: list[tuple[str, Callable[[Mapping[str, Any]], str | None]]] = [
+    ("runs as non-root", pod_may_run_as_root),
+    ("read-only root filesystem", pod_root_is_writable),
+    ("no service-account token", pod_has_token),
+    ("seccomp, capabilities, privilege escalation locked down", pod_not_locked_down),
+    ("workspace mounted at /workspace", pod_lacks_workspace),
+]
+
+
 def pvc_is_bound(pvc: Mapping[str, Any]) -> bool:
-    return (pvc.get("status") or {}).get("phase") == "Bound"
-
-
-def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
-
-
-def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    """(namespace, name) of any object."""
-    metadata = obj["metadata"]
-    return str(metadata.get("namespace") or ""), str(metadata["name"])
+    return status_phase(pvc) == "Bound"
 
 
 def context_key(obj: Mapping[str, Any]) -> tuple[str, str] | None:

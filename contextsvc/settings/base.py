@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from contextsvc.env import (
+    ConfigError,
     check_redis_url,
     env_bool,
     env_float,
@@ -267,8 +268,6 @@ SPECTACULAR_SETTINGS = {
 LOG_LEVEL = env_str("CS_LOG_LEVEL", "INFO").upper()
 LOG_FORMAT = env_str("CS_LOG_FORMAT", "text")
 if LOG_FORMAT not in {"text", "json"}:
-    from contextsvc.env import ConfigError
-
     raise ConfigError(f"CS_LOG_FORMAT must be 'text' or 'json', got {LOG_FORMAT!r}")
 
 LOGGING = {

@@ -39,6 +39,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import NameOID
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.rest import ApiException
 
 from contextsvc.env import env_float
 from contextsvc.testenv import build
@@ -257,10 +264,6 @@ def _lock() -> Iterator[None]:
 
 def _write_pki(pki: Path) -> None:
     """A CA, the API server's serving certificate and the service-account signing key."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
-    from cryptography.x509.oid import NameOID
 
     pki.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
@@ -480,13 +483,12 @@ def _log_tail(name: str, lines: int = 15) -> str:
 
 def api_client(kubeconfig: Path = KUBECONFIG) -> Any:  # kubernetes.client.ApiClient
     """A ``kubernetes.client.ApiClient`` for the admin user of this cluster."""
-    from kubernetes import client, config
 
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration = k8s.Configuration()
+    k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     # Never send loopback traffic through a proxy taken from the environment.
     configuration.no_proxy = "127.0.0.1,localhost"
-    return client.ApiClient(configuration)
+    return k8s.ApiClient(configuration)
 
 
 # libyaml's loader when PyYAML has it: the CRDs are large (seconds with the pure-Python one).
@@ -528,10 +530,8 @@ def _crds_file() -> Path:
 
 
 def _apply_crds(api: Any) -> list[str]:
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
 
-    ext = client.ApiextensionsV1Api(api)
+    ext = k8s.ApiextensionsV1Api(api)
     names = []
     for crd in json.loads(_crds_file().read_text()):
         names.append(crd["metadata"]["name"])
@@ -544,9 +544,8 @@ def _apply_crds(api: Any) -> list[str]:
 
 
 def _crds_established(api: Any, names: list[str]) -> bool:
-    from kubernetes import client
 
-    ext = client.ApiextensionsV1Api(api)
+    ext = k8s.ApiextensionsV1Api(api)
     for name in names:
         crd = ext.read_custom_resource_definition(name)
         conditions = (crd.status.conditions if crd.status else None) or []
@@ -557,7 +556,6 @@ def _crds_established(api: Any, names: list[str]) -> bool:
 
 def _create(fn: Callable[..., Any], *args: Any) -> None:
     """Create an object; an existing one is fine (idempotent setup)."""
-    from kubernetes.client.rest import ApiException
 
     try:
         fn(*args)
@@ -572,9 +570,8 @@ def _node_name(i: int) -> str:
 
 def _create_nodes(api: Any) -> None:
     """Fake nodes, annotated so kwok manages them; each with its own pod CIDR and IP."""
-    from kubernetes import client
 
-    core = client.CoreV1Api(api)
+    core = k8s.CoreV1Api(api)
     for i in range(1, NODE_COUNT + 1):
         name = _node_name(i)
         pod_cidr = POD_CIDR.replace(".0.0/16", f".{i}.0/24")
@@ -607,9 +604,8 @@ def _create_nodes(api: Any) -> None:
 
 
 def _nodes_ready(api: Any) -> bool:
-    from kubernetes import client
 
-    nodes: list[Any] = client.CoreV1Api(api).list_node().items
+    nodes: list[Any] = k8s.CoreV1Api(api).list_node().items
     ready = [
         n
         for n in nodes
@@ -642,10 +638,9 @@ def _storage_classes() -> list[dict[str, Any]]:
 
 
 def _setup_objects(api: Any) -> None:
-    from kubernetes import client
 
-    core = client.CoreV1Api(api)
-    storage = client.StorageV1Api(api)
+    core = k8s.CoreV1Api(api)
+    storage = k8s.StorageV1Api(api)
     for sc in _storage_classes():
         _create(storage.create_storage_class, sc)
     _create(core.create_namespace, {"metadata": {"name": SANDBOX_NAMESPACE}})
@@ -1131,12 +1126,11 @@ def create_namespace(
 
     ``kubeconfig`` defaults to this repo's test cluster. Returns the name.
     """
-    from kubernetes import client
 
     name = name or f"{prefix}-{secrets.token_hex(4)}"
     body = {"metadata": {"name": name, "labels": {"context.rossoctl.io/testenv": "true"}}}
     with _api_for(kubeconfig) as api:
-        _create(client.CoreV1Api(api).create_namespace, body)
+        _create(k8s.CoreV1Api(api).create_namespace, body)
     return name
 
 
@@ -1145,11 +1139,9 @@ def delete_namespace(name: str, *, kubeconfig: Kubeconfig = None, wait: float = 
 
     The namespace controller deletes its contents (kwok finishes Pod deletion at once).
     """
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
 
     with _api_for(kubeconfig) as api:
-        core = client.CoreV1Api(api)
+        core = k8s.CoreV1Api(api)
         try:
             core.delete_namespace(name)
         except ApiException as exc:
@@ -1185,7 +1177,6 @@ def seed_demo(kubeconfig: Kubeconfig = None, namespace: str = DEMO_NAMESPACE) ->
 
     Idempotent: existing objects are left as they are.
     """
-    from kubernetes import client
 
     template = demo_template("demo")
     pool = {
@@ -1195,8 +1186,8 @@ def seed_demo(kubeconfig: Kubeconfig = None, namespace: str = DEMO_NAMESPACE) ->
         "spec": {"replicas": 2, "sandboxTemplateRef": {"name": "demo"}},
     }
     with _api_for(kubeconfig) as api:
-        _create(client.CoreV1Api(api).create_namespace, {"metadata": {"name": namespace}})
-        custom = client.CustomObjectsApi(api)
+        _create(k8s.CoreV1Api(api).create_namespace, {"metadata": {"name": namespace}})
+        custom = k8s.CustomObjectsApi(api)
         for plural, body in (("sandboxtemplates", template), ("sandboxwarmpools", pool)):
             _create(
                 custom.create_namespaced_custom_object,

@@ -84,12 +84,12 @@ CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 
 
 def _summary(kind: str, obj: dict[str, Any]) -> str:
-    status = obj.get("status") or {}
+    phase = objects.status_phase(obj) or "Pending"
     if kind == "PersistentVolumeClaim":
-        return str(status.get("phase") or "Pending")
+        return phase
     if kind == "Pod":
         ready = objects.pod_is_ready(obj)
-        return f"{status.get('phase') or 'Pending'}{', ready' if ready else ''}"
+        return f"{phase}{', ready' if ready else ''}"
     if kind == "NetworkPolicy":
         return "in force"  # (it has no status: the network plugin enforces it)
     condition = objects.condition(obj, "Ready")
@@ -110,18 +110,16 @@ def allocation_objects(request: HttpRequest, allocation_id: int) -> JsonResponse
     items = []
     for kind, found in owned.found.items():
         for obj in found:
-            metadata = obj.get("metadata") or {}
-            metadata.pop("managedFields", None)
             items.append(
                 {
                     "kind": kind.kind,
-                    "name": metadata.get("name"),
+                    "name": objects.name_of(obj),
                     "status": _summary(kind.kind, obj),
                     "conditions": [
                         {key: str(c.get(key) or "") for key in CONDITION_FIELDS}
-                        for c in (obj.get("status") or {}).get("conditions") or []
+                        for c in objects.conditions_of(obj)
                     ],
-                    "yaml": yaml.safe_dump(obj, sort_keys=False),
+                    "yaml": yaml.safe_dump(objects.for_display(obj), sort_keys=False),
                 }
             )
     return JsonResponse({"objects": items})

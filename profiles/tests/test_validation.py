@@ -1,5 +1,5 @@
 """What a profile must satisfy before it is saved, with the message for each problem.
-These checks need no cluster (the cluster checks are in test_profiles.py)."""
+These checks need no cluster (the cluster checks are in test_services.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The adversarial corpus (adversarial_cases.py): shell commands written against the engine's
-model of each program, one class per way the model could be wrong. A "deny" case must be
-denied (bash certainly runs the denied program); a "not-allow" case may be asked about or
-denied, never allowed. The cases are data: only ever passed to evaluate() as strings."""
+"""The adversarial corpus (tests/support/adversarial_cases.py): shell commands written
+against the engine's model of each program, one class per way the model could be wrong. A
+"deny" case must be denied (bash certainly runs the denied program); a "not-allow" case may
+be asked about or denied, never allowed. The cases are data: only ever passed to evaluate()
+as strings."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from rules import (
     parse_settings,
     parse_sources,
 )
-from rules.tests.adversarial_cases import CASES, Case
 from rules.tests.policies import plain_settings, seed_settings, seed_sources
+from tests.support.adversarial_cases import CASES, Case
 
 CONTEXT = "ctx-1"
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from allocations import services as allocation_services
 from allocations.models import Phase
-from allocations.v1 import PoolRequest
+from allocations.requests import PoolRequest
 from approvals import services as approval_services
 from contextsvc.celery import app as celery_app
 from contextsvc.core import capabilities

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -18,73 +17,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from allocations import services
 from allocations.models import Allocation, Phase
-from allocations.v1 import PoolRequest
+from allocations.requests import PoolRequest
 from contextsvc.core.errors import ServiceError
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 
 ACTOR = "system:smoke"
-
-
-def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = pod.get("spec") or {}
-    return list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-
-
-def _non_root(pod: dict[str, Any]) -> str | None:
-    pod_security = (pod.get("spec") or {}).get("securityContext") or {}
-    for container in _containers(pod):
-        security = {**pod_security, **(container.get("securityContext") or {})}
-        if security.get("runAsNonRoot") is not True or security.get("runAsUser") in (None, 0):
-            return f"container {container['name']} may run as root"
-    return None
-
-
-def _read_only_root(pod: dict[str, Any]) -> str | None:
-    for container in _containers(pod):
-        if (container.get("securityContext") or {}).get("readOnlyRootFilesystem") is not True:
-            return f"container {container['name']} has a writable root filesystem"
-    return None
-
-
-def _no_token(pod: dict[str, Any]) -> str | None:
-    spec = pod.get("spec") or {}
-    if spec.get("automountServiceAccountToken") is not False:
-        return "the service-account token is mounted"
-    for container in _containers(pod):
-        for mount in container.get("volumeMounts") or []:
-            if mount.get("mountPath", "").startswith("/var/run/secrets/kubernetes.io"):
-                return f"container {container['name']} mounts a service-account token"
-    return None
-
-
-def _locked_down(pod: dict[str, Any]) -> str | None:
-    seccomp = ((pod.get("spec") or {}).get("securityContext") or {}).get("seccompProfile") or {}
-    if seccomp.get("type") != "RuntimeDefault":
-        return "the pod's seccomp profile is not RuntimeDefault"
-    for container in _containers(pod):
-        security = container.get("securityContext") or {}
-        if security.get("allowPrivilegeEscalation") is not False:
-            return f"container {container['name']} allows privilege escalation"
-        if "ALL" not in ((security.get("capabilities") or {}).get("drop") or []):
-            return f"container {container['name']} does not drop all capabilities"
-    return None
-
-
-def _workspace(pod: dict[str, Any]) -> str | None:
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        if not any(m.get("mountPath") == "/workspace" for m in container.get("volumeMounts") or []):
-            return f"container {container['name']} does not mount /workspace"
-    return None
-
-
-POD_CHECKS: list[tuple[str, Callable[[dict[str, Any]], str | None]]] = [
-    ("runs as non-root", _non_root),
-    ("read-only root filesystem", _read_only_root),
-    ("no service-account token", _no_token),
-    ("seccomp, capabilities, privilege escalation locked down", _locked_down),
-    ("workspace mounted at /workspace", _workspace),
-]
 
 
 class Command(BaseCommand):
@@ -124,7 +62,7 @@ class Command(BaseCommand):
             self._report(
                 "one Pod carries the pool label", None if len(pods) == 1 else f"{len(pods)} Pods"
             )
-            for label, check in POD_CHECKS:
+            for label, check in objects.HARDENING_CHECKS:
                 self._report(label, check(pods[0]) if pods else "no Pod to check")
             policy = kube.get_object(
                 objects.NETWORK_POLICY, allocation.namespace, objects.network_policy_name(name)

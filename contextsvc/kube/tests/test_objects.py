@@ -301,3 +301,94 @@ def test_warm_pool_summary_and_claim_pool() -> None:
     }
     assert objects.claim_warm_pool({"spec": {"warmPoolRef": {"name": "warm"}}}) == "warm"
     assert objects.claim_warm_pool({}) == ""
+
+
+def test_object_fields_read_what_is_there_and_default_what_is_not() -> None:
+    pod: dict[str, Any] = {
+        "kind": "Pod",
+        "metadata": {
+            "name": "sandbox-a-0",
+            "namespace": "team1",
+            "resourceVersion": "417",
+            "labels": {objects.POOL_LABEL: "a"},
+            "annotations": {objects.REPLICAS_KEY: "2"},
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+    assert objects.kind_of(pod) == "Pod"
+    assert objects.name_of(pod) == "sandbox-a-0"
+    assert objects.namespace_of(pod) == "team1"
+    assert objects.labels_of(pod) == {objects.POOL_LABEL: "a"}
+    assert objects.annotations_of(pod) == {objects.REPLICAS_KEY: "2"}
+    assert objects.resource_version_of(pod) == "417"
+    assert objects.is_deleting(pod) is True
+    assert objects.status_phase(pod) == "Running"
+    assert objects.conditions_of(pod) == [{"type": "Ready", "status": "True"}]
+    bare: dict[str, Any] = {}
+    assert (objects.kind_of(bare), objects.name_of(bare), objects.namespace_of(bare)) == (
+        "",
+        "",
+        "",
+    )
+    assert (objects.labels_of(bare), objects.annotations_of(bare)) == ({}, {})
+    assert (objects.is_deleting(bare), objects.status_phase(bare)) == (False, "")
+    assert objects.conditions_of(bare) == []
+
+
+def test_for_display_leaves_out_managed_fields_and_the_object_alone() -> None:
+    pvc: dict[str, Any] = {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "w", "managedFields": [{"manager": "kube-controller-manager"}]},
+        "spec": {"accessModes": ["ReadWriteOnce"]},
+    }
+
+    assert objects.for_display(pvc) == {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "w"},
+        "spec": {"accessModes": ["ReadWriteOnce"]},
+    }
+    assert list(objects.for_display(pvc)) == ["kind", "metadata", "spec"]
+    assert pvc["metadata"]["managedFields"] == [{"manager": "kube-controller-manager"}]
+
+
+def test_only_pods_a_sandbox_made_count() -> None:
+    made: dict[str, Any] = {
+        "metadata": {
+            "name": "made",
+            "ownerReferences": [{"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox"}],
+        }
+    }
+    labelled_by_hand: dict[str, Any] = {
+        "metadata": {"name": "hand", "labels": {objects.POOL_LABEL: "a"}}
+    }
+    other_owner: dict[str, Any] = {
+        "metadata": {
+            "name": "rs",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Sandbox"}],
+        }
+    }
+
+    assert objects.sandbox_pods_among([labelled_by_hand, made, other_owner]) == [made]
+
+
+def test_hardening_checks_pass_what_harden_makes_and_name_what_is_missing() -> None:
+    runtime = objects.builtin_blueprint(image="busybox:1.36")
+    sandbox = objects.sandbox_manifest(SPEC, 0, runtime)
+    hardened = {"spec": sandbox["spec"]["podTemplate"]["spec"]}
+    plain = {
+        "spec": {
+            "containers": [{"name": "c", "volumeMounts": [{"mountPath": "/data"}]}],
+        }
+    }
+
+    assert [check(hardened) for _, check in objects.HARDENING_CHECKS] == [None] * 5
+    assert [check(plain) for _, check in objects.HARDENING_CHECKS] == [
+        "container c may run as root",
+        "container c has a writable root filesystem",
+        "the service-account token is mounted",
+        "the pod's seccomp profile is not RuntimeDefault",
+        "container c does not mount /workspace",
+    ]

@@ -1,10 +1,9 @@
-"""Profiles against the real control plane: the Sandbox a profile produces, hardened by
-default, template copies, refusals on save, and the settings/sources documents."""
+"""What the service makes of a profile, against the real control plane (through the API, as
+callers use it): the Sandbox a profile produces, hardened by default, template copies,
+refusals on save, the default profile, and a profile in use."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from profiles.models import SandboxProfile
-from tests.support.api import ApiClient, issue_token
+from tests.support.api import ApiClient
 from tests.support.kube import (
     admin_create,
     admin_patch,
@@ -26,17 +25,6 @@ from tests.support.kube import (
 )
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
-FIXTURES = Path(__file__).resolve().parents[2] / "rules" / "tests" / "fixtures"
-
-
-@pytest.fixture
-def admin() -> ApiClient:
-    return ApiClient(issue_token("platform-admin", ["admin"]))
-
-
-@pytest.fixture
-def caller() -> ApiClient:
-    return ApiClient(issue_token("serverless-harness", ["allocations"]))
 
 
 @pytest.fixture
@@ -71,6 +59,8 @@ HARDENED_POD = {
     "runAsGroup": 10001,
     "fsGroup": 10001,
 }
+
+
 HARDENED_CONTAINER = {
     "allowPrivilegeEscalation": False,
     "readOnlyRootFilesystem": True,
@@ -596,16 +586,6 @@ def test_the_default_profile_applies_when_none_is_named(
     assert sandbox_pod_spec(namespace, "defaulted")["containers"][0]["image"] == "busybox:1.36"
 
 
-def test_profile_writes_need_the_admin_scope(caller: ApiClient) -> None:
-    response = caller.post(
-        "/v1/profiles", {"name": "x", "source": "builtin", "image": "busybox:1.36"}
-    )
-
-    assert response.status_code == 403
-    assert not SandboxProfile.objects.exists()
-    assert caller.get("/v1/profiles").json() == {"items": []}  # callers may list profiles
-
-
 def test_a_profile_in_use_cannot_be_deleted(
     admin: ApiClient, caller: ApiClient, namespace: str
 ) -> None:
@@ -638,46 +618,3 @@ def test_a_profile_in_use_cannot_be_deleted(
     assert admin.delete("/v1/profiles/busy").status_code == 204
     assert not SandboxProfile.objects.filter(name="busy").exists()
     assert AuditEntry.objects.filter(action="profile.delete", target="busy").count() == 1
-
-
-def test_settings_and_sources_documents_import_round_trip_and_refuse_bad_entries(
-    admin: ApiClient,
-) -> None:
-    admin.post(
-        "/v1/profiles", {"name": "python-data-agent", "source": "builtin", "image": "busybox:1.36"}
-    )
-    settings_json = json.loads((FIXTURES / "settings.json").read_text())
-    sources_json = json.loads((FIXTURES / "sources.json").read_text())
-
-    put_settings = admin.client.put(
-        "/v1/profiles/python-data-agent/settings.json",
-        json.dumps(settings_json),
-        content_type="application/json",
-        headers=admin.headers,
-    )
-    put_sources = admin.client.put(
-        "/v1/profiles/python-data-agent/sources.json",
-        json.dumps(sources_json),
-        content_type="application/json",
-        headers=admin.headers,
-    )
-
-    assert put_settings.status_code == 200
-    assert put_sources.status_code == 200
-    assert admin.get("/v1/profiles/python-data-agent/settings.json").json() == settings_json
-    assert admin.get("/v1/profiles/python-data-agent/sources.json").json() == sources_json
-
-    broken = json.loads(json.dumps(settings_json))
-    broken["permissions"]["deny"][3] = "shell(chmod 777"
-    refused = admin.client.put(
-        "/v1/profiles/python-data-agent/settings.json",
-        json.dumps(broken),
-        content_type="application/json",
-        headers=admin.headers,
-    )
-    assert refused.status_code == 400
-    assert refused.json() == {
-        "error": "invalid_request",
-        "message": 'permissions.deny[3]: "shell(chmod 777" is missing its closing parenthesis',
-    }
-    assert admin.get("/v1/profiles/python-data-agent/settings.json").json() == settings_json

@@ -1,9 +1,11 @@
 """Adversarial corpus for the rule engine: shell commands a correct engine must NOT allow.
 
 Pure data. Every string below is a command an agent might send; it is only ever handed, as a
-Python string, to ``rules.evaluate``. Never run one.
+Python string, to ``rules.evaluate``. Never run one. It lives here, beside the tests'
+other shared helpers, because the rule engine's tests (rules/tests/test_adversarial.py) and
+its benchmark (bench/rules.py) both read it.
 
-Policies: "seed" is fixtures/settings.json with fixtures/sources.json; "plain" is
+Policies: "seed" is rules/tests/fixtures/settings.json with fixtures/sources.json; "plain" is
 fixtures/plain_settings.json with no sources.json. The context is "ctx-1", so the workspace is
 /workspace/ctx-1 and the working directory starts there.
 
