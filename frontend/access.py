@@ -16,6 +16,13 @@ from contextsvc.core.users import has_role
 View = Callable[..., HttpResponse]
 
 
+def wants_json(request: HttpRequest) -> bool:
+    """The page's own script (or any client asking for JSON rather than a page): answers
+    go in the API's shapes. A browser's navigation always lists text/html."""
+    accept = request.headers.get("Accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
 def role_required(role: str) -> Callable[[View], View]:
     def decorator(view: View) -> View:
         @wraps(view)
@@ -24,7 +31,7 @@ def role_required(role: str) -> Callable[[View], View]:
                 return redirect_to_login(request.get_full_path())
             if not has_role(request.user, role):
                 refusal = f"this needs the {role} role"
-                if request.headers.get("Accept") == "application/json":
+                if wants_json(request):
                     # The page's own script asked: answer in the API's error shape.
                     return JsonResponse({"error": "forbidden", "message": refusal}, status=403)
                 raise PermissionDenied(refusal)

@@ -14,7 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocations.models import Allocation
+from allocations.models import Allocation, Phase
 from approvals.models import ApprovalRequest, Status
 from approvals.services import approval_check
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
@@ -24,7 +24,9 @@ from contextsvc.core.users import ensure_role_groups
 from frontend.tests.support import client_for
 from profiles.models import SandboxProfile
 from profiles.tests.factories import SandboxProfileFactory
-from tests.support.kube import HARDENED_POD_SPEC, make_template
+from tests.support.api import ApiClient, issue_token
+from tests.support.kube import HARDENED_POD_SPEC, make_template, wait_for_phase
+from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.cluster]
 
@@ -85,13 +87,19 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
         {"decision": "approve"},
         headers={"Accept": "application/json"},
     )
-    page = viewer.get("/approvals/").content.decode()
-    assert refused.status_code == 403
-    # The page's script gets the API's error shape, not an HTML page.
-    assert (forged.status_code, forged.json()) == (
-        403,
-        {"error": "forbidden", "message": "this needs the approver role"},
+    scripted = viewer.post(
+        f"/approvals/{request.pk}/decide/",
+        {"decision": "approve"},
+        headers={"Accept": "application/json, text/plain, */*"},
     )
+    page = viewer.get("/approvals/").content.decode()
+    assert (refused.status_code, refused["Content-Type"]) == (403, "text/html; charset=utf-8")
+    # Whoever asks for JSON gets the API's error shape, not an HTML page.
+    for answer in (forged, scripted):
+        assert (answer.status_code, answer.json()) == (
+            403,
+            {"error": "forbidden", "message": "this needs the approver role"},
+        )
     assert ApprovalRequest.objects.get().status == Status.PENDING
     assert not AuditEntry.objects.filter(action__startswith="approval.deny").exists()
     assert f'id="approval-{request.pk}"' in page
@@ -363,3 +371,41 @@ def test_documents_are_imported_and_refused_like_the_api_does() -> None:
     profile.refresh_from_db()
     assert profile.rules == {"permissions": {"allow": [], "deny": ["shell(curl:*)"]}}
     assert admin.post("/profiles/data-agent/policy/import/").status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("service")
+def test_the_objects_of_a_ready_allocation_say_what_each_one_is_doing(namespace: str) -> None:
+    api = ApiClient(issue_token("sh", ["allocations"]))
+    created = api.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "seen",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
+        },
+    )
+    assert created.status_code == 201
+    allocation = wait_for_phase("seen", Phase.READY, timeout=90)
+    viewer = client_for("viewer")
+
+    def summaries() -> dict[tuple[str, str], str]:
+        answer = viewer.get(f"/allocations/{allocation.pk}/objects/")
+        assert answer.status_code == 200
+        return {(o["kind"], o["name"]): o["status"] for o in answer.json()["objects"]}
+
+    # The PVC's phase follows the binder; wait for it rather than for an arbitrary time.
+    wait_until(
+        lambda: summaries().get(("PersistentVolumeClaim", "seen-workspace-0")) == "Bound",
+        timeout=30,
+        message="the PVC to show as Bound",
+    )
+    found = summaries()
+
+    assert found == {
+        ("NetworkPolicy", "seen-sandboxes"): "in force",
+        ("PersistentVolumeClaim", "seen-workspace-0"): "Bound",
+        ("Sandbox", "sandbox-seen-0"): "Ready=True (DependenciesReady)",
+        ("Pod", "sandbox-seen-0"): "Running, ready",
+    }

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 from approvals import selectors, services
 from approvals.models import Grant, Status
 from contextsvc.core.errors import InvalidRequest, ServiceError
-from frontend.access import actor, approver_required, viewer_required
+from frontend.access import actor, approver_required, viewer_required, wants_json
 from frontend.forms import DecisionForm
 
 HISTORY = 50
@@ -45,7 +45,6 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
 def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
     form = DecisionForm(request.POST)
     parsed = selectors.parse_request_id(request_id)
-    wants_json = request.headers.get("Accept") == "application/json"
     status, code, message = 400, "invalid_request", "invalid decision"
     decided = None
     if form.is_valid():
@@ -64,7 +63,7 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
             status, message = 200, "decided"
         except ServiceError as exc:
             status, code, message = exc.status, exc.code, exc.message
-    if wants_json:
+    if wants_json(request):
         # The API's shapes: the decided request, or the error body.
         if decided is not None:
             return JsonResponse(selectors.approval_json(decided))
