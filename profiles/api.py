@@ -40,6 +40,7 @@ class _ProfileFields(serializers.Serializer):
     volumes = serializers.ListField(child=serializers.DictField())
     volumeMounts = serializers.ListField(child=serializers.DictField())
     isolation = serializers.ChoiceField(choices=["default", "gvisor", "kata"])
+    executorIsolation = serializers.ChoiceField(choices=["namespaces", "none"])
     relaxations = serializers.ListField(child=serializers.CharField())
     egress = serializers.ListField(child=serializers.DictField())
     ingress = serializers.ListField(child=serializers.DictField())
@@ -74,6 +75,11 @@ class ProfileRequest(serializers.Serializer):
     volumes = serializers.ListField(child=serializers.DictField(), required=False)
     volumeMounts = serializers.ListField(child=serializers.DictField(), required=False)
     isolation = serializers.ChoiceField(choices=["default", "gvisor", "kata"], required=False)
+    executorIsolation = serializers.ChoiceField(
+        choices=["namespaces", "none"],
+        required=False,
+        help_text="How the agent's executor isolates each command (docs/agent-client.md)",
+    )
     relaxations = serializers.ListField(child=serializers.CharField(), required=False)
     egress = serializers.ListField(child=serializers.DictField(), required=False)
     ingress = serializers.ListField(child=serializers.DictField(), required=False)

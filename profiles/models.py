@@ -10,6 +10,13 @@ class Isolation(models.TextChoices):
     KATA = "kata", "Kata Containers"
 
 
+class ExecutorIsolation(models.TextChoices):
+    """How the agent's executor (cs_agent.Executor) isolates each command it runs."""
+
+    NAMESPACES = "namespaces", "User, mount and PID namespaces rooted at the context"
+    NONE = "none", "None (only if the agent also opts in)"
+
+
 class ProfileSource(models.TextChoices):
     BUILTIN = "builtin", "Built-in (image, command, env, resources)"
     TEMPLATE = "template", "Copied from a SandboxTemplate"
@@ -48,6 +55,12 @@ class SandboxProfile(models.Model):
     )
     relaxations = models.JSONField(
         default=list, blank=True, help_text="Hardened defaults this profile switches off."
+    )
+    executor_isolation = models.CharField(
+        max_length=16,
+        choices=ExecutorIsolation.choices,
+        default=ExecutorIsolation.NAMESPACES,
+        help_text="How the agent's executor isolates each command (inside the Pod).",
     )
     egress = models.JSONField(
         default=list, blank=True, help_text='[{"cidr": "10.0.0.0/8", "ports": [443]}, …]'

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 
 from contextsvc.core.errors import NotFound
-from profiles.models import SandboxProfile
+from profiles.models import SandboxProfile, runtime_class_for
+from rules.sources import parse_sources
 
 
 def profile_list() -> QuerySet[SandboxProfile]:
@@ -15,3 +18,15 @@ def profile_get(*, name: str) -> SandboxProfile:
     if profile is None:
         raise NotFound(f'profile "{name}" not found')
     return profile
+
+
+def profile_execution(profile: SandboxProfile) -> dict[str, Any]:
+    """How the agent's executor runs what this agent type is allowed: its isolation, the
+    Pod's RuntimeClass, and sources.json's runtime limits (None: the executor's defaults)."""
+    runtime = parse_sources(profile.sources).runtime if profile.sources else None
+    return {
+        "isolation": profile.executor_isolation,
+        "runtimeClass": runtime_class_for(profile.isolation),
+        "timeLimitSeconds": runtime.max_execution_time_seconds if runtime else None,
+        "memoryLimitMb": runtime.max_memory_mb if runtime else None,
+    }

@@ -20,7 +20,13 @@ from contextsvc.core.validators import is_dns1123_label
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from profiles import validation
-from profiles.models import Isolation, ProfileSource, SandboxProfile, runtime_class_for
+from profiles.models import (
+    ExecutorIsolation,
+    Isolation,
+    ProfileSource,
+    SandboxProfile,
+    runtime_class_for,
+)
 
 # Model field → the API field that sets it (problems name what the caller sent).
 API_FIELDS = {
@@ -29,6 +35,7 @@ API_FIELDS = {
     "volume_mounts": "volumeMounts",
     "template_namespace": "template",
     "template_name": "template",
+    "executor_isolation": "executorIsolation",
 }
 
 
@@ -128,6 +135,7 @@ def profile_problems(profile: SandboxProfile, *, check_cluster: bool = True) -> 
         validation.check_env(problems, profile.env)
         validation.check_resources(problems, profile.resources)
         validation.check_labels(problems, profile.pod_labels)
+        validation.check_volumes(problems, profile.volumes, profile.volume_mounts)
         if not problems:
             validation.check_blueprint(
                 problems, builtin_profile_blueprint(profile, service_account=None), None
@@ -140,6 +148,12 @@ def profile_problems(profile: SandboxProfile, *, check_cluster: bool = True) -> 
         validation._add(problems, "source", "must be builtin or template")
     if profile.isolation not in Isolation.values:
         validation._add(problems, "isolation", f"must be one of {', '.join(Isolation.values)}")
+    if profile.executor_isolation not in ExecutorIsolation.values:
+        validation._add(
+            problems,
+            "executor_isolation",
+            f"must be one of {', '.join(ExecutorIsolation.values)}",
+        )
     validation.check_relaxations(problems, profile.relaxations)
     validation.check_network(problems, "egress", profile.egress, namespaces=False)
     validation.check_network(problems, "ingress", profile.ingress, namespaces=True)
@@ -186,6 +200,7 @@ FIELDS = (
     "template_namespace",
     "template_name",
     "isolation",
+    "executor_isolation",
     "relaxations",
     "egress",
     "ingress",

@@ -24,6 +24,7 @@ FIELDS: dict[str, tuple[str, str, type]] = {
     "volumes": ("volumes", "a list", list),
     "volumeMounts": ("volume_mounts", "a list", list),
     "isolation": ("isolation", "a string", str),
+    "executorIsolation": ("executor_isolation", "a string", str),
     "relaxations": ("relaxations", "a list", list),
     "egress": ("egress", "a list", list),
     "ingress": ("ingress", "a list", list),

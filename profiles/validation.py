@@ -89,6 +89,40 @@ def check_labels(problems: Problems, labels: Any) -> None:
             )
 
 
+def check_volumes(problems: Problems, volumes: Any, mounts: Any) -> None:
+    """The shapes Kubernetes needs, so a profile fails on save rather than at its first
+    allocation: named volumes, and mounts of those volumes at absolute paths."""
+    names: set[str] = set()
+    if not isinstance(volumes, list):
+        _add(problems, "volumes", "must be a list of volumes")
+    else:
+        for index, volume in enumerate(volumes):
+            name = volume.get("name") if isinstance(volume, dict) else None
+            if not isinstance(name, str) or not is_dns1123_label(name):
+                _add(problems, "volumes", f"volumes[{index}] needs a name that is a DNS-1123 label")
+            elif name in names:
+                _add(problems, "volumes", f"volumes[{index}].name {name!r} is used twice")
+            else:
+                names.add(name)
+    if not isinstance(mounts, list):
+        _add(problems, "volume_mounts", "must be a list of mounts")
+        return
+    for index, mount in enumerate(mounts):
+        where = f"volumeMounts[{index}]"
+        if not isinstance(mount, dict):
+            _add(problems, "volume_mounts", f"{where} must be an object")
+            continue
+        path = mount.get("mountPath")
+        if not isinstance(path, str) or not path.startswith("/"):
+            _add(problems, "volume_mounts", f"{where}.mountPath must be an absolute path")
+        if mount.get("name") not in names:
+            _add(
+                problems,
+                "volume_mounts",
+                f"{where}.name {mount.get('name')!r} is not one of the profile's volumes",
+            )
+
+
 def _ports(problems: Problems, field: str, where: str, rule: Mapping[str, Any]) -> None:
     ports = rule.get("ports", [])
     if not isinstance(ports, list) or not all(

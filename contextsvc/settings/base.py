@@ -256,6 +256,8 @@ SPECTACULAR_SETTINGS = {
         "ShellKindEnum": ["shell"],
         "FileKindEnum": ["file"],
         "NetworkKindEnum": ["network"],
+        "PodIsolationEnum": ["default", "gvisor", "kata"],
+        "ExecutorIsolationEnum": ["namespaces", "none"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -37,6 +37,7 @@ def form(**overrides: str) -> dict[str, str]:
         "template_namespace": "",
         "template_name": "",
         "isolation": "default",
+        "executor_isolation": "namespaces",
         "relaxations": "[]",
         "egress": "[]",
         "ingress": "[]",

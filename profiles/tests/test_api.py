@@ -66,3 +66,43 @@ def test_settings_and_sources_documents_import_round_trip_and_refuse_bad_entries
         "message": 'permissions.deny[3]: "shell(chmod 777" is missing its closing parenthesis',
     }
     assert admin.get("/v1/profiles/python-data-agent/settings.json").json() == settings_json
+
+
+def test_problems_name_the_fields_the_caller_sent(admin: ApiClient) -> None:
+    refused = admin.post(
+        "/v1/profiles",
+        {
+            "name": "odd",
+            "image": "busybox:1.36",
+            "enabled": False,
+            "default": True,
+            "podLabels": {"not a key!": "x"},
+            "volumeMounts": [{"name": "scratch"}],
+            "executorIsolation": "chroot",
+        },
+    )
+
+    assert refused.status_code == 400
+    problems = refused.json()["problems"]
+    assert sorted(problems) == ["default", "executorIsolation", "podLabels", "volumeMounts"]
+    assert problems["default"] == ["a disabled profile cannot be the default"]
+    assert problems["podLabels"] == ["'not a key!' is not a valid label key"]
+    assert problems["executorIsolation"] == ["must be one of namespaces, none"]
+    assert problems["volumeMounts"] == [
+        "volumeMounts[0].mountPath must be an absolute path",
+        "volumeMounts[0].name 'scratch' is not one of the profile's volumes",
+    ]
+    assert not SandboxProfile.objects.exists()
+
+
+def test_a_profile_with_an_image_is_a_built_in_one_without_saying_so(admin: ApiClient) -> None:
+    created = admin.post("/v1/profiles", {"name": "plain", "image": "busybox:1.36"})
+
+    assert created.status_code == 201
+    body = created.json()
+    assert (body["source"], body["image"], body["executorIsolation"]) == (
+        "builtin",
+        "busybox:1.36",
+        "namespaces",
+    )
+    assert SandboxProfile.objects.get(name="plain").source == "builtin"

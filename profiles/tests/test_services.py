@@ -311,13 +311,14 @@ def test_template_profile_copies_the_template_blueprint(
             "spec": {
                 "podTemplate": {
                     "spec": {
+                        "hostPID": True,
                         "containers": [
                             {
                                 "name": "agent",
                                 "image": "registry.example.com/research:8",
                                 "ports": [{"containerPort": 8080, "hostPort": 8080}],
                             }
-                        ]
+                        ],
                     }
                 }
             }
@@ -345,8 +346,13 @@ def test_template_profile_copies_the_template_blueprint(
     assert refused.status_code == 400
     assert refused.json() == {
         "error": "invalid_request",
-        "message": 'template: baseline host-ports: container "agent" binds host port 8080',
-        "problems": {"template": ['baseline host-ports: container "agent" binds host port 8080']},
+        "message": "template: baseline host-namespaces: the pod template sets hostPID",
+        "problems": {
+            "template": [
+                "baseline host-namespaces: the pod template sets hostPID",
+                'baseline host-ports: container "agent" binds host port 8080',
+            ]
+        },
     }
     assert not Allocation.objects.filter(name="after-edit").exists()
 
