@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+from uuid import UUID
+
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -19,8 +22,14 @@ from approvals import access, selectors, services
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
-from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import field, integer, read_json_object, reject_unknown_fields, text
+from contextsvc.core.errors import InvalidRequest, NotFound
+from contextsvc.core.jsonbody import (
+    field,
+    integer,
+    read_json_object,
+    reject_unknown_fields,
+    text,
+)
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from rules.model import MAX_OPERATION_TEXT
@@ -99,9 +108,22 @@ class ApprovalCheckRequest(serializers.Serializer):
     )
 
 
+class Execution(serializers.Serializer):
+    """How the agent's executor runs what is allowed (the profile's, when it was judged)."""
+
+    isolation = serializers.ChoiceField(choices=["namespaces", "none"])
+    runtimeClass = serializers.CharField(allow_null=True, help_text="The Pod's, e.g. gvisor")
+    timeLimitSeconds = serializers.IntegerField(allow_null=True)
+    memoryLimitMb = serializers.IntegerField(allow_null=True)
+    workspace = serializers.CharField(help_text="The context's directory the rules judged")
+
+
 class Verdict(serializers.Serializer):
     decision = serializers.ChoiceField(choices=["allow", "deny"])
     evaluation = serializers.DictField(help_text="Which rule decided each part")
+    operation = serializers.DictField(help_text="The operation as judged: what may run")
+    checkId = serializers.IntegerField(help_text="This decision's audit entry (for /v1/runs)")
+    execution = Execution()
 
 
 class Grant(serializers.Serializer):
@@ -144,6 +166,7 @@ class Approval(serializers.Serializer):
     decidedBy = serializers.CharField(allow_null=True)
     reason = serializers.CharField(allow_null=True)
     grant = Grant(allow_null=True)
+    execution = Execution()
 
 
 class ApprovalList(serializers.Serializer):
@@ -209,7 +232,15 @@ class ApprovalCollectionApi(ServiceAPIView):
             actor=actor_of(request.user),
         )
         if result.request is None:
-            return Response({"decision": result.decision, "evaluation": result.evaluation})
+            return Response(
+                {
+                    "decision": result.decision,
+                    "evaluation": result.evaluation,
+                    "operation": result.operation,
+                    "checkId": result.check_id,
+                    "execution": result.execution,
+                }
+            )
         return Response(
             selectors.approval_json(result.request),
             status=202,
@@ -363,3 +394,109 @@ class GrantDetailApi(ServiceAPIView):
     def delete(self, request: Request, grant_id: int) -> Response:
         services.grant_revoke(grant_id=grant_id, actor=actor_of(request.user))
         return Response(status=204)
+
+
+RUN_FIELDS = frozenset(
+    {
+        "requestId",
+        "checkId",
+        "contextId",
+        "command",
+        "outcome",
+        "exitStatus",
+        "signal",
+        "durationMs",
+        "stdoutBytes",
+        "stderrBytes",
+        "truncated",
+    }
+)
+MAX_BYTES = 2**63 - 1
+
+
+class RunReport(serializers.Serializer):
+    requestId = serializers.UUIDField(required=False, help_text="A queued request's id")
+    checkId = serializers.IntegerField(required=False, help_text="An immediate allow's checkId")
+    contextId = serializers.RegexField(openapi.CONTEXT_ID)
+    command = serializers.CharField(
+        allow_blank=True, trim_whitespace=False, help_text="What ran: must be what was judged"
+    )
+    outcome = serializers.ChoiceField(choices=["exited", "timed_out", "memory", "killed", "error"])
+    exitStatus = serializers.IntegerField(
+        allow_null=True, required=False, min_value=0, max_value=255
+    )
+    signal = serializers.IntegerField(allow_null=True, required=False, min_value=1, max_value=64)
+    durationMs = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
+    stdoutBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
+    stderrBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
+    truncated = serializers.BooleanField()
+
+
+class Run(serializers.Serializer):
+    id = serializers.UUIDField()
+    requestId = serializers.UUIDField(allow_null=True)
+    checkId = serializers.IntegerField(allow_null=True)
+    contextId = serializers.CharField()
+    agentType = serializers.CharField()
+    command = serializers.CharField()
+    outcome = serializers.CharField()
+    exitStatus = serializers.IntegerField(allow_null=True)
+    signal = serializers.IntegerField(allow_null=True)
+    durationMs = serializers.IntegerField()
+    stdoutBytes = serializers.IntegerField()
+    stderrBytes = serializers.IntegerField()
+    truncated = serializers.BooleanField()
+    reportedBy = serializers.CharField()
+    reportedAt = serializers.DateTimeField()
+
+
+def _count(body: dict[str, Any], key: str, maximum: int) -> int:
+    value = integer(body, key, required=True, minimum=0, maximum=maximum)
+    assert value is not None  # required=True
+    return value
+
+
+class RunCollectionApi(ServiceAPIView):
+    """An agent's executor reports what it ran for an allowed operation (docs/agent-client.md)."""
+
+    write_scope = Scope.AGENT
+
+    @extend_schema(
+        operation_id="runs_report",
+        request=RunReport,
+        responses=responses({201: Run}, 404, 409),
+        description="Once per allowed operation; the command must be the one judged.",
+    )
+    def post(self, request: Request) -> Response:
+        body = read_json_object(request._request)
+        reject_unknown_fields(body, RUN_FIELDS)
+        raw_request_id = text(body, "requestId")
+        run = services.run_record(
+            context_id=text(body, "contextId", required=True),
+            request_id=selectors.parse_request_id(raw_request_id) if raw_request_id else None,
+            check_id=integer(body, "checkId", minimum=1, maximum=MAX_BYTES),
+            command=field(body, "command", str, required=True),
+            outcome=text(body, "outcome", required=True),
+            exit_status=integer(body, "exitStatus", minimum=0, maximum=255),
+            signal=integer(body, "signal", minimum=1, maximum=64),
+            duration_ms=_count(body, "durationMs", 2**31 - 1),
+            stdout_bytes=_count(body, "stdoutBytes", MAX_BYTES),
+            stderr_bytes=_count(body, "stderrBytes", MAX_BYTES),
+            truncated=field(body, "truncated", bool, required=True),
+            actor=actor_of(request.user),
+        )
+        return Response(
+            selectors.run_json(run), status=201, headers={"Location": f"/v1/runs/{run.pk}"}
+        )
+
+
+class RunDetailApi(ServiceAPIView):
+    read_scopes = (Scope.READ, Scope.APPROVER)
+
+    @extend_schema(operation_id="runs_get", responses=responses({200: Run}, 404))
+    def get(self, request: Request, run_id: str) -> Response:
+        try:
+            parsed = UUID(run_id)
+        except ValueError:
+            raise NotFound(f'run "{run_id}" not found') from None
+        return Response(selectors.run_json(selectors.run_get(run_id=parsed)))

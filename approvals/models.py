@@ -30,6 +30,9 @@ class ApprovalRequest(models.Model):
     normalised = models.TextField(help_text="Sanitised for reviewers (hidden characters escaped).")
     evaluation = models.JSONField(help_text="The rule evaluation, part by part.")
     risk = models.CharField(max_length=8)
+    execution = models.JSONField(
+        default=dict, blank=True, help_text="How the executor runs it, as the profile said."
+    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     requested_by = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -94,3 +97,50 @@ class Grant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rule} ({self.scope})"
+
+
+class RunOutcome(models.TextChoices):
+    EXITED = "exited", "Exited"
+    TIMED_OUT = "timed_out", "Killed at its time limit"
+    MEMORY = "memory", "Killed at its memory limit"
+    KILLED = "killed", "Killed by a signal"
+    ERROR = "error", "Could not be run"
+
+
+class OperationRun(models.Model):
+    """What an executor ran for an allowed operation, reported back by it: the decision
+    and its execution side by side. Each allowed operation runs once."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    request = models.OneToOneField(
+        ApprovalRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="run"
+    )
+    # The audit entry of an immediate rule decision (a request has no row otherwise).
+    check_entry = models.OneToOneField(
+        "core.AuditEntry", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    context_id = models.CharField(max_length=253)
+    agent_type = models.CharField(max_length=63)
+    command = models.TextField(help_text="What ran: the string that was judged.")
+    outcome = models.CharField(max_length=16, choices=RunOutcome.choices)
+    exit_status = models.IntegerField(null=True, blank=True)
+    signal = models.IntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField()
+    stdout_bytes = models.PositiveBigIntegerField()
+    stderr_bytes = models.PositiveBigIntegerField()
+    truncated = models.BooleanField()
+    reported_by = models.CharField(max_length=200)
+    reported_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-reported_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(request__isnull=False, check_entry__isnull=True)
+                | Q(request__isnull=True, check_entry__isnull=False),
+                name="run_of_one_decision",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.outcome}"

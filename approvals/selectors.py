@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -9,7 +11,7 @@ from uuid import UUID
 from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest, Grant, Status
+from approvals.models import ApprovalRequest, Grant, OperationRun, Status
 from contextsvc.core.errors import InvalidRequest, NotFound
 
 
@@ -122,6 +124,7 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
         "decidedBy": request.decided_by or None,
         "reason": request.reason or None,
         "grant": grant_json(request.grant) if request.grant else None,
+        "execution": request.execution,
     }
 
 
@@ -147,3 +150,43 @@ def approvals_pending_count() -> int:
 def approvals_decided() -> QuerySet[ApprovalRequest]:
     """Every request a human approved or denied (``created_at`` → ``decided_at``)."""
     return ApprovalRequest.objects.filter(status__in=[Status.APPROVED, Status.DENIED])
+
+
+# --- Runs --------------------------------------------------------------------------------------
+
+
+def operation_digest(operation: dict[str, Any]) -> str:
+    """SHA-256 of an operation in canonical JSON: what was judged, compared with what ran."""
+    canonical = json.dumps(operation, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def run_json(run: OperationRun) -> dict[str, Any]:
+    return {
+        "id": str(run.pk),
+        "requestId": str(run.request_id) if run.request_id else None,
+        "checkId": run.check_entry_id,
+        "contextId": run.context_id,
+        "agentType": run.agent_type,
+        "command": run.command,
+        "outcome": run.outcome,
+        "exitStatus": run.exit_status,
+        "signal": run.signal,
+        "durationMs": run.duration_ms,
+        "stdoutBytes": run.stdout_bytes,
+        "stderrBytes": run.stderr_bytes,
+        "truncated": run.truncated,
+        "reportedBy": run.reported_by,
+        "reportedAt": run.reported_at.isoformat(),
+    }
+
+
+def run_of_request(*, request: ApprovalRequest) -> OperationRun | None:
+    return OperationRun.objects.filter(request=request).first()
+
+
+def run_get(*, run_id: UUID) -> OperationRun:
+    run = OperationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        raise NotFound(f"run {run_id} not found")
+    return run

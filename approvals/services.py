@@ -12,15 +12,17 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest, Grant, Status
-from approvals.selectors import approval_json, grant_list_active_for
+from approvals.models import ApprovalRequest, Grant, OperationRun, RunOutcome, Status
+from approvals.selectors import approval_json, grant_list_active_for, operation_digest
 from contextsvc.core import events
 from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
+from contextsvc.core.models import AuditEntry
 from contextsvc.core.services import audit_record
 from profiles.models import SandboxProfile
+from profiles.selectors import profile_execution
 from rules import (
     Decision,
     Evaluation,
@@ -55,6 +57,8 @@ def request_group(request_id: UUID) -> str:
 class Policy:
     rules: RuleSet
     sources: Sources | None
+    # How the agent's executor runs what is allowed (profiles.selectors.profile_execution).
+    execution: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def policy_for(*, agent_type: str, context_id: str) -> Policy:
@@ -71,7 +75,7 @@ def policy_for(*, agent_type: str, context_id: str) -> Policy:
     )
     if granted:
         rules = dataclasses.replace(rules, allow=rules.allow + granted)
-    return Policy(rules, sources)
+    return Policy(rules, sources, profile_execution(profile))
 
 
 def risk_of(operation: Operation, evaluation: Evaluation, workspace: str) -> str:
@@ -95,6 +99,11 @@ class CheckResult:
     decision: str  # allow | deny | ask
     evaluation: dict[str, Any]
     request: ApprovalRequest | None = None
+    # For a rule's immediate decision: the operation as judged, the audit entry that
+    # records it (what a run report refers to), and how to run it.
+    operation: dict[str, Any] = dataclasses.field(default_factory=dict)
+    check_id: int | None = None
+    execution: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 # Ten years: longer than any grant is meant to live, and far from timedelta's limit.
@@ -134,12 +143,14 @@ def approval_check(
         raise InvalidRequest(f"operation.{exc}") from None
     seconds = _deadline_seconds(deadline_seconds)
     policy = policy_for(agent_type=agent_type, context_id=context_id)
+    # The directory the rules judged paths against: the executor runs there or not at all.
+    execution = {**policy.execution, "workspace": policy.rules.workspace(context_id)}
     evaluation = evaluate(parsed, rules=policy.rules, sources=policy.sources, context_id=context_id)
     explanation = evaluation.to_dict()
     if evaluation.decision in (Decision.ALLOW, Decision.DENY):
         # Allows too: after an incident the question is which rule let the agent do it.
         allowed = evaluation.decision == Decision.ALLOW
-        audit_record(
+        entry = audit_record(
             actor=actor,
             action="approval.allow" if allowed else "approval.refuse",
             target_type="context",
@@ -149,9 +160,17 @@ def approval_check(
                 "operation": evaluation.normalised,
                 "rule": evaluation.rule,
                 "sources_entry": evaluation.sources_entry,
+                # What a run report is held to: exactly this operation (run_record).
+                "judged_sha256": operation_digest(parsed.to_dict()),
             },
         )
-        return CheckResult("allow" if allowed else "deny", explanation)
+        return CheckResult(
+            "allow" if allowed else "deny",
+            explanation,
+            operation=parsed.to_dict(),
+            check_id=entry.pk,
+            execution=execution,
+        )
     with transaction.atomic():
         request = ApprovalRequest.objects.create(
             context_id=context_id,
@@ -164,6 +183,7 @@ def approval_check(
             normalised=evaluation.normalised,
             evaluation=explanation,
             risk=risk_of(parsed, evaluation, policy.rules.workspace(context_id)),
+            execution=execution,
             requested_by=actor,
             deadline=timezone.now() + timedelta(seconds=seconds),
         )
@@ -469,3 +489,112 @@ def grant_revoke(*, grant_id: int, actor: str) -> Grant:
             payload={"rule": grant.rule},
         )
     return grant
+
+
+# --- Runs --------------------------------------------------------------------------------------
+
+
+def _allowed_operation(
+    *, request_id: UUID | None, check_id: int | None, actor: str, context_id: str
+) -> tuple[ApprovalRequest | None, AuditEntry | None, str, str]:
+    """The decision a run report refers to: (request, check entry, agent type, digest of
+    the operation it allowed). Only the credential that asked may report, and only an
+    allowed operation in the context it was asked for."""
+    if (request_id is None) == (check_id is None):
+        raise InvalidRequest("give exactly one of requestId and checkId")
+    if request_id is not None:
+        request = ApprovalRequest.objects.filter(pk=request_id, requested_by=actor).first()
+        if request is None:
+            raise NotFound(f"approval request {request_id} not found")
+        if request.status != Status.APPROVED:
+            raise Conflict(f"approval request {request_id} is {request.status}, not approved")
+        if request.context_id != context_id:
+            raise InvalidRequest(f"contextId: approval request {request_id} is for another context")
+        return request, None, request.agent_type, operation_digest(request.operation)
+    assert check_id is not None  # exactly one of the two was given
+    entry = AuditEntry.objects.filter(pk=check_id, actor=actor).first()
+    if entry is None or entry.action not in ("approval.allow", "approval.refuse"):
+        raise NotFound(f"check {check_id} not found")
+    if entry.action != "approval.allow":
+        raise Conflict(f"check {check_id} was denied")
+    if entry.target != context_id:
+        raise InvalidRequest(f"contextId: check {check_id} is for another context")
+    return (
+        None,
+        entry,
+        str(entry.payload.get("agent_type", "")),
+        str(entry.payload.get("judged_sha256", "")),
+    )
+
+
+def run_record(
+    *,
+    context_id: str,
+    request_id: UUID | None,
+    check_id: int | None,
+    command: str,
+    outcome: str,
+    exit_status: int | None,
+    signal: int | None,
+    duration_ms: int,
+    stdout_bytes: int,
+    stderr_bytes: int,
+    truncated: bool,
+    actor: str,
+) -> OperationRun:
+    """Keep what an executor ran next to the decision that allowed it. The command must be
+    the one judged: a report of anything else is refused, and the refusal is audited (an
+    executor that runs something else than it asked about is what approvals exist to
+    catch)."""
+    if outcome not in RunOutcome.values:
+        raise InvalidRequest(f"outcome must be one of {', '.join(RunOutcome.values)}")
+    request, entry, agent_type, judged = _allowed_operation(
+        request_id=request_id, check_id=check_id, actor=actor, context_id=context_id
+    )
+    target = str(request.pk) if request is not None else str(check_id)
+    target_type = "approval" if request is not None else "check"
+    if operation_digest({"kind": "shell", "command": command}) != judged:
+        audit_record(
+            actor=actor,
+            action="operation.run_mismatch",
+            target_type=target_type,
+            target=target,
+            payload={"context_id": context_id, "reported": command[:2000]},
+        )
+        raise Conflict("the command reported is not the command that was judged")
+    try:
+        with transaction.atomic():
+            run = OperationRun.objects.create(
+                request=request,
+                check_entry=entry,
+                context_id=context_id,
+                agent_type=agent_type,
+                command=command,
+                outcome=outcome,
+                exit_status=exit_status,
+                signal=signal,
+                duration_ms=duration_ms,
+                stdout_bytes=stdout_bytes,
+                stderr_bytes=stderr_bytes,
+                truncated=truncated,
+                reported_by=actor,
+            )
+            audit_record(
+                actor=actor,
+                action="operation.run",
+                target_type=target_type,
+                target=target,
+                payload={
+                    "run": str(run.pk),
+                    "context_id": context_id,
+                    "outcome": outcome,
+                    "exit_status": exit_status,
+                    "signal": signal,
+                    "duration_ms": duration_ms,
+                    "truncated": truncated,
+                },
+            )
+    except IntegrityError:
+        # One run per decision: the database's unique key, not a check that could race.
+        raise Conflict(f"the run of {target_type} {target} was already reported") from None
+    return run

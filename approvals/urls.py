@@ -18,6 +18,8 @@ urlpatterns = [
         api.ApprovalSimilarApi.as_view(),
         name="approval-similar",
     ),
+    path("runs", api.RunCollectionApi.as_view(), name="runs"),
+    path("runs/<str:run_id>", api.RunDetailApi.as_view(), name="run"),
     path("grants", api.GrantCollectionApi.as_view(), name="grants"),
     path("grants/<int:grant_id>", api.GrantDetailApi.as_view(), name="grant"),
 ]

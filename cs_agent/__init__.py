@@ -13,6 +13,7 @@ See docs/agent-client.md for the LangGraph ``interrupt()`` / A2A ``input_require
 """
 
 from cs_agent.client import ApprovalClient, ApprovalError, Verdict
+from cs_agent.executor import Executor, RunResult
 from cs_agent.workspace import WorkspaceClient
 
-__all__ = ["ApprovalClient", "ApprovalError", "Verdict", "WorkspaceClient"]
+__all__ = ["ApprovalClient", "ApprovalError", "Executor", "RunResult", "Verdict", "WorkspaceClient"]

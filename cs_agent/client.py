@@ -42,6 +42,12 @@ class Verdict:
     reason: str | None = None
     request_id: str | None = None
     evaluation: dict[str, Any] = field(default_factory=dict)
+    # The operation as the service judged it (after an edit, the edited one): what an
+    # executor runs. And how to run it: the profile's isolation and limits.
+    operation: dict[str, Any] = field(default_factory=dict)
+    execution: dict[str, Any] = field(default_factory=dict)
+    # An immediate rule decision's audit record (a queued one is known by request_id).
+    check_id: int | None = None
 
 
 class ServiceClient:
@@ -178,27 +184,84 @@ class ApprovalClient(ServiceClient):
         before blocking — the place to tell a user that input is required."""
         try:
             answer = self.submit(operation, context_id, deadline_seconds=deadline_seconds)
-            if answer["decision"] in ("allow", "deny"):
-                return Verdict(
-                    answer["decision"] == "allow",
-                    answer["decision"],
-                    evaluation=answer.get("evaluation") or {},
-                )
+            decided = self.immediate(answer)
+            if decided is not None:
+                return decided
             if on_pending is not None:
                 on_pending(answer)
-            state = self.wait(answer["id"], timeout=timeout)
-            if state["status"] == "pending":
-                self.cancel(answer["id"])
-                return Verdict(False, "timeout", f"no decision within {timeout:.0f}s", answer["id"])
-            return Verdict(
-                state["decision"] == "allow",
-                state["status"],
-                state.get("reason"),
-                answer["id"],
-                state.get("evaluation") or {},
-            )
+            return self.outcome(answer["id"], timeout=timeout)
         except ApprovalError as exc:
             return Verdict(False, "error", str(exc))
+
+    @staticmethod
+    def immediate(answer: dict[str, Any]) -> Verdict | None:
+        """The verdict in ``submit``'s answer when a rule decided at once; None when the
+        operation was queued for a human."""
+        if answer.get("decision") not in ("allow", "deny"):
+            return None
+        return Verdict(
+            answer["decision"] == "allow",
+            answer["decision"],
+            evaluation=answer.get("evaluation") or {},
+            operation=answer.get("operation") or {},
+            execution=answer.get("execution") or {},
+            check_id=answer.get("checkId"),
+        )
+
+    def outcome(self, request_id: str, *, timeout: float) -> Verdict:
+        """The verdict on a queued request: waits up to ``timeout`` for the decision and
+        cancels the request if none came (a denial, like every other failure). What a
+        LangGraph graph resumed after ``interrupt()`` calls."""
+        try:
+            state = self.wait(request_id, timeout=timeout)
+            if state["status"] == "pending":
+                self.cancel(request_id)
+                return Verdict(False, "timeout", f"no decision within {timeout:.0f}s", request_id)
+        except ApprovalError as exc:
+            return Verdict(False, "error", str(exc), request_id)
+        return Verdict(
+            state["decision"] == "allow",
+            state["status"],
+            state.get("reason"),
+            request_id,
+            state.get("evaluation") or {},
+            operation=state.get("operation") or {},
+            execution=state.get("execution") or {},
+        )
+
+    def report_run(
+        self,
+        verdict: Verdict,
+        *,
+        context_id: str,
+        command: str,
+        outcome: str,
+        exit_status: int | None,
+        signal: int | None,
+        duration: float,
+        stdout_bytes: int,
+        stderr_bytes: int,
+        truncated: bool,
+    ) -> dict[str, Any]:
+        """What an executor ran for an allowed operation; the service checks that it is the
+        operation it allowed and keeps it next to the decision."""
+        body: dict[str, Any] = {
+            "contextId": context_id,
+            "command": command,
+            "outcome": outcome,
+            "exitStatus": exit_status,
+            "signal": signal,
+            "durationMs": round(duration * 1000),
+            "stdoutBytes": stdout_bytes,
+            "stderrBytes": stderr_bytes,
+            "truncated": truncated,
+        }
+        if verdict.request_id is not None:
+            body["requestId"] = verdict.request_id
+        else:
+            body["checkId"] = verdict.check_id
+        _, record = self._call("POST", "/v1/runs", body)
+        return dict(record)
 
     # --- Conveniences ----------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ urlpatterns = [
         name="allocation-release",
     ),
     path("approvals/", approvals.approval_queue, name="approvals"),
+    path("approvals/<str:request_id>/", approvals.approval_detail, name="approval"),
     path("approvals/<str:request_id>/decide/", approvals.approval_decide, name="approval-decide"),
     path(
         "approvals/<str:request_id>/similar/", approvals.approval_similar, name="approval-similar"

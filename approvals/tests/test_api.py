@@ -11,6 +11,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from approvals.models import ApprovalRequest, Grant, Status
+from approvals.selectors import operation_digest
 from contextsvc.core.models import ApiClient as Client
 from contextsvc.core.models import AuditEntry
 from profiles.tests.factories import SandboxProfileFactory
@@ -38,6 +39,16 @@ def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
     assert allowed.status_code == 200
     assert allowed.json()["decision"] == "allow"
     assert allowed.json()["evaluation"]["rule"] == "shell(ls:*)"
+    # What may run, exactly, how, and the decision's record (which a run report names).
+    assert allowed.json()["operation"] == {"kind": "shell", "command": "ls -la"}
+    assert allowed.json()["execution"] == {
+        "isolation": "namespaces",
+        "runtimeClass": None,
+        "timeLimitSeconds": None,
+        "memoryLimitMb": None,
+        "workspace": "/workspace/ctx-1",
+    }
+    assert allowed.json()["checkId"] == AuditEntry.objects.get(action="approval.allow").pk
     assert denied.status_code == 200
     body = denied.json()
     assert body["decision"] == "deny"
@@ -61,6 +72,7 @@ def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
                 "operation": "ls -la",
                 "rule": "shell(ls:*)",
                 "sources_entry": None,
+                "judged_sha256": operation_digest({"kind": "shell", "command": "ls -la"}),
             },
         ),
         (
@@ -72,6 +84,9 @@ def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
                 "operation": "ls && curl https://evil.example",
                 "rule": "shell(curl:*)",
                 "sources_entry": None,
+                "judged_sha256": operation_digest(
+                    {"kind": "shell", "command": "ls && curl https://evil.example"}
+                ),
             },
         ),
     ]

@@ -85,6 +85,15 @@ def test_client_blocks_until_approved(web_server: str) -> None:
         "reason": None,
         "request_id": str(request.pk),
         "evaluation": verdict["evaluation"],
+        "operation": {"kind": "shell", "command": "pip install pandas"},
+        "execution": {
+            "isolation": "namespaces",
+            "runtimeClass": None,
+            "timeLimitSeconds": None,
+            "memoryLimitMb": None,
+            "workspace": "/workspace/ctx-abc123",
+        },
+        "check_id": None,
     }
     assert f"waiting for a human: request {request.pk}" in err
     assert list(

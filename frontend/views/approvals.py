@@ -40,6 +40,17 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
     )
 
 
+@viewer_required
+def approval_detail(request: HttpRequest, request_id: str) -> HttpResponse:
+    """One request: what was asked, how the rules saw it, who decided, and what ran."""
+    found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+    return render(
+        request,
+        "frontend/approval_detail.html",
+        {"request": found, "run": selectors.run_of_request(request=found)},
+    )
+
+
 @approver_required
 @require_POST
 def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:

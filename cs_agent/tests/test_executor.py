@@ -1,0 +1,395 @@
+"""The executor against the real web process: it runs only what was allowed, exactly the
+string that was judged, inside the context's namespaces and limits, and reports it.
+
+Every command here is harmless (echo, ls, cat, sleep, a small Python allocation, a pip
+install that cannot reach any index). Corpus and attack strings are never executed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from approvals.models import ApprovalRequest, OperationRun, Status
+from contextsvc.core.models import AuditEntry
+from cs_agent import ApprovalClient, Executor
+from cs_agent.executor import EXIT_MEMORY, EXIT_REFUSED, EXIT_TIMED_OUT
+from frontend.tests.support import client_for
+from profiles.models import SandboxProfile
+from profiles.tests.factories import SandboxProfileFactory
+from tests.support.api import ApiClient, decide_over_http, issue_token
+from tests.support.processes import child_env
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
+
+RULES = {
+    "permissions": {
+        "allow": [
+            "shell(echo:*)",
+            "shell(ls:*)",
+            "shell(cat:*)",
+            "shell(sleep:*)",
+            "shell(pip install:*)",
+            "file(read:${WORKSPACE}/**)",
+            "file(write:${WORKSPACE}/**)",
+        ],
+        "deny": ["shell(touch:*)"],
+    }
+}
+SOURCES = {
+    "package_managers": {
+        "pip": {
+            "enabled": True,
+            "registries": [{"name": "pypi", "url": "https://pypi.org/simple/"}],
+        }
+    },
+    "runtime": {"max_execution_time_seconds": 3, "max_memory_mb": 64},
+}
+
+
+@pytest.fixture
+def workspace_root(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def exec_agent(workspace_root: Path) -> None:
+    SandboxProfileFactory.create(
+        name="exec-agent",
+        rules={**RULES, "context_workspace": f"{workspace_root}/${{CONTEXT_ID}}"},
+        sources=SOURCES,
+    )
+
+
+@pytest.fixture
+def executor(web_server: str, workspace_root: Path, exec_agent: None) -> Executor:
+    client = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="exec-agent")
+    return Executor(client, workspace_root=str(workspace_root), approval_timeout=30)
+
+
+class Reviewer:
+    """A person at the dashboard: decides each request the executor waits on."""
+
+    def __init__(self, web_server: str, decision: str = "approve") -> None:
+        self.web_server = web_server
+        self.token = issue_token("alice", ["approver"])
+        self.decision = decision
+        self.threads: list[threading.Thread] = []
+
+    def __call__(self, request: dict[str, Any]) -> None:
+        body = {"decision": self.decision, "reason": "test"}
+        thread = threading.Thread(
+            target=decide_over_http, args=(self.web_server, self.token, request["id"], body)
+        )
+        thread.start()
+        self.threads.append(thread)
+
+
+@pytest.fixture
+def reviewer(web_server: str) -> Iterator[Reviewer]:
+    person = Reviewer(web_server)
+    yield person
+    for thread in person.threads:
+        thread.join(timeout=30)
+
+
+def test_an_allowed_command_runs_in_its_context_and_what_ran_is_recorded(
+    executor: Executor, workspace_root: Path
+) -> None:
+    command = "echo hello > out.txt && ls && echo $HOME"
+
+    result = executor.run(command, context_id="ctx-a")
+
+    context = workspace_root / "ctx-a"
+    assert (result.outcome, result.exit_status, result.exit_code) == ("exited", 0, 0)
+    assert result.stdout == f"out.txt\n{context}\n".encode()
+    assert (result.stderr, result.truncated, result.isolation) == (b"", False, "namespaces")
+    assert (context / "out.txt").read_text() == "hello\n"
+    assert result.command == command
+    run = OperationRun.objects.get()
+    assert str(run.pk) == result.run_id
+    assert (run.command, run.context_id, run.agent_type, run.outcome, run.exit_status) == (
+        command,
+        "ctx-a",
+        "exec-agent",
+        "exited",
+        0,
+    )
+    assert (run.stdout_bytes, run.stderr_bytes, run.truncated) == (len(result.stdout), 0, False)
+    decided = AuditEntry.objects.get(action="approval.allow")
+    assert run.check_entry_id == decided.pk
+    ran = AuditEntry.objects.get(action="operation.run")
+    assert (ran.actor, ran.target_type, ran.target) == ("api:agent-1", "check", str(decided.pk))
+    assert ran.payload["outcome"] == "exited"
+
+
+def test_other_contexts_and_everything_outside_the_context_are_out_of_reach(
+    executor: Executor, workspace_root: Path, tmp_path: Path, reviewer: Reviewer
+) -> None:
+    other = workspace_root / "ctx-b"
+    other.mkdir()
+    (other / "secret").write_text("b's data\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    # The rules allow reading it (nothing denies it); the namespace does not contain it.
+    read = executor.run("cat ../ctx-b/secret", context_id="ctx-a")
+    listing = executor.run(f"ls {workspace_root}", context_id="ctx-a")
+    # A person approves a write outside the context; it still cannot land there.
+    write = executor.run(f"echo x > {outside}/escape", context_id="ctx-a", on_pending=reviewer)
+
+    assert (read.outcome, read.exit_status, read.stdout) == ("exited", 1, b"")
+    assert read.stderr == b"cat: ../ctx-b/secret: No such file or directory\n"
+    assert (listing.exit_status, listing.stdout) == (0, b"ctx-a\n")
+    assert write.verdict.status == "approved"
+    assert (write.outcome, write.exit_status) == ("exited", 1)
+    assert b"No such file or directory" in write.stderr
+    assert list(outside.iterdir()) == []
+    assert (other / "secret").read_text() == "b's data\n"
+    # The request's page shows what ran next to the decision.
+    page = client_for("viewer").get(f"/approvals/{write.verdict.request_id}/")
+    assert page.status_code == 200
+    ran = page.context["run"]
+    assert (ran.command, ran.outcome, ran.exit_status) == (
+        f"echo x > {outside}/escape",
+        "exited",
+        1,
+    )
+    html = page.content.decode()
+    assert f'<pre class="operation">echo x &gt; {outside}/escape</pre>' in html
+    assert "Exited</span> · exit status 1" in html
+
+
+def test_the_time_limit_kills_everything_the_command_started(executor: Executor) -> None:
+    result = executor.run("sleep 31.25 & sleep 32.75", context_id="ctx-a")
+
+    assert (result.outcome, result.exit_status, result.signal) == ("timed_out", None, 9)
+    assert result.exit_code == EXIT_TIMED_OUT
+    left = subprocess.run(
+        ["pgrep", "-f", "sleep 3[12]\\.[27]5"], capture_output=True, text=True, check=False
+    )
+    assert left.stdout == ""
+    assert OperationRun.objects.get().outcome == "timed_out"
+
+
+def test_the_memory_limit_stops_it(executor: Executor, reviewer: Reviewer) -> None:
+    allocate = 'python3 -c "x = bytearray(300 * 1024 * 1024)"'
+
+    killed = executor.run(allocate, context_id="ctx-a", on_pending=reviewer)
+    executor.memory_cgroups = False  # where the executor may not make a cgroup
+    refused_memory = executor.run(allocate, context_id="ctx-a", on_pending=reviewer)
+
+    assert (killed.outcome, killed.signal, killed.memory_enforcement) == ("memory", 9, "cgroup")
+    assert killed.exit_code == EXIT_MEMORY
+    assert (refused_memory.outcome, refused_memory.exit_status) == ("exited", 1)
+    assert refused_memory.memory_enforcement == "rlimit"
+    assert refused_memory.stderr.rstrip().endswith(b"MemoryError")
+    assert sorted(OperationRun.objects.values_list("outcome", flat=True)) == ["exited", "memory"]
+
+
+def test_refused_and_unanswered_operations_never_run(
+    executor: Executor, web_server: str, workspace_root: Path
+) -> None:
+    denied = executor.run("touch proof", context_id="ctx-a")
+    refused_by_a_person = executor.run(
+        "mkdir refused", context_id="ctx-a", on_pending=Reviewer(web_server, "deny")
+    )
+    executor.approval_timeout = 1.0
+    unanswered = executor.run("mkdir unanswered", context_id="ctx-a")
+
+    assert (denied.outcome, denied.verdict.status, denied.exit_code) == (
+        "refused",
+        "deny",
+        EXIT_REFUSED,
+    )
+    assert (refused_by_a_person.outcome, refused_by_a_person.verdict.status) == (
+        "refused",
+        "denied",
+    )
+    assert (unanswered.outcome, unanswered.verdict.status) == ("refused", "timeout")
+    assert not (workspace_root / "ctx-a").exists()
+    assert not OperationRun.objects.exists()
+    assert sorted(ApprovalRequest.objects.values_list("status", flat=True)) == [
+        Status.CANCELLED,
+        Status.DENIED,
+    ]
+
+
+def test_the_first_pip_install_creates_the_context_virtualenv(
+    executor: Executor, workspace_root: Path, reviewer: Reviewer
+) -> None:
+    venv = workspace_root / "ctx-a" / ".venv"
+    before = executor.run("echo $VIRTUAL_ENV", context_id="ctx-a")
+
+    # No index is reachable: pip fails, but only after the virtualenv exists.
+    install = executor.run(
+        "pip install --no-index cs-no-such-package", context_id="ctx-a", on_pending=reviewer
+    )
+    after = executor.run("echo $VIRTUAL_ENV", context_id="ctx-a")
+
+    assert before.stdout == b"\n"
+    assert (install.outcome, install.exit_status) == ("exited", 1)
+    assert b"cs-no-such-package" in install.stderr
+    assert (venv / "bin" / "pip").exists()
+    assert after.stdout == f"{venv}\n".encode()
+
+
+def test_a_profile_without_isolation_needs_the_agents_consent(
+    web_server: str, workspace_root: Path, exec_agent: None
+) -> None:
+    SandboxProfile.objects.filter(name="exec-agent").update(executor_isolation="none")
+    client = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="exec-agent")
+
+    refused = Executor(client, workspace_root=str(workspace_root)).run(
+        "echo hi > f", context_id="ctx-a"
+    )
+    consented = Executor(client, workspace_root=str(workspace_root), allow_no_isolation=True).run(
+        "echo hi > f", context_id="ctx-a"
+    )
+
+    assert (refused.outcome, refused.exit_code) == ("error", 122)
+    assert "CS_EXECUTOR_ALLOW_NONE=1" in refused.message
+    assert (consented.outcome, consented.exit_status, consented.isolation) == ("exited", 0, "none")
+    assert (workspace_root / "ctx-a" / "f").read_text() == "hi\n"
+    assert OperationRun.objects.count() == 1
+
+
+def test_an_executor_in_another_directory_than_the_rules_judged_runs_nothing(
+    web_server: str, tmp_path: Path, exec_agent: None
+) -> None:
+    client = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="exec-agent")
+    elsewhere = tmp_path / "elsewhere"
+
+    result = Executor(client, workspace_root=str(elsewhere)).run("echo hi > f", context_id="c")
+
+    assert result.outcome == "error"
+    assert "the rules judged this command for" in result.message
+    assert not elsewhere.exists()
+    assert not OperationRun.objects.exists()
+
+
+def test_a_run_report_must_be_the_command_judged_and_only_once(
+    web_server: str, exec_agent: None
+) -> None:
+    token = issue_token("agent-1", ["agent"])
+    agent = ApiClient(token)
+    allowed = agent.post(
+        "/v1/approvals",
+        {
+            "contextId": "ctx-a",
+            "agentType": "exec-agent",
+            "operation": {"kind": "shell", "command": "ls"},
+        },
+    ).json()
+    report = {
+        "checkId": allowed["checkId"],
+        "contextId": "ctx-a",
+        "command": "ls",
+        "outcome": "exited",
+        "exitStatus": 0,
+        "durationMs": 12,
+        "stdoutBytes": 3,
+        "stderrBytes": 0,
+        "truncated": False,
+    }
+
+    other = agent.post("/v1/runs", {**report, "command": "ls; cat /etc/passwd"})
+    someone_else = ApiClient(issue_token("agent-2", ["agent"])).post("/v1/runs", report)
+    first = agent.post("/v1/runs", report)
+    again = agent.post("/v1/runs", report)
+
+    assert (other.status_code, other.json()) == (
+        409,
+        {"error": "conflict", "message": "the command reported is not the command that was judged"},
+    )
+    assert someone_else.status_code == 404
+    assert first.status_code == 201
+    assert (again.status_code, again.json()["message"]) == (
+        409,
+        f"the run of check {allowed['checkId']} was already reported",
+    )
+    assert OperationRun.objects.count() == 1
+    assert list(
+        AuditEntry.objects.filter(action__startswith="operation.")
+        .values_list("action", "actor")
+        .order_by("id")
+    ) == [
+        ("operation.run_mismatch", "api:agent-1"),
+        ("operation.run", "api:agent-1"),
+    ]
+
+
+def test_the_command_line_exits_with_what_happened(
+    web_server: str, workspace_root: Path, exec_agent: None
+) -> None:
+    env = child_env(
+        {
+            "CS_URL": web_server,
+            "CS_TOKEN": issue_token("agent-1", ["agent"]),
+            "CS_AGENT_TYPE": "exec-agent",
+            "CS_WORKSPACE_ROOT": str(workspace_root),
+        }
+    )
+
+    def run(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cs_agent", "run", "--context-id", "ctx-a", *words],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    own = run("--", "ls", "no-such-file")
+    refused = run("--", "touch", "x")
+    timed_out = run("--json", "--", "sleep", "30.5")
+
+    assert (own.returncode, own.stdout) == (2, "")
+    assert "no-such-file" in own.stderr
+    assert (refused.returncode, refused.stdout) == (EXIT_REFUSED, "")
+    assert refused.stderr == "cs_agent: refused: deny\n"
+    assert timed_out.returncode == EXIT_TIMED_OUT
+    summary = json.loads(timed_out.stdout)
+    assert (summary["outcome"], summary["command"], summary["exit_code"]) == (
+        "timed_out",
+        "sleep 30.5",
+        EXIT_TIMED_OUT,
+    )
+    # Each run was reported before the command line exited; the refused one ran nothing.
+    assert OperationRun.objects.count() == 2
+
+
+def test_a_graph_that_interrupted_runs_the_decided_operation_when_it_resumes(
+    executor: Executor, web_server: str, workspace_root: Path
+) -> None:
+    """docs/agent-client.md's LangGraph mapping, without LangGraph: submit, stop while a
+    person decides, resume with the outcome and run what was decided."""
+    client = executor.client
+    answer = client.submit({"kind": "shell", "command": "mkdir results"}, "ctx-a")
+    assert client.immediate(answer) is None  # queued: the graph would interrupt here
+    decide_over_http(
+        web_server, issue_token("alice", ["approver"]), answer["id"], {"decision": "approve"}
+    )
+
+    verdict = client.outcome(answer["id"], timeout=0)
+    result = executor.run_verdict(verdict, context_id="ctx-a")
+
+    assert (verdict.allowed, verdict.status, verdict.operation["command"]) == (
+        True,
+        "approved",
+        "mkdir results",
+    )
+    assert (result.outcome, result.exit_status) == ("exited", 0)
+    assert (workspace_root / "ctx-a" / "results").is_dir()
+    assert OperationRun.objects.get().request_id == UUID(answer["id"])
