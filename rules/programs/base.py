@@ -29,6 +29,9 @@ class Effect(Enum):
 
     HARMLESS = "harmless"  # output format, selection, behaviour inside the program
     READ = "read"  # its value is a path the program reads
+    # Its value is a file that lists more paths the program reads (--files0-from): those
+    # are only known at run time, so any deny or ask rule for reading may cover them.
+    READ_LIST = "read-list"
     WRITE = "write"  # its value is a path the program writes (or creates)
     DELETE = "delete"  # its value is a path the program deletes
     CHDIR = "chdir"  # its value is the directory the program works in (git -C)
@@ -352,6 +355,13 @@ class Understanding:
     def read(self, words: Iterable[Word], source: str, *, recursive: bool = False) -> None:
         self.uses.extend(Use(Role.READ, word, source, recursive) for word in words)
 
+    def read_listed(self, listing: Word, source: str) -> None:
+        """``listing`` names a file of paths the program reads as well (``-`` is standard
+        input): the list is read, and so are paths only known at run time."""
+        if listing.value != "-" or listing.kind is not WordKind.LITERAL:
+            self.read([listing], source)
+        self.read([Word(f"<paths listed in {listing.display}>", WordKind.UNKNOWN)], source)
+
     def write(self, words: Iterable[Word], source: str) -> None:
         self.uses.extend(Use(Role.WRITE, word, source) for word in words)
 
@@ -385,6 +395,8 @@ def option_uses(name: str, parsed: Parsed, understanding: Understanding) -> None
         effect = given.option.effect
         if effect is Effect.READ:
             understanding.read([given.value], source)
+        elif effect is Effect.READ_LIST:
+            understanding.read_listed(given.value, source)
         elif effect is Effect.WRITE:
             understanding.write([given.value], source)
         elif effect is Effect.DELETE:
