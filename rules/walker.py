@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rules.bashparse import (
+    LIMITS,
     Size,
     command_names,
     disagreement,
@@ -45,6 +46,7 @@ from rules.patterns import SENTINEL
 from rules.programs import Role, understand
 from rules.programs.base import parse as parse_options
 from rules.programs.configuration import configures
+from rules.programs.find import starting_points
 from rules.programs.shells import DESCRIPTOR, SHELL_TABLE, STDIN, script_operands
 from rules.text import hidden_characters, sanitise
 from rules.words import (
@@ -146,19 +148,51 @@ ALWAYS_ASK = {
 
 ASSIGNING_BUILTINS = frozenset(
     {"printf", "read", "mapfile", "readarray", "declare", "typeset", "export", "local"}
-    | {"readonly", "getopts", "unset"}
+    | {"readonly", "getopts", "unset", "wait"}
 )
 
 
 _ASSIGNED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[.*\])?", re.DOTALL)
 
 
-# Options of read/mapfile whose value is the next word, not a variable name.
-_NAME_BUILTIN_VALUED = {
-    "read": frozenset("dinNptu"),
-    "mapfile": frozenset("dnOsuCc"),
-    "readarray": frozenset("dnOsuCc"),
+# bash's builtins read options with internal_getopt: letters grouped (-rs), a letter that
+# takes a value takes the rest of its word or the next word (-vNAME, -v NAME, -aNAME).
+# Per builtin: the letters that take a value, and those whose value is a variable it
+# assigns (printf -v, read -a, wait -p); mapfile's -C value is a command it runs.
+_NAME_BUILTIN_OPTIONS = {
+    "printf": ("v", "v"),
+    "read": ("adinNptu", "a"),
+    "mapfile": ("dnOsuCc", ""),
+    "readarray": ("dnOsuCc", ""),
+    "wait": ("p", "p"),
+    "unset": ("", ""),
+    "getopts": ("", ""),
 }
+
+
+def _builtin_options(words: Sequence[Word], valued: str) -> tuple[list[tuple[str, Word]], int]:
+    """(letter, value) for each option of a bash builtin that takes one, and the index of
+    the first operand."""
+    values: list[tuple[str, Word]] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word.kind is WordKind.UNKNOWN or not word.value.startswith("-") or word.value == "-":
+            break
+        index += 1
+        if word.value == "--":
+            break
+        letters = word.value[1:]
+        for position, letter in enumerate(letters):
+            if letter in valued:
+                attached = letters[position + 1 :]
+                if attached:
+                    values.append((letter, Word(attached, word.kind)))
+                elif index < len(words):
+                    values.append((letter, words[index]))
+                    index += 1
+                break
+    return values, index
 
 
 _WATCH = options(
@@ -278,8 +312,8 @@ class Walker:
             # Never allowed; what tree-sitter alone sees is judged crudely so a deny wins.
             reason, only_theirs = second
             self.out.append(Invocation(text=sanitise(text), problems=(reason,), origin=origin))
-            for command in only_theirs:
-                self.fallback(command, reason, origin)
+            if only_theirs:
+                self.fallback("\n".join(only_theirs), reason, origin)
 
     def deny_scan(self, text: str, reason: str, origin: str) -> None:
         """A line too large to judge command by command: each word that may be a program is
@@ -301,17 +335,20 @@ class Walker:
 
     def crude(self, text: str, reason: str, origin: str) -> None:
         """A text that is not parsed: split crudely when that is cheap, else deny-scanned."""
-        if over(size_of(text)) is None:
-            self.fallback(text, reason, origin)
-        else:
-            self.deny_scan(visible(text), reason, origin)
+        self.fallback(text, reason, origin)
 
     def fallback(self, text: str, reason: str, origin: str) -> None:
         """Judge crude fragments of text that could not be parsed, so that an obvious deny
-        still wins; nothing from a fallback can ever be allowed."""
+        still wins; nothing from a fallback can ever be allowed. The split covers the whole
+        text, here-document bodies included, so it has its own bound: past the engine's
+        limits on commands and words, only the deny scan runs (constant time per word)."""
+        fragments = _crude_fragments(text)
+        if len(fragments) > LIMITS.commands or sum(map(len, fragments)) > LIMITS.words:
+            self.deny_scan(visible(text), reason, origin)
+            return
         start = len(self.out)
         saved_cwd = self.cwd
-        for words in _crude_fragments(text):
+        for words in fragments:
             context = _Context(text=text, origin="best-effort split", depth=MAX_NESTING)
             self.simple(words, [], [], context, render(words), [])
         self.cwd = saved_cwd
@@ -826,7 +863,11 @@ class Walker:
         elif name in INLINE_CODE:
             self.interpreter(words, name, problems)
         elif name in ASSIGNING_BUILTINS:
-            self.assigning_builtin(words, name, problems)
+            callbacks: list[Word] = []
+            self.assigning_builtin(words, name, problems, callbacks)
+            for callback in callbacks:
+                # mapfile -C evaluates its callback like eval: a deny inside still wins.
+                self.command_string(callback, f"{name} -C", context, problems)
         if name in {"sudo", "doas"}:
             return False  # their command is judged as a part of its own
         self.understood(view, views, redirects, problems, files, network, cwd)
@@ -1047,12 +1088,8 @@ class Walker:
     ) -> None:
         """The commands find runs (-exec, -execdir, -ok, -okdir) are judged as commands of
         their own; what find itself reads, writes and deletes is its program module's."""
-        index = 1
-        starts: list[Word] = []
-        while index < len(words) and not re.match(r"^[-(!),]", words[index].value):
-            starts.append(words[index])
-            index += 1
-        starts = starts or [literal(".")]
+        starts, first = starting_points(words[1:])
+        index = first + 1
         while index < len(words):
             value = words[index].value
             if value in {"-exec", "-execdir", "-ok", "-okdir"}:
@@ -1086,31 +1123,27 @@ class Walker:
         below = starts[0].value.rstrip("/") + "/" + SENTINEL
         return Word(word.value.replace("{}", below), WordKind.GLOB)
 
-    def assigning_builtin(self, words: list[Word], name: str, problems: list[str]) -> None:
+    def assigning_builtin(
+        self, words: list[Word], name: str, problems: list[str], callbacks: list[Word]
+    ) -> None:
         """printf -v, read, mapfile, declare … assign variables without an '=' prefix. A
         name with a subscript (``printf -v 'a[$(id)]'``, ``read 'a[y]'``) has it evaluated
         as arithmetic, which runs command substitutions: only integer subscripts pass."""
         targets: list[Word] = []
         rest = words[1:]
         exported = False
-        if name == "printf":
-            targets = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-v"]
-        elif name in {"read", "mapfile", "readarray", "getopts", "unset"}:
-            valued = _NAME_BUILTIN_VALUED.get(name, frozenset())
-            index = 0
-            while index < len(rest):
-                word = rest[index]
-                index += 1
-                if word.kind is not WordKind.UNKNOWN and word.value.startswith("-"):
-                    letters = word.value[1:]
-                    for position, letter in enumerate(letters):
-                        if letter in valued:
-                            index += not letters[position + 1 :]  # the value is the next word
-                            break
-                    continue
-                targets.append(word)
+        if name in _NAME_BUILTIN_OPTIONS:
+            valued, naming = _NAME_BUILTIN_OPTIONS[name]
+            values, first = _builtin_options(rest, valued)
+            targets = [given for letter, given in values if letter in naming]
+            if name not in {"printf", "wait"}:
+                targets += rest[first:]  # read NAME…, mapfile ARRAY, unset NAME…
             if name == "getopts":
-                targets = targets[1:2]  # getopts OPTSTRING NAME [ARGS]
+                targets = rest[first + 1 : first + 2]  # getopts OPTSTRING NAME [ARGS]
+            for letter, given in values:
+                if letter == "C":
+                    problems.append(f"{name} -C runs {given.display} as a command")
+                    callbacks.append(given)
         else:
             options_given = [w.value for w in rest if w.value.startswith(("-", "+"))]
             exported = name == "export" or any(
