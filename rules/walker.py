@@ -889,6 +889,7 @@ class Walker:
         words = list(view.words)
         name = view.program
         found = understand(as_written(view, views))
+        first = len(problems)  # code the agent can write is the first reason given
         problems.extend(found.problems)
         if "/" in words[0].value:
             # A program run by its path: from the workspace (its .venv/bin too) it is a
@@ -929,19 +930,19 @@ class Walker:
                 reason = configures(path)
                 if reason:
                     problems.append(f"{name} may write {sanitise(path)}, which {reason}")
-        code = list(found.code)
-        if name in SHELLS or PYTHON_NAME.match(name):
-            code += [
-                target
-                for operator, target in redirects
-                if operator == "<" and isinstance(target, Word)
-            ]
         for destination in found.destinations:
             network.append(
                 NetworkAccess(destination_host(destination), f"{name} {destination.display}", True)
             )
-        for word in code:
-            problems.extend(self.code_problems(name, word, cwd))
+        for word in found.code:
+            # Before "what the script does is not modelled": the sharper reason.
+            written = self.code_problems(name, word, cwd)
+            problems[first:first] = written
+            first += len(written)
+        if name in SHELLS or PYTHON_NAME.match(name):
+            for operator, target in redirects:
+                if operator == "<" and isinstance(target, Word):
+                    problems.extend(self.code_problems(name, target, cwd))
 
     def code_problems(self, name: str, word: Word, cwd: Cwd) -> list[str]:
         """The agent's writable places are never a source of trusted code: a script, module

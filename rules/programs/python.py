@@ -147,6 +147,12 @@ def _python(name: str, parsed: Parsed, found: Understanding) -> None:
     elif target is not None:
         found.code.append(target)  # the script (its path is read, its code is run)
         found.read([target], f"script of {name}:")
+        # Even a script the agent cannot write does what its code says with its arguments
+        # (the standard library's timeit.py runs them, pip/__main__.py installs them): not
+        # modelled, like an unknown -m module.
+        found.problems.append(
+            f"{name} runs the script {target.display}: what it does is not modelled"
+        )
 
 
 PYTHON = Program(

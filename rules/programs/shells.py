@@ -73,6 +73,9 @@ def _shell(name: str, parsed: Parsed, found: Understanding) -> None:
     # here-document so a deny wins, but which text it is cannot be known.
     found.code.append(script)
     found.read([script], f"script of {name}:")
+    # A system script does what its code says with its arguments (sh /bin/zgrep x FILE
+    # reads FILE): not modelled.
+    found.problems.append(f"{name} runs the script {script.display}: what it does is not modelled")
 
 
 SHELL = Program(("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"), SHELL_TABLE, _shell)
