@@ -183,13 +183,20 @@ TRUE = Program(("true", "false", ":"), NO_OPTIONS, data)  # bash ignores their a
 
 
 def _ls(name: str, parsed: Parsed, found: Understanding) -> None:
-    """Listings are reads; with -R every directory below (names under a denied .ssh too)."""
+    """Listings are reads; with -R every directory below (names under a denied .ssh too).
+    Without an operand ls lists the working directory (``cd /root/.ssh && ls``)."""
     option_uses(name, parsed, found)
-    operands = [w for w in parsed.operands if w.value != "-"]
+    operands = [w for w in parsed.operands if w.value != "-"] or [Word(".")]
     recursive = parsed.has("-R", "--recursive")
-    if recursive and not operands:
-        operands = [Word(".")]
     found.read(operands, f"argument of {name}:", recursive=recursive)
+
+
+def _directories(name: str, parsed: Parsed, found: Understanding) -> None:
+    """tree and du read the whole tree below each operand, the working directory when
+    there is none."""
+    option_uses(name, parsed, found)
+    operands = [w for w in parsed.operands if w.value != "-"] or [Word(".")]
+    found.read(operands, f"argument of {name}:", recursive=True)
 
 
 LS = Program(
@@ -229,7 +236,7 @@ TREE = Program(
         valued("-o", WRITE),
         abbreviations=Abbreviations.NONE,  # tree compares each long option in full
     ),
-    reads,
+    _directories,
 )
 
 
@@ -498,7 +505,7 @@ DU = Program(
         valued("-X,--exclude-from", READ),
         valued("--files0-from", READ_LIST),
     ),
-    reads,
+    _directories,
 )
 
 
