@@ -306,47 +306,55 @@ _AWK_DANGER = re.compile(
     r"system\s*\(|\||getline|@|\bclose\s*\(|\bfflush\s*\(|"
     r"/inet|\b(?:ENVIRON|PROCINFO|ARGV|ARGC|SYMTAB|FUNCTAB)\b"
 )
-_AWK_PRINT = re.compile(r"\bprintf?\b")
+_WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 def _awk_print_redirects(text: str) -> bool:
     """May a print or printf statement of this program redirect its output (``>``,
-    ``>>``)? Each statement is read to its end — a ``;``, ``}`` or newline outside a
-    string, where awk's grammar does not continue it (a newline after ``,``, ``{``, ``&&``
-    or ``||`` does) — so a ``;`` or ``}`` inside a string (``print "a;b" > f``) does not
-    end it early. After a ``/`` (a regex constant or a division: awk's lexer decides by
-    context) the rest of the line counts, since a regex may hold any of them."""
-    for match in _AWK_PRINT.finditer(text):
-        index, length = match.end(), len(text)
-        in_string = regex_line = False
-        last = ""  # the last character outside a string and a comment
-        while index < length:
-            char = text[index]
-            index += 1
-            if in_string:
-                if char == "\\":
-                    index += 1
-                elif char == '"':
-                    in_string = False
-                continue
-            if char == ">":
-                return True
-            if char == '"':
-                in_string = True
-            elif char == "/":
-                regex_line = True
-            elif char == "#":
-                newline = text.find("\n", index)
-                index = length if newline == -1 else newline
-                continue
-            elif char == "\n":
-                if last not in {",", "{", "&", "|"}:
-                    break
-                regex_line = False
-            elif char in ";}" and not regex_line:
-                break
-            if not char.isspace():
-                last = char
+    ``>>``)? One pass over the program: a statement runs from ``print`` to a ``;``, ``}`` or
+    newline outside a string, where awk's grammar does not continue it (a newline after
+    ``,``, ``{``, ``&&`` or ``||`` does), so a ``;`` or ``}`` inside a string
+    (``print "a;b" > f``) does not end it early. After a ``/`` (a regex constant or a
+    division: awk's lexer decides by context) the rest of the line counts, since a regex
+    may hold any of them."""
+    index, length = 0, len(text)
+    in_print = in_string = regex_line = False
+    last = ""  # the last character outside a string and a comment
+    while index < length:
+        char = text[index]
+        index += 1
+        if in_string:
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char == "#":
+            newline = text.find("\n", index)
+            index = length if newline == -1 else newline
+            continue
+        elif char == "/":
+            regex_line = True
+        elif char == "\n":
+            in_print = in_print and last in {",", "{", "&", "|"}
+            regex_line = False
+        elif char in ";}" and not regex_line:
+            in_print = False
+        elif char == ">" and in_print:
+            return True
+        elif (
+            char == "p"
+            and text.startswith("print", index - 1)
+            and (index < 2 or text[index - 2] not in _WORD_CHARACTERS)
+        ):
+            after = index + 4 + (text[index + 4 : index + 5] == "f")
+            if text[after : after + 1] not in _WORD_CHARACTERS:
+                in_print = True
+                index = after
+        if not char.isspace():
+            last = char
     return False
 
 
