@@ -71,7 +71,7 @@ class _Unsupported(Exception):
     """The line is outside the supported subset; bashlex must parse it."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Token:
     kind: str  # "word", "op" or "redirect"
     start: int

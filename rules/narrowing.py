@@ -21,7 +21,7 @@ from rules.sources import PackageManager, Registry, Sources
 from rules.words import PIP_NAME, Word, WordKind, names, split_arguments
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     decision: Decision  # DENY or ASK
     entry: str | None  # the sources.json entry, e.g. package_managers.pip.blocked_packages[1]

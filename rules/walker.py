@@ -202,7 +202,7 @@ _WATCH = options(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Context:
     text: str  # the source the current bashlex positions refer to
     origin: str
@@ -211,6 +211,11 @@ class _Context:
     # Where the simple commands of this text start, as the walk finds them (compared with
     # the second parser's); shared by the substitutions walked inside the same text.
     starts: set[int] = field(default_factory=set, compare=False)
+
+    def derive(self, origin: str, stdin: str | None) -> _Context:
+        """The same text seen from a substitution or a pipeline element (built directly:
+        dataclasses.replace costs several times more, once per pipeline element)."""
+        return _Context(self.text, origin, self.depth, stdin, self.starts)
 
 
 def visible(text: str) -> str:
@@ -254,6 +259,8 @@ def destination_host(word: Word) -> str | None:
     return host_of_url(value)
 
 
+# A word with no quote, expansion, glob, brace, tilde or escape: its value is its text.
+_SIMPLE_WORD = re.compile(r"[A-Za-z0-9_\-./:=,+@%^]+")
 _ASSIGNING_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
 
 
@@ -395,7 +402,9 @@ class Walker:
                 if part.kind == "pipe":
                     piped = True
                 elif part.kind != "reservedword":
-                    part_context = replace(context, stdin="pipe" if piped else context.stdin)
+                    part_context = context.derive(
+                        context.origin, "pipe" if piped else context.stdin
+                    )
                     if len(commands) > 1:
                         self.in_subshell(part, part_context)  # each element is a child process
                     else:
@@ -490,13 +499,16 @@ class Walker:
         """The word's value comes from our own quote removal (``scan_word``); bashlex only
         supplies the structure and the substitutions, which are judged as commands."""
         raw = context.text[node.pos[0] : node.pos[1]]
+        if not node.parts and _SIMPLE_WORD.fullmatch(raw):
+            # Most words: nothing to remove, expand or glob (what the steps below give too).
+            return Word(raw)
         reported = 0
         whole_process_substitution = False
         for part in node.parts:
             if part.kind in {"commandsubstitution", "processsubstitution"}:
                 reported += 1
                 origin = part.kind.replace("substitution", " substitution")
-                self.in_subshell(part.command, replace(context, origin=origin, stdin=None))
+                self.in_subshell(part.command, context.derive(origin, None))
                 whole_process_substitution = (
                     part.kind == "processsubstitution" and part.pos == node.pos
                 )
@@ -682,7 +694,7 @@ class Walker:
             saved = self.cwd
             self.cwd = inner_cwd
             self.simple(
-                inner_words, [], [], replace(context, origin=origin), render(inner_words), []
+                inner_words, [], [], context.derive(origin, context.stdin), render(inner_words), []
             )
             self.cwd = saved  # a command run by another one cannot move this shell
 

@@ -22,7 +22,7 @@ from rules.words import (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class Unwrapped:
     rest: list[Word] | None  # the wrapped command, or None when nothing is wrapped
     problems: list[str] = field(default_factory=list)
@@ -163,7 +163,7 @@ def _xargs(words: list[Word]) -> Unwrapped:
     return result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PythonCall:
     mode: str  # "-c" (inline code), "-m" (module), "script", or "stdin"
     target: Word | None  # the code, module or script

@@ -156,7 +156,7 @@ def table(
 NO_OPTIONS = Table((), abbreviations=Abbreviations.NONE, permute=False, parse_options=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Given:
     """An option as the command line gives it."""
 
@@ -165,7 +165,7 @@ class Given:
     value: Word | None
 
 
-@dataclass
+@dataclass(slots=True)
 class Parsed:
     given: list[Given] = field(default_factory=list)
     operands: list[Word] = field(default_factory=list)
@@ -325,7 +325,7 @@ class Role(Enum):
     UNKNOWN = "unknown"  # a path whose use is not known: only deny/ask rules matter
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Use:
     """A path a command uses: ``recursive`` reads (or copies) everything below it."""
 
@@ -335,7 +335,7 @@ class Use:
     recursive: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class Understanding:
     """The result of reading a command against its program's knowledge."""
 
