@@ -325,9 +325,12 @@ def judge_shell(
     reason = ""
     rule: Rule | None = None
     for list_name in ("deny", "ask"):
+        rule_list = compiled.lists[list_name]
+        if not rule_list.shell_by_program and not rule_list.shell_any:
+            continue  # no shell rule in this list (the seed has no ask rules)
         possible: Compiled | None = None
         for texts in all_texts:
-            for item in compiled.lists[list_name].shell_candidates(texts.programs):
+            for item in rule_list.shell_candidates(texts.programs):
                 match = shell_match(item, texts, for_allow=False)
                 if match is Match.CERTAIN:
                     decision = Decision.DENY if list_name == "deny" else Decision.ASK

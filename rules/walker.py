@@ -561,25 +561,29 @@ class Walker:
         assignments: list[tuple[str, Word]] = []
         words: list[Word] = []
         redirects: list[tuple[str, Any]] = []
-        first = next((part for part in node.parts if part.kind == "word"), None)
-        if first is not None:
-            context.starts.add(first.pos[0])
+        started = False
         for part in node.parts:
-            if part.kind in {"word", "assignment"}:
+            kind = part.kind
+            if kind == "word" and not started:
+                context.starts.add(part.pos[0])  # where bashlex sees this command start
+                started = True
+            if kind == "word" or kind == "assignment":
                 word = self.word(part, context, problems)
                 # bash reads NAME=value before the program as an assignment wherever it is
                 # (bashlex does not after a redirection): "> f X=1 curl" runs curl.
-                name = ASSIGNMENT_WORD.match(context.text, part.pos[0], part.pos[1])
-                if name and not words:
+                name = (
+                    None if words else ASSIGNMENT_WORD.match(context.text, part.pos[0], part.pos[1])
+                )
+                if name:
                     assignments.append(
                         (name.group(1), replace(word, value=word.value[name.end() - part.pos[0] :]))
                     )
                 else:
                     words.append(word)
-            elif part.kind == "redirect":
+            elif kind == "redirect":
                 redirects.append(self.redirect(part, context, problems))
             else:
-                problems.append(f"unsupported part of a command ({part.kind})")
+                problems.append(f"unsupported part of a command ({kind})")
         text = sanitise(context.text[node.pos[0] : node.pos[1]])
         self.simple(words, assignments, redirects, context, text, problems, slot)
 
@@ -632,6 +636,9 @@ class Walker:
         views: list[View] = []
         current = words
         chdir: Word | None = None
+        # The view of ``current``, the innermost command found so far; None while the words
+        # after a wrapper have no view (their program is only known at run time).
+        effective: View | None = None
         while True:
             head = current[0]
             if head.kind is WordKind.UNKNOWN:
@@ -640,12 +647,13 @@ class Walker:
             if head.kind is WordKind.GLOB or head.tilde:
                 problems.append(f"the program name {head.display} is expanded by the shell")
                 break
-            views.append(self.view(current))
+            effective = self.view(current)
+            views.append(effective)
             if len(views) > MAX_WRAPPERS:
                 problems.append(f"more than {MAX_WRAPPERS} wrappers around one command")
                 break
-            name = program_name(head)
-            if not views[-1].trusted:
+            name = effective.program
+            if not effective.trusted:
                 break  # ./nice is the agent's file, not nice: judged as the program it is
             unwrap = WRAPPERS.get(name)
             if unwrap is None and PYTHON_NAME.match(name):
@@ -660,15 +668,16 @@ class Walker:
                 problems.extend(self.assignment_problems(wrapper_name, value, exported=True))
             files.extend(self.accesses_of(result.files, "wrapper option", self.cwd))
             for code in result.code:
-                problems.extend(self.code_problems(program_name(head), code, self.cwd))
+                problems.extend(self.code_problems(name, code, self.cwd))
             chdir = result.chdir or chdir
             if result.rest is None:
                 break
             current = result.rest
+            effective = None
             if result.final:
-                views.append(self.view(current))
+                effective = self.view(current)
+                views.append(effective)
                 break
-        effective = views[-1] if views and views[-1].words == tuple(current) else None
         cwd = self.cwd
         if chdir is not None:
             chdir_paths = resolve_paths(chdir, self.cwd)

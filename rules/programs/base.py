@@ -84,6 +84,11 @@ class Table:
     complete: bool = False
     long_names: dict[str, Option] = field(init=False, repr=False, compare=False)
     short_names: dict[str, Option] = field(init=False, repr=False, compare=False)
+    # Has options no rule may allow, so a glob that expands to a file named like one is a
+    # risk; every option is a harmless flag, so a word that turns out to be an option
+    # cannot change what the command does with files (cd's -L/-P, cat's -n). Computed once.
+    injectable: bool = field(init=False, repr=False, compare=False)
+    flags_only: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         long_names: dict[str, Option] = {}
@@ -98,21 +103,13 @@ class Table:
                 names[key] = option
         object.__setattr__(self, "long_names", long_names)
         object.__setattr__(self, "short_names", short_names)
-
-    @property
-    def injectable(self) -> bool:
-        """Has options no rule may allow, so a glob that expands to a file named like one
-        is a risk."""
-        return any(option.effect in NOT_ALLOWABLE for option in self.options)
-
-    @property
-    def flags_only(self) -> bool:
-        """Every option is a harmless flag: a word that turns out to be an option cannot
-        change what the command does with files (cd's -L/-P, cat's -n)."""
-        return all(
+        injectable = any(option.effect in NOT_ALLOWABLE for option in self.options)
+        flags_only = all(
             option.effect is Effect.HARMLESS and option.arity is Arity.NONE
             for option in self.options
         )
+        object.__setattr__(self, "injectable", injectable)
+        object.__setattr__(self, "flags_only", flags_only)
 
     def long(self, name: str, guess: bool = False) -> tuple[Option | None, str]:
         """(option, its full name) for ``--name``, resolving a unique prefix the way
