@@ -132,13 +132,20 @@ _PROC_LINK = re.compile(
 )
 
 
+_PROC_ROOTS = re.compile(r"(?:/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/root(?=/|$))+")
+
+
 def _through_proc(path: str) -> str | None:
     """The path a ``/proc/<pid>/root/…`` path names; None for links only known at run time."""
     match = _PROC_LINK.match(path)
     while match:
         if match.group(1) != "root":
             return None
-        path = normalise_path("/" + path[match.end() :])
+        # A run of ".../root" links in a row is "/" as many times: one step for all of them
+        # (the path is normal, so nothing between them needs normalising).
+        chain = _PROC_ROOTS.match(path)
+        end = chain.end() if chain else match.end()
+        path = normalise_path("/" + path[end:])
         match = _PROC_LINK.match(path)
     return path
 
