@@ -15,6 +15,11 @@ class WordKind(Enum):
     GLOB = "glob"  # unquoted * ? [ or {a,b}: the shell expands it to file names/variants
     UNKNOWN = "unknown"  # contains $VAR, $(…), `…` or <(…): value only known at run time
 
+    # Members are singletons compared by identity: hash them the same way, in C (Enum's
+    # own __hash__ is Python code, and every Word's hash — a remembered judgement's key —
+    # goes through it).
+    __hash__ = object.__hash__
+
 
 @dataclass(frozen=True, slots=True)
 class Word:
