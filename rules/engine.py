@@ -52,7 +52,6 @@ from rules.patterns import (
     glob_tokens,
     host_matches,
 )
-from rules.programs import understood_words
 from rules.programs.configuration import configures
 from rules.settings import parse_rule
 from rules.shell import decompose
@@ -395,40 +394,6 @@ def judge_shell(
     return result
 
 
-# Judgements of simple commands, remembered across evaluations: the same command under the
-# same rules and sources.json is judged the same way (judge_shell reads nothing else), and
-# agents repeat commands (``sort -rn``, ``git status``, ``head -n 20``). Bounded: at most
-# _JUDGED_MAX entries of commands up to _JUDGED_TEXT characters. Each entry keeps its rules
-# and sources objects alive, so an id in a key cannot be reused while the entry exists.
-_JUDGED_MAX = 8192
-_JUDGED_TEXT = 256
-_judged: dict[tuple[int, int, Invocation], tuple[CompiledRules, Sources | None, list[Judged]]] = {}
-
-
-def judge_shell_remembered(
-    invocation: Invocation, compiled: CompiledRules, sources: Sources | None
-) -> list[Judged]:
-    """``judge_shell``, or its result for the same command, rules and sources."""
-    if len(invocation.text) > _JUDGED_TEXT:
-        return judge_shell(invocation, compiled, sources)
-    key = (id(compiled), id(sources), invocation)
-    entry = _judged.get(key)
-    if entry is not None and entry[0] is compiled and entry[1] is sources:
-        return entry[2]
-    result = judge_shell(invocation, compiled, sources)
-    if len(_judged) >= _JUDGED_MAX:
-        _judged.clear()
-    _judged[key] = (compiled, sources, result)
-    return result
-
-
-def forget_remembered() -> None:
-    """Drop the remembered judgements and command readings (benchmarks measuring a first
-    evaluation use it; nothing else needs to)."""
-    _judged.clear()
-    understood_words.cache_clear()
-
-
 def _narrow(part: Part, verdict: Verdict | None) -> Part:
     if verdict is None:
         return part
@@ -638,7 +603,7 @@ def _judge(
             return [Judged(part)], normalised
         judged: list[Judged] = []
         for invocation in decomposition.invocations:
-            judged.extend(judge_shell_remembered(invocation, compiled, sources))
+            judged.extend(judge_shell(invocation, compiled, sources))
         return judged, normalised
     if isinstance(operation, FileOperation):
         path = operation.path

@@ -43,7 +43,7 @@ from rules.invocations import (
 )
 from rules.model import FileAction, host_of_url
 from rules.patterns import SENTINEL
-from rules.programs import Role, understood_words
+from rules.programs import Role, understand
 from rules.programs.base import parse as parse_options
 from rules.programs.configuration import configures
 from rules.programs.find import starting_points
@@ -909,7 +909,7 @@ class Walker:
         runs must not be code the agent can write."""
         words = list(view.words)
         name = view.program
-        found = understood_words(as_written(view, views))
+        found = understand(as_written(view, views))
         first = len(problems)  # code the agent can write is the first reason given
         problems.extend(found.problems)
         if "/" in words[0].value:
@@ -1201,14 +1201,14 @@ class Walker:
                 )
 
 
-def as_written(effective: View, views: Sequence[View]) -> tuple[Word, ...]:
+def as_written(effective: View, views: Sequence[View]) -> list[Word]:
     """The effective command as it was written: ``git -C repo status`` is also judged as
     ``git status -C repo`` (so a subcommand deny cannot be dodged), but git reads it the
     first way."""
     for view in views:
         if view.program == effective.program:
-            return view.words
-    return effective.words
+            return list(view.words)
+    return list(effective.words)
 
 
 Structural = Callable[

@@ -16,8 +16,7 @@ class WordKind(Enum):
     UNKNOWN = "unknown"  # contains $VAR, $(…), `…` or <(…): value only known at run time
 
     # Members are singletons compared by identity: hash them the same way, in C (Enum's
-    # own __hash__ is Python code, and every Word's hash — a remembered judgement's key —
-    # goes through it).
+    # own __hash__ is Python code; a Word's hash goes through it).
     __hash__ = object.__hash__
 
 

@@ -5,7 +5,6 @@ it cannot be understood (then no rule can allow it)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 
 from rules.programs import (
     builtins,
@@ -35,16 +34,7 @@ REGISTRY: dict[str, Program] = {
     for name in program.names
 }
 
-__all__ = [
-    "REGISTRY",
-    "Role",
-    "Understanding",
-    "Use",
-    "lookup",
-    "read",
-    "understand",
-    "understood_words",
-]
+__all__ = ["REGISTRY", "Role", "Understanding", "Use", "lookup", "read", "understand"]
 
 
 def lookup(name: str) -> Program | None:
@@ -79,14 +69,6 @@ def understand(words: Sequence[Word]) -> Understanding:
     if program.runs_project_code:
         found.problems.append(program.runs_project_code)
     return found
-
-
-@lru_cache(maxsize=4096)
-def understood_words(words: tuple[Word, ...]) -> Understanding:
-    """``understand`` for the walker, remembered: agents run the same commands again and
-    again (``sort -rn``, ``git status``), and what a command's words mean depends on
-    nothing else. The result is shared, so it is only read, never changed."""
-    return understand(words)
 
 
 def _subcommand(name: str, program: Program, parsed: Parsed, found: Understanding) -> None:
