@@ -411,6 +411,8 @@ def _first_path_match(
     if access.path is not None and not access.glob and SENTINEL not in access.path:
         # A plain path matches certainly or not at all: one combined regex per action.
         for action in actions:
+            if action not in rules.files:
+                continue  # no rule for this action in this list
             found = rules.first_path_rule(action, access.path)
             if found is not None:
                 return found, action, Match.CERTAIN
@@ -427,18 +429,27 @@ def _first_path_match(
     return possible
 
 
-def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
-    """The part for one file access; None when it changes nothing (a read by a known
-    reader that no rule mentions)."""
+def _file_texts(access: FileAccess) -> tuple[str, str, str]:
+    """(target, the part's text, " (via …)") for an access that becomes a part."""
     action_text = access.action.value if access.action else "access"
     target = access.path.replace(SENTINEL, "…") if access.path else access.source
-    text = f"{action_text} {sanitise(target)}"
     via = f" (via {access.source})" if access.source and access.path else ""
-    actions = (access.action,) if access.action else tuple(FileAction)
+    return target, f"{action_text} {sanitise(target)}", via
+
+
+_ALL_ACTIONS = tuple(FileAction)
+
+
+def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
+    """The part for one file access; None when it changes nothing (a read by a known
+    reader that no rule mentions). Most accesses are such reads: their texts are only
+    built once they become a part."""
+    actions = (access.action,) if access.action else _ALL_ACTIONS
     for list_name in ("deny", "ask"):
         hit = _first_path_match(compiled.lists[list_name], actions, access)
         if hit is None:
             continue
+        target, text, via = _file_texts(access)
         item, action, match = hit
         rule = item.rule.text
         if (
@@ -475,10 +486,12 @@ def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
     )
     if configured:
         # An allowed program reads it and runs what it names: never allowed by a rule.
+        target, text, via = _file_texts(access)
         reason = f"{sanitise(target)} {configured}{via}"
         return Judged(_part(Kind.FILE, text, Decision.ASK, reason, None))
     if not access.require_allow:
         return None  # a read by a known reader: not denied is enough, allowed or not
+    target, text, via = _file_texts(access)
     allowed = _first_path_match(compiled.lists["allow"], (access.action,), access)
     if allowed is not None and allowed[2] is Match.CERTAIN:
         reason = f"allowed: {allowed[0].rule.text}{via}"

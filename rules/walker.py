@@ -630,7 +630,7 @@ class Walker:
             item = self.invocation_without_command(text, assignments, redirects, context, problems)
             self.out.insert(slot, item)
             return
-        files, network = self.redirect_accesses(redirects)
+        files, network = self.redirect_accesses(redirects) if redirects else ([], [])
         for name, value in assignments:
             problems.extend(self.assignment_problems(name, value, exported=True))
         views: list[View] = []
@@ -656,10 +656,11 @@ class Walker:
             if not effective.trusted:
                 break  # ./nice is the agent's file, not nice: judged as the program it is
             unwrap = WRAPPERS.get(name)
-            if unwrap is None and PYTHON_NAME.match(name):
-                unwrap = python_module
-            elif unwrap is None and PIP_NAME.match(name):
-                unwrap = HOIST_PIP
+            if unwrap is None and name.startswith("p"):  # python…, pypy…, pip…
+                if PYTHON_NAME.match(name):
+                    unwrap = python_module
+                elif PIP_NAME.match(name):
+                    unwrap = HOIST_PIP
             if unwrap is None:
                 break
             result = unwrap(current)
