@@ -41,6 +41,10 @@ class Effect(Enum):
     CONFIG = "config"  # configuration that can make the program run or contact anything
     UNSAFE = "unsafe"  # anything else no rule can judge (the note says what)
 
+    # Members are singletons: hashed by identity, in C (sets of effects are looked up for
+    # every option given; Enum's own __hash__ is Python code).
+    __hash__ = object.__hash__
+
 
 NOT_ALLOWABLE = frozenset({Effect.EXEC, Effect.CONFIG, Effect.UNSAFE})
 
@@ -51,6 +55,10 @@ class Option:
     arity: Arity = Arity.NONE
     effect: Effect = Effect.HARMLESS
     note: str = ""  # why EXEC / CONFIG / UNSAFE options cannot be allowed
+    name_set: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name_set", frozenset(self.names))
 
 
 def flags(spec: str, effect: Effect = Effect.HARMLESS, note: str = "") -> list[Option]:
@@ -175,13 +183,13 @@ class Parsed:
         self.operands.append(word)
 
     def has(self, *names: str) -> bool:
-        return any(name in given.option.names for given in self.given for name in names)
+        return any(not given.option.name_set.isdisjoint(names) for given in self.given)
 
     def values(self, *names: str) -> list[Word]:
         return [
             given.value
             for given in self.given
-            if given.value is not None and any(name in given.option.names for name in names)
+            if given.value is not None and not given.option.name_set.isdisjoint(names)
         ]
 
     def with_effect(self, effect: Effect) -> list[Given]:
@@ -237,22 +245,28 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
     """Read ``words`` (the arguments after the program) against ``spec`` (``guess``: see
     ``Table.long``)."""
     parsed = Parsed()
+    given, problems = parsed.given, parsed.problems
     index = 0
+    count = len(words)
     operands_only = not spec.parse_options
-    while index < len(words):
+    while index < count:
         word = words[index]
-        value = word.value
-        following = words[index + 1] if index + 1 < len(words) else None
         index += 1
         if operands_only:
             parsed.add_operand(word, index - 1)
             continue
+        value = word.value
         if word.kind is not WordKind.LITERAL:
             risky = spec.injectable if word.kind is WordKind.GLOB else not spec.flags_only
             if may_be_option(word) and risky:
-                parsed.problems.append(
+                problems.append(
                     f"{what}: {word.display} may expand to an option only known at run time"
                 )
+            parsed.add_operand(word, index - 1)
+            if not spec.permute:
+                operands_only = True
+            continue
+        if value[:1] != "-" or value == "-":
             parsed.add_operand(word, index - 1)
             if not spec.permute:
                 operands_only = True
@@ -260,55 +274,50 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
         if value == "--":
             operands_only = True
             continue
-        if not value.startswith("-") or value == "-":
-            parsed.add_operand(word, index - 1)
-            if not spec.permute:
-                operands_only = True
-            continue
+        following = words[index] if index < count else None
         if value.startswith("--"):
             name, equals, attached = value.partition("=")
             option, found = spec.long(name, guess)
             if option is None:
-                parsed.problems.append(f"{what}: {found}")
+                problems.append(f"{what}: {found}")
                 continue
             if option.arity is Arity.NONE:
                 if equals:
-                    parsed.problems.append(f"{what}: {found} takes no value")
-                parsed.given.append(Given(option, found, None))
+                    problems.append(f"{what}: {found} takes no value")
+                given.append(Given(option, found, None))
             else:
                 value_word = Word(attached, word.kind) if equals else None
                 index += _take_value(parsed, option, found, value_word, following, what)
             continue
         if spec.numeric and value[1:].isdigit():
-            parsed.given.append(Given(Option((value,), effect=Effect.HARMLESS), value, None))
+            given.append(Given(Option((value,), effect=Effect.HARMLESS), value, None))
             continue
+        short_names = spec.short_names
         position = 1
         while position < len(value):
             char = value[position]
-            option = spec.short_names.get(char)
+            option = short_names.get(char)
             if option is None:
-                parsed.problems.append(f"{what}: unknown option -{char}")
+                problems.append(f"{what}: unknown option -{char}")
                 break
-            name = "-" + char
-            rest = value[position + 1 :]
             if option.arity is Arity.NONE:
-                parsed.given.append(Given(option, name, None))
+                given.append(Given(option, "-" + char, None))
                 position += 1
                 continue
+            rest = value[position + 1 :]
             value_word = Word(rest, word.kind) if rest else None
-            index += _take_value(parsed, option, name, value_word, following, what)
+            index += _take_value(parsed, option, "-" + char, value_word, following, what)
             break
-    for given in parsed.given:
-        if given.option.effect in NOT_ALLOWABLE:
-            parsed.problems.append(
-                f"{what}: {given.name} {given.option.note or given.option.effect.value}"
-            )
+    for item in given:
+        effect = item.option.effect
+        if effect in NOT_ALLOWABLE:
+            problems.append(f"{what}: {item.name} {item.option.note or effect.value}")
         elif (
-            given.value is not None
-            and given.value.kind is WordKind.UNKNOWN
-            and (given.option.effect not in {Effect.HARMLESS})
+            item.value is not None
+            and item.value.kind is WordKind.UNKNOWN
+            and effect is not Effect.HARMLESS
         ):
-            parsed.problems.append(f"{what}: the value of {given.name} is only known at run time")
+            problems.append(f"{what}: the value of {item.name} is only known at run time")
     return parsed
 
 
