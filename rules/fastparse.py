@@ -169,20 +169,24 @@ def _skip_double_quotes(text: str, index: int, closes: dict[int, int]) -> int:
 
 def _word(text: str, index: int, closes: dict[int, int]) -> _Token:
     start = index
+    length = len(text)
     while True:
         match = _WORD.match(text, index)
         if match:
             index = match.end()
-        if text.startswith("$(", index):
+        if index >= length:
+            break
+        char = text[index]
+        if char == "$" and text.startswith("$(", index):
             index = _skip_substitution(text, index + 2, closes)
-        elif text.startswith('"', index):
+        elif char == '"':
             index = _skip_double_quotes(text, index, closes)
         else:
             break
-    if index == start or (index < len(text) and text[index] not in _BOUNDARY):
+    if index == start or (index < length and text[index] not in _BOUNDARY):
         raise _Unsupported  # "#", "!", "`", "$'", an open quote …
     value = text[start:index]
-    if "<(" in value or ">(" in value:
+    if "(" in value and ("<(" in value or ">(" in value):
         raise _Unsupported  # bashlex reads process substitutions even inside quotes
     return _Token("word", start, index, value)
 
