@@ -261,6 +261,7 @@ def destination_host(word: Word) -> str | None:
 
 # A word with no quote, expansion, glob, brace, tilde or escape: its value is its text.
 _SIMPLE_WORD = re.compile(r"[A-Za-z0-9_\-./:=,+@%^]+")
+_QUOTED_WORD = re.compile(r"'[^'$`\\]*'|\"[^\"$`\\]*\"")
 _ASSIGNING_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
 
 
@@ -499,9 +500,14 @@ class Walker:
         """The word's value comes from our own quote removal (``scan_word``); bashlex only
         supplies the structure and the substitutions, which are judged as commands."""
         raw = context.text[node.pos[0] : node.pos[1]]
-        if not node.parts and _SIMPLE_WORD.fullmatch(raw):
-            # Most words: nothing to remove, expand or glob (what the steps below give too).
-            return Word(raw)
+        if not node.parts:
+            if _SIMPLE_WORD.fullmatch(raw):
+                # Most words: nothing to remove, expand or glob (what the steps below give).
+                return Word(raw)
+            if _QUOTED_WORD.fullmatch(raw):
+                # One quoted string without "$", "`" or "\\" in it ('revenue', "a b"):
+                # its text is its value, quoted globs and braces stay literal.
+                return Word(raw[1:-1])
         reported = 0
         whole_process_substitution = False
         for part in node.parts:
