@@ -132,13 +132,17 @@ def sed_script_problem(script: str) -> str | None:
     """Why a sed script may run commands or touch files (``e``, ``w``, ``r``, ``s///e``,
     ``s///w``), or None when it only edits the stream. The script is read the way GNU sed
     compiles it (sed/compile.c: match_slash, snarf_char_class, read_label); anything
-    unreadable is a problem."""
+    unreadable, or read differently by sed versions, is a problem."""
     index, length = 0, len(script)
+    if "\\c" in script:
+        # GNU sed 4.9 reads "\c/" in a regex as one escape, older versions end the regex at
+        # its "/": "s/\c//p/w f" writes f under one reading and not the other.
+        return "a \\c escape in a sed script is read differently by sed versions"
 
     def skip_delimited(delimiter: str, regex: bool) -> bool:
         """Past the closing ``delimiter`` (match_slash): the delimiter is checked before a
-        backslash, a regex's bracket expression and ``\\cX`` are atomic, and an unescaped
-        newline ends it unterminated."""
+        backslash, a regex's bracket expression is atomic, and an unescaped newline ends it
+        unterminated."""
         nonlocal index
         while index < length:
             char = script[index]
@@ -148,7 +152,7 @@ def sed_script_problem(script: str) -> str | None:
             if char == "\n":
                 return False
             if char == "\\":
-                index += 3 if regex and script[index + 1 : index + 2] == "c" else 2
+                index += 2
                 continue
             if char == "[" and regex:
                 end = _sed_bracket_end(script, index + 1)

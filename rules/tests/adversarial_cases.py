@@ -2196,7 +2196,7 @@ CASES: tuple[Case, ...] = (
         id="sha256sum-check-stdin",
         cls=6,
         policy="seed",
-        command="printf '%s  /etc/shadow\\n' 0 | sha256sum -c",
+        command="printf '%064d  /etc/shadow\\n' 0 | sha256sum -c",
         expect="not-allow",
         why="sha256sum -c reads the list from standard input and reads each file it names, "
         "/etc/shadow.",
@@ -3727,8 +3727,8 @@ CASES: tuple[Case, ...] = (
         policy="seed",
         command="sed -n 's/\\c//p/w /tmp/x' data.csv",
         expect="not-allow",
-        why="GNU sed reads '\\c/' as one escape: the regex ends at the next '/', the flags are 'w "
-        "/tmp/x'.",
+        why="GNU sed 4.9 reads '\\c/' as one escape: the regex ends at the next '/' and the flags "
+        "are 'w /tmp/x', a write (older versions end the regex at the first '/').",
     ),
     Case(
         id="opt-awk-string-semicolon-redirect",
