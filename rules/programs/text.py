@@ -135,7 +135,7 @@ def sed_script_problem(script: str) -> str | None:
     unreadable, or read differently by sed versions, is a problem."""
     index, length = 0, len(script)
     if "\\c" in script:
-        # GNU sed 4.9 reads "\c/" in a regex as one escape, older versions end the regex at
+        # Newer GNU sed reads "\c/" in a regex as one escape, older releases end the regex at
         # its "/": "s/\c//p/w f" writes f under one reading and not the other.
         return "a \\c escape in a sed script is read differently by sed versions"
 

@@ -3727,8 +3727,8 @@ CASES: tuple[Case, ...] = (
         policy="seed",
         command="sed -n 's/\\c//p/w /tmp/x' data.csv",
         expect="not-allow",
-        why="GNU sed 4.9 reads '\\c/' as one escape: the regex ends at the next '/' and the flags "
-        "are 'w /tmp/x', a write (older versions end the regex at the first '/').",
+        why="Newer GNU sed reads '\\c/' as one escape: the regex ends at the next '/' and the flags "
+        "are 'w /tmp/x', a write (older releases end the regex at the first '/').",
     ),
     Case(
         id="opt-awk-string-semicolon-redirect",
