@@ -221,6 +221,7 @@ def _line_from(text: str, start: int) -> str:
 
 @dataclass(frozen=True)
 class Size:
+    # over() checks every field by name on its fast path: a new field goes there too.
     commands: int  # separators + 1: ";", "&", "|", newline, "(", "$(", "`", "{" …
     words: int
     expansions: int  # "$" and "`"
@@ -262,9 +263,10 @@ def without_heredoc_bodies(text: str) -> str:
 def size_of(text: str) -> Size:
     code = without_heredoc_bodies(text) if "<<" in text else text
     depth = deepest = 0
-    for match in _NESTING.finditer(code):
-        depth = depth + 1 if match.group() in "({" else max(depth - 1, 0)
-        deepest = max(deepest, depth)
+    if "(" in code or "{" in code:  # nothing opens: nothing nests
+        for match in _NESTING.finditer(code):
+            depth = depth + 1 if match.group() in "({" else max(depth - 1, 0)
+            deepest = max(deepest, depth)
     return Size(
         commands=len(_SEPARATORS.findall(code)) + 1,
         words=len(code.split()),
@@ -276,6 +278,14 @@ def size_of(text: str) -> Size:
 
 def over(size: Size) -> str | None:
     """Why a line of this size is not judged command by command (None: it is)."""
+    if (
+        size.commands <= LIMITS.commands
+        and size.words <= LIMITS.words
+        and size.expansions <= LIMITS.expansions
+        and size.globs <= LIMITS.globs
+        and size.depth <= LIMITS.depth
+    ):
+        return None  # the common case, checked field by field without a loop
     for name, limit in vars(LIMITS).items():
         if getattr(size, name) > limit:
             return (

@@ -24,7 +24,7 @@ from pathlib import Path
 from rules import ShellOperation, evaluate, parse_settings, parse_sources
 from rules.fastparse import parse_prefix
 
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "tests" / "fixtures"
 MAX_LENGTH = 200
 
 _WORDS = ["error", "warning", "timeout", "user_id", "TODO", "revenue", "latency", "failed"]

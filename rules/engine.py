@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
@@ -71,6 +71,9 @@ HARMLESS_BUILTINS = frozenset(
 LISTS = ("deny", "ask", "allow")
 
 
+_MAX_CANDIDATE_KEYS = 1024  # program names per rule list whose candidates are remembered
+
+
 class Match(Enum):
     NONE = 0
     POSSIBLE = 1  # for some run-time value
@@ -80,7 +83,7 @@ class Match(Enum):
 # --- compiled rules ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Compiled:
     rule: Rule
     position: int
@@ -97,6 +100,7 @@ class RuleList:
     _combined: dict[FileAction, tuple[re.Pattern[str], list[Compiled]]] = field(
         default_factory=dict, repr=False
     )
+    _candidates: dict[tuple[str, ...], list[Compiled]] = field(default_factory=dict, repr=False)
 
     def first_path_rule(self, action: FileAction, path: str) -> Compiled | None:
         """The first rule for ``action`` that matches the plain path ``path`` (no glob, no
@@ -115,12 +119,22 @@ class RuleList:
             return None
         return combined[1][int(match.lastgroup[1:])]
 
-    def shell_candidates(self, programs: Iterable[str]) -> list[Compiled]:
+    def shell_candidates(self, programs: tuple[str, ...]) -> list[Compiled]:
+        """The rules that may match a command of these programs, in list order. The same
+        few programs come up again and again: remembered (a bounded number of them)."""
+        cached = self._candidates.get(programs)
+        if cached is not None:
+            return cached
         found = {id(c): c for p in programs for c in self.shell_by_program.get(p, ())}
         if not found:
-            return self.shell_any
-        candidates = list(found.values()) + self.shell_any
-        return sorted(candidates, key=lambda c: c.position)  # first rule in the list wins
+            result = self.shell_any
+        else:
+            candidates = list(found.values()) + self.shell_any
+            result = sorted(candidates, key=lambda c: c.position)  # first rule in the list wins
+        if len(self._candidates) >= _MAX_CANDIDATE_KEYS:
+            self._candidates.clear()
+        self._candidates[programs] = result
+        return result
 
 
 @dataclass
@@ -175,7 +189,7 @@ def compile_rules(rules: RuleSet, context_id: str) -> CompiledRules:
 # --- matching shell views ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ViewTexts:
     """A view rendered for matching. Certain matches must hold both with the sentinel in
     place of each unknown word and with unknown words gone (``$X`` may expand to nothing)."""
@@ -287,7 +301,7 @@ def network_match(item: Compiled, host: str, direction: Direction) -> bool:
 # --- judging ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Judged:
     part: Part
     proposal: str | None = None  # the narrow allow rule "approve and allow similar" offers
@@ -311,9 +325,12 @@ def judge_shell(
     reason = ""
     rule: Rule | None = None
     for list_name in ("deny", "ask"):
+        rule_list = compiled.lists[list_name]
+        if not rule_list.shell_by_program and not rule_list.shell_any:
+            continue  # no shell rule in this list (the seed has no ask rules)
         possible: Compiled | None = None
         for texts in all_texts:
-            for item in compiled.lists[list_name].shell_candidates(texts.programs):
+            for item in rule_list.shell_candidates(texts.programs):
                 match = shell_match(item, texts, for_allow=False)
                 if match is Match.CERTAIN:
                     decision = Decision.DENY if list_name == "deny" else Decision.ASK
@@ -394,6 +411,8 @@ def _first_path_match(
     if access.path is not None and not access.glob and SENTINEL not in access.path:
         # A plain path matches certainly or not at all: one combined regex per action.
         for action in actions:
+            if action not in rules.files:
+                continue  # no rule for this action in this list
             found = rules.first_path_rule(action, access.path)
             if found is not None:
                 return found, action, Match.CERTAIN
@@ -410,18 +429,27 @@ def _first_path_match(
     return possible
 
 
-def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
-    """The part for one file access; None when it changes nothing (a read by a known
-    reader that no rule mentions)."""
+def _file_texts(access: FileAccess) -> tuple[str, str, str]:
+    """(target, the part's text, " (via …)") for an access that becomes a part."""
     action_text = access.action.value if access.action else "access"
     target = access.path.replace(SENTINEL, "…") if access.path else access.source
-    text = f"{action_text} {sanitise(target)}"
     via = f" (via {access.source})" if access.source and access.path else ""
-    actions = (access.action,) if access.action else tuple(FileAction)
+    return target, f"{action_text} {sanitise(target)}", via
+
+
+_ALL_ACTIONS = tuple(FileAction)
+
+
+def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
+    """The part for one file access; None when it changes nothing (a read by a known
+    reader that no rule mentions). Most accesses are such reads: their texts are only
+    built once they become a part."""
+    actions = (access.action,) if access.action else _ALL_ACTIONS
     for list_name in ("deny", "ask"):
         hit = _first_path_match(compiled.lists[list_name], actions, access)
         if hit is None:
             continue
+        target, text, via = _file_texts(access)
         item, action, match = hit
         rule = item.rule.text
         if (
@@ -458,16 +486,16 @@ def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
     )
     if configured:
         # An allowed program reads it and runs what it names: never allowed by a rule.
+        target, text, via = _file_texts(access)
         reason = f"{sanitise(target)} {configured}{via}"
         return Judged(_part(Kind.FILE, text, Decision.ASK, reason, None))
+    if not access.require_allow:
+        return None  # a read by a known reader: not denied is enough, allowed or not
+    target, text, via = _file_texts(access)
     allowed = _first_path_match(compiled.lists["allow"], (access.action,), access)
     if allowed is not None and allowed[2] is Match.CERTAIN:
-        if not access.require_allow:
-            return None
         reason = f"allowed: {allowed[0].rule.text}{via}"
         return Judged(_part(Kind.FILE, text, Decision.ALLOW, reason, allowed[0].rule))
-    if not access.require_allow:
-        return None
     reason = "no file rule allows it" if access.path else "the path is only known at run time"
     proposal = propose_file_rule(access.action, access.path, compiled.workspace)
     return Judged(_part(Kind.FILE, text, Decision.ASK, f"{reason}{via}", None), proposal)

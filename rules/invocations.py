@@ -19,7 +19,7 @@ TRUSTED_BIN_DIRS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class View:
     """A simple command as rules see it. ``trusted``: the program is a bare name (found on
     PATH) or lives in a trusted bin directory, so an allow rule may match its basename;
@@ -30,7 +30,7 @@ class View:
     trusted: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileAccess:
     """``action`` None: a path argument of a command whose use of it is unknown — only a
     deny/ask rule for any action matters, and then the answer is ask. ``path`` None: not
@@ -48,7 +48,7 @@ class FileAccess:
     recursive: bool = False  # path is "D/<any sub-path>": a recursive read of directory D
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NetworkAccess:
     """``host`` None: only known at run time. ``by_program``: a destination an allowed
     program contacts (git clone's URL): judged by sources.json when there is one, else by
@@ -59,7 +59,7 @@ class NetworkAccess:
     by_program: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Invocation:
     text: str
     views: tuple[View, ...] = ()
@@ -72,7 +72,7 @@ class Invocation:
     fallback: bool = False  # from a best-effort split: only a deny found in it is reported
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decomposition:
     invocations: tuple[Invocation, ...]
 
@@ -108,13 +108,21 @@ def resolve_paths(word: Word, cwd: Cwd) -> list[str] | None:
     paths = set()
     for value in values:
         for directory in cwd or ("/",):
-            path = _through_proc(
-                normalise_path(value if value.startswith("/") else posixpath.join(directory, value))
-            )
-            if path is None:
-                return None
+            path = value if value.startswith("/") else directory + "/" + value
+            if _NOT_NORMAL.search(path):
+                path = normalise_path(path)  # the working directories are normal already
+            if path.startswith("/proc/"):
+                through = _through_proc(path)
+                if through is None:
+                    return None
+                path = through
             paths.add(path)
     return sorted(paths)
+
+
+# What normpath would change in an absolute path: "//", "." or ".." components, a trailing
+# "/". Most paths have none, and joining them to a (normal) directory is enough.
+_NOT_NORMAL = re.compile(r"//|/\.\.?(?:/|$)|/$")
 
 
 # /proc/self/root (and every process's) is a link to "/"; cwd, fd/N and exe are links to
@@ -124,13 +132,20 @@ _PROC_LINK = re.compile(
 )
 
 
+_PROC_ROOTS = re.compile(r"(?:/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/root(?=/|$))+")
+
+
 def _through_proc(path: str) -> str | None:
     """The path a ``/proc/<pid>/root/…`` path names; None for links only known at run time."""
     match = _PROC_LINK.match(path)
     while match:
         if match.group(1) != "root":
             return None
-        path = normalise_path("/" + path[match.end() :])
+        # A run of ".../root" links in a row is "/" as many times: one step for all of them
+        # (the path is normal, so nothing between them needs normalising).
+        chain = _PROC_ROOTS.match(path)
+        end = chain.end() if chain else match.end()
+        path = normalise_path("/" + path[end:])
         match = _PROC_LINK.match(path)
     return path
 

@@ -16,11 +16,12 @@ from rules.model import Decision, host_of_url
 from rules.patterns import compile_url_glob, host_matches, normalise_host
 from rules.programs import npm, read
 from rules.programs.base import parse
+from rules.programs.python import ARCHIVE
 from rules.sources import PackageManager, Registry, Sources
 from rules.words import PIP_NAME, Word, WordKind, names, split_arguments
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     decision: Decision  # DENY or ASK
     entry: str | None  # the sources.json entry, e.g. package_managers.pip.blocked_packages[1]
@@ -150,6 +151,8 @@ def remote_verdict(url: Word, sources: Sources, what: str) -> Verdict | None:
 # resolved the way optparse would: narrowing only ever makes a verdict stricter.
 
 _PIP_FETCHING = {"install", "download", "wheel"}
+# pip list --outdated asks the index too: its index options are judged the same way.
+_PIP_INDEXED = {*_PIP_FETCHING, "list"}
 _REQUIREMENT = re.compile(
     r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*"
     r"((?:(?:===|==|!=|~=|>=|<=|<|>)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*)\s*(;.*)?$",
@@ -166,7 +169,7 @@ def _local(value: str) -> bool:
     return (
         value.startswith(("/", "./", "../", "~"))
         or value in {".", ".."}
-        or ("/" not in value and value.endswith((".whl", ".tar.gz", ".zip")))
+        or ("/" not in value and ARCHIVE.search(value) is not None)
     )
 
 
@@ -176,9 +179,12 @@ def check_pip(words: Sequence[Word], sources: Sources) -> Verdict | None:
 
 def _pip(words: Sequence[Word], sources: Sources) -> Iterator[Verdict | None]:
     found = read(words, guess=True)
-    if found is None or found[0].partition(" ")[2] not in _PIP_FETCHING:
+    if found is None or found[0].partition(" ")[2] not in _PIP_INDEXED:
         return
     what, parsed = found
+    fetching = what.partition(" ")[2] in _PIP_FETCHING
+    if not fetching and not parsed.values("--index-url", "--extra-index-url", "--find-links"):
+        return
     manager, verdict = _manager(sources, "pip", what)
     if manager is None:
         yield verdict
@@ -198,7 +204,7 @@ def _pip(words: Sequence[Word], sources: Sources) -> Iterator[Verdict | None]:
         elif "--editable" in option and not _local(value.value):
             verdict = _package_url(manager, value, sources, what)
         yield verdict
-    for operand in parsed.operands:
+    for operand in parsed.operands if fetching else ():
         yield _pip_requirement(manager, operand, sources, what)
 
 

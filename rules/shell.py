@@ -23,8 +23,6 @@ Nothing here knows the rules; ``engine`` judges the invocations.
 
 from __future__ import annotations
 
-import re
-
 from rules.environment import KNOWN_REFERENCE, KNOWN_VARIABLES
 from rules.invocations import Decomposition, Invocation
 from rules.text import describe, hidden_characters, sanitise
@@ -37,8 +35,13 @@ def _expandable(command: str) -> bool:
     """May ``$WORKSPACE``/``$CONTEXT_ID`` be replaced by their values? Not if the line could
     assign them in any way (``WORKSPACE=…``, ``read WORKSPACE``, ``for WORKSPACE in``,
     ``declare -n r=WORKSPACE`` …): any mention other than a plain reference blocks it."""
-    stripped = re.sub(r"['\"\\]", "", KNOWN_REFERENCE.sub("", command))
+    if "$" in command:
+        command = KNOWN_REFERENCE.sub("", command)  # every reference starts with "$"
+    stripped = command.translate(_NO_QUOTES)
     return not any(name in stripped for name in KNOWN_VARIABLES)
+
+
+_NO_QUOTES = str.maketrans("", "", "'\"\\")
 
 
 def decompose(command: str, *, workspace: str, context_id: str) -> Decomposition:

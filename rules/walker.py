@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rules.bashparse import (
+    LIMITS,
     Size,
     command_names,
     disagreement,
@@ -45,6 +46,7 @@ from rules.patterns import SENTINEL
 from rules.programs import Role, understand
 from rules.programs.base import parse as parse_options
 from rules.programs.configuration import configures
+from rules.programs.find import starting_points
 from rules.programs.shells import DESCRIPTOR, SHELL_TABLE, STDIN, script_operands
 from rules.text import hidden_characters, sanitise
 from rules.words import (
@@ -146,19 +148,51 @@ ALWAYS_ASK = {
 
 ASSIGNING_BUILTINS = frozenset(
     {"printf", "read", "mapfile", "readarray", "declare", "typeset", "export", "local"}
-    | {"readonly", "getopts", "unset"}
+    | {"readonly", "getopts", "unset", "wait"}
 )
 
 
 _ASSIGNED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[.*\])?", re.DOTALL)
 
 
-# Options of read/mapfile whose value is the next word, not a variable name.
-_NAME_BUILTIN_VALUED = {
-    "read": frozenset("dinNptu"),
-    "mapfile": frozenset("dnOsuCc"),
-    "readarray": frozenset("dnOsuCc"),
+# bash's builtins read options with internal_getopt: letters grouped (-rs), a letter that
+# takes a value takes the rest of its word or the next word (-vNAME, -v NAME, -aNAME).
+# Per builtin: the letters that take a value, and those whose value is a variable it
+# assigns (printf -v, read -a, wait -p); mapfile's -C value is a command it runs.
+_NAME_BUILTIN_OPTIONS = {
+    "printf": ("v", "v"),
+    "read": ("adinNptu", "a"),
+    "mapfile": ("dnOsuCc", ""),
+    "readarray": ("dnOsuCc", ""),
+    "wait": ("p", "p"),
+    "unset": ("", ""),
+    "getopts": ("", ""),
 }
+
+
+def _builtin_options(words: Sequence[Word], valued: str) -> tuple[list[tuple[str, Word]], int]:
+    """(letter, value) for each option of a bash builtin that takes one, and the index of
+    the first operand."""
+    values: list[tuple[str, Word]] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word.kind is WordKind.UNKNOWN or not word.value.startswith("-") or word.value == "-":
+            break
+        index += 1
+        if word.value == "--":
+            break
+        letters = word.value[1:]
+        for position, letter in enumerate(letters):
+            if letter in valued:
+                attached = letters[position + 1 :]
+                if attached:
+                    values.append((letter, Word(attached, word.kind)))
+                elif index < len(words):
+                    values.append((letter, words[index]))
+                    index += 1
+                break
+    return values, index
 
 
 _WATCH = options(
@@ -168,7 +202,7 @@ _WATCH = options(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Context:
     text: str  # the source the current bashlex positions refer to
     origin: str
@@ -177,6 +211,11 @@ class _Context:
     # Where the simple commands of this text start, as the walk finds them (compared with
     # the second parser's); shared by the substitutions walked inside the same text.
     starts: set[int] = field(default_factory=set, compare=False)
+
+    def derive(self, origin: str, stdin: str | None) -> _Context:
+        """The same text seen from a substitution or a pipeline element (built directly:
+        dataclasses.replace costs several times more, once per pipeline element)."""
+        return _Context(self.text, origin, self.depth, stdin, self.starts)
 
 
 def visible(text: str) -> str:
@@ -220,6 +259,9 @@ def destination_host(word: Word) -> str | None:
     return host_of_url(value)
 
 
+# A word with no quote, expansion, glob, brace, tilde or escape: its value is its text.
+_SIMPLE_WORD = re.compile(r"[A-Za-z0-9_\-./:=,+@%^]+")
+_QUOTED_WORD = re.compile(r"'[^'$`\\]*'|\"[^\"$`\\]*\"")
 _ASSIGNING_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
 
 
@@ -278,8 +320,8 @@ class Walker:
             # Never allowed; what tree-sitter alone sees is judged crudely so a deny wins.
             reason, only_theirs = second
             self.out.append(Invocation(text=sanitise(text), problems=(reason,), origin=origin))
-            for command in only_theirs:
-                self.fallback(command, reason, origin)
+            if only_theirs:
+                self.fallback("\n".join(only_theirs), reason, origin)
 
     def deny_scan(self, text: str, reason: str, origin: str) -> None:
         """A line too large to judge command by command: each word that may be a program is
@@ -301,17 +343,20 @@ class Walker:
 
     def crude(self, text: str, reason: str, origin: str) -> None:
         """A text that is not parsed: split crudely when that is cheap, else deny-scanned."""
-        if over(size_of(text)) is None:
-            self.fallback(text, reason, origin)
-        else:
-            self.deny_scan(visible(text), reason, origin)
+        self.fallback(text, reason, origin)
 
     def fallback(self, text: str, reason: str, origin: str) -> None:
         """Judge crude fragments of text that could not be parsed, so that an obvious deny
-        still wins; nothing from a fallback can ever be allowed."""
+        still wins; nothing from a fallback can ever be allowed. The split covers the whole
+        text, here-document bodies included, so it has its own bound: past the engine's
+        limits on commands and words, only the deny scan runs (constant time per word)."""
+        fragments = _crude_fragments(text)
+        if len(fragments) > LIMITS.commands or sum(map(len, fragments)) > LIMITS.words:
+            self.deny_scan(visible(text), reason, origin)
+            return
         start = len(self.out)
         saved_cwd = self.cwd
-        for words in _crude_fragments(text):
+        for words in fragments:
             context = _Context(text=text, origin="best-effort split", depth=MAX_NESTING)
             self.simple(words, [], [], context, render(words), [])
         self.cwd = saved_cwd
@@ -358,7 +403,9 @@ class Walker:
                 if part.kind == "pipe":
                     piped = True
                 elif part.kind != "reservedword":
-                    part_context = replace(context, stdin="pipe" if piped else context.stdin)
+                    part_context = context.derive(
+                        context.origin, "pipe" if piped else context.stdin
+                    )
                     if len(commands) > 1:
                         self.in_subshell(part, part_context)  # each element is a child process
                     else:
@@ -453,13 +500,21 @@ class Walker:
         """The word's value comes from our own quote removal (``scan_word``); bashlex only
         supplies the structure and the substitutions, which are judged as commands."""
         raw = context.text[node.pos[0] : node.pos[1]]
+        if not node.parts:
+            if _SIMPLE_WORD.fullmatch(raw):
+                # Most words: nothing to remove, expand or glob (what the steps below give).
+                return Word(raw)
+            if _QUOTED_WORD.fullmatch(raw):
+                # One quoted string without "$", "`" or "\\" in it ('revenue', "a b"):
+                # its text is its value, quoted globs and braces stay literal.
+                return Word(raw[1:-1])
         reported = 0
         whole_process_substitution = False
         for part in node.parts:
             if part.kind in {"commandsubstitution", "processsubstitution"}:
                 reported += 1
                 origin = part.kind.replace("substitution", " substitution")
-                self.in_subshell(part.command, replace(context, origin=origin, stdin=None))
+                self.in_subshell(part.command, context.derive(origin, None))
                 whole_process_substitution = (
                     part.kind == "processsubstitution" and part.pos == node.pos
                 )
@@ -512,25 +567,29 @@ class Walker:
         assignments: list[tuple[str, Word]] = []
         words: list[Word] = []
         redirects: list[tuple[str, Any]] = []
-        first = next((part for part in node.parts if part.kind == "word"), None)
-        if first is not None:
-            context.starts.add(first.pos[0])
+        started = False
         for part in node.parts:
-            if part.kind in {"word", "assignment"}:
+            kind = part.kind
+            if kind == "word" and not started:
+                context.starts.add(part.pos[0])  # where bashlex sees this command start
+                started = True
+            if kind == "word" or kind == "assignment":
                 word = self.word(part, context, problems)
                 # bash reads NAME=value before the program as an assignment wherever it is
                 # (bashlex does not after a redirection): "> f X=1 curl" runs curl.
-                name = ASSIGNMENT_WORD.match(context.text, part.pos[0], part.pos[1])
-                if name and not words:
+                name = (
+                    None if words else ASSIGNMENT_WORD.match(context.text, part.pos[0], part.pos[1])
+                )
+                if name:
                     assignments.append(
                         (name.group(1), replace(word, value=word.value[name.end() - part.pos[0] :]))
                     )
                 else:
                     words.append(word)
-            elif part.kind == "redirect":
+            elif kind == "redirect":
                 redirects.append(self.redirect(part, context, problems))
             else:
-                problems.append(f"unsupported part of a command ({part.kind})")
+                problems.append(f"unsupported part of a command ({kind})")
         text = sanitise(context.text[node.pos[0] : node.pos[1]])
         self.simple(words, assignments, redirects, context, text, problems, slot)
 
@@ -577,12 +636,15 @@ class Walker:
             item = self.invocation_without_command(text, assignments, redirects, context, problems)
             self.out.insert(slot, item)
             return
-        files, network = self.redirect_accesses(redirects)
+        files, network = self.redirect_accesses(redirects) if redirects else ([], [])
         for name, value in assignments:
             problems.extend(self.assignment_problems(name, value, exported=True))
         views: list[View] = []
         current = words
         chdir: Word | None = None
+        # The view of ``current``, the innermost command found so far; None while the words
+        # after a wrapper have no view (their program is only known at run time).
+        effective: View | None = None
         while True:
             head = current[0]
             if head.kind is WordKind.UNKNOWN:
@@ -591,18 +653,20 @@ class Walker:
             if head.kind is WordKind.GLOB or head.tilde:
                 problems.append(f"the program name {head.display} is expanded by the shell")
                 break
-            views.append(self.view(current))
+            effective = self.view(current)
+            views.append(effective)
             if len(views) > MAX_WRAPPERS:
                 problems.append(f"more than {MAX_WRAPPERS} wrappers around one command")
                 break
-            name = program_name(head)
-            if not views[-1].trusted:
+            name = effective.program
+            if not effective.trusted:
                 break  # ./nice is the agent's file, not nice: judged as the program it is
             unwrap = WRAPPERS.get(name)
-            if unwrap is None and PYTHON_NAME.match(name):
-                unwrap = python_module
-            elif unwrap is None and PIP_NAME.match(name):
-                unwrap = HOIST_PIP
+            if unwrap is None and name.startswith("p"):  # python…, pypy…, pip…
+                if PYTHON_NAME.match(name):
+                    unwrap = python_module
+                elif PIP_NAME.match(name):
+                    unwrap = HOIST_PIP
             if unwrap is None:
                 break
             result = unwrap(current)
@@ -611,15 +675,16 @@ class Walker:
                 problems.extend(self.assignment_problems(wrapper_name, value, exported=True))
             files.extend(self.accesses_of(result.files, "wrapper option", self.cwd))
             for code in result.code:
-                problems.extend(self.code_problems(program_name(head), code, self.cwd))
+                problems.extend(self.code_problems(name, code, self.cwd))
             chdir = result.chdir or chdir
             if result.rest is None:
                 break
             current = result.rest
+            effective = None
             if result.final:
-                views.append(self.view(current))
+                effective = self.view(current)
+                views.append(effective)
                 break
-        effective = views[-1] if views and views[-1].words == tuple(current) else None
         cwd = self.cwd
         if chdir is not None:
             chdir_paths = resolve_paths(chdir, self.cwd)
@@ -645,7 +710,7 @@ class Walker:
             saved = self.cwd
             self.cwd = inner_cwd
             self.simple(
-                inner_words, [], [], replace(context, origin=origin), render(inner_words), []
+                inner_words, [], [], context.derive(origin, context.stdin), render(inner_words), []
             )
             self.cwd = saved  # a command run by another one cannot move this shell
 
@@ -826,7 +891,11 @@ class Walker:
         elif name in INLINE_CODE:
             self.interpreter(words, name, problems)
         elif name in ASSIGNING_BUILTINS:
-            self.assigning_builtin(words, name, problems)
+            callbacks: list[Word] = []
+            self.assigning_builtin(words, name, problems, callbacks)
+            for callback in callbacks:
+                # mapfile -C evaluates its callback like eval: a deny inside still wins.
+                self.command_string(callback, f"{name} -C", context, problems)
         if name in {"sudo", "doas"}:
             return False  # their command is judged as a part of its own
         self.understood(view, views, redirects, problems, files, network, cwd)
@@ -848,6 +917,7 @@ class Walker:
         words = list(view.words)
         name = view.program
         found = understand(as_written(view, views))
+        first = len(problems)  # code the agent can write is the first reason given
         problems.extend(found.problems)
         if "/" in words[0].value:
             # A program run by its path: from the workspace (its .venv/bin too) it is a
@@ -888,19 +958,19 @@ class Walker:
                 reason = configures(path)
                 if reason:
                     problems.append(f"{name} may write {sanitise(path)}, which {reason}")
-        code = list(found.code)
-        if name in SHELLS or PYTHON_NAME.match(name):
-            code += [
-                target
-                for operator, target in redirects
-                if operator == "<" and isinstance(target, Word)
-            ]
         for destination in found.destinations:
             network.append(
                 NetworkAccess(destination_host(destination), f"{name} {destination.display}", True)
             )
-        for word in code:
-            problems.extend(self.code_problems(name, word, cwd))
+        for word in found.code:
+            # Before "what the script does is not modelled": the sharper reason.
+            written = self.code_problems(name, word, cwd)
+            problems[first:first] = written
+            first += len(written)
+        if name in SHELLS or PYTHON_NAME.match(name):
+            for operator, target in redirects:
+                if operator == "<" and isinstance(target, Word):
+                    problems.extend(self.code_problems(name, target, cwd))
 
     def code_problems(self, name: str, word: Word, cwd: Cwd) -> list[str]:
         """The agent's writable places are never a source of trusted code: a script, module
@@ -1047,12 +1117,8 @@ class Walker:
     ) -> None:
         """The commands find runs (-exec, -execdir, -ok, -okdir) are judged as commands of
         their own; what find itself reads, writes and deletes is its program module's."""
-        index = 1
-        starts: list[Word] = []
-        while index < len(words) and not re.match(r"^[-(!),]", words[index].value):
-            starts.append(words[index])
-            index += 1
-        starts = starts or [literal(".")]
+        starts, first = starting_points(words[1:])
+        index = first + 1
         while index < len(words):
             value = words[index].value
             if value in {"-exec", "-execdir", "-ok", "-okdir"}:
@@ -1086,31 +1152,27 @@ class Walker:
         below = starts[0].value.rstrip("/") + "/" + SENTINEL
         return Word(word.value.replace("{}", below), WordKind.GLOB)
 
-    def assigning_builtin(self, words: list[Word], name: str, problems: list[str]) -> None:
+    def assigning_builtin(
+        self, words: list[Word], name: str, problems: list[str], callbacks: list[Word]
+    ) -> None:
         """printf -v, read, mapfile, declare … assign variables without an '=' prefix. A
         name with a subscript (``printf -v 'a[$(id)]'``, ``read 'a[y]'``) has it evaluated
         as arithmetic, which runs command substitutions: only integer subscripts pass."""
         targets: list[Word] = []
         rest = words[1:]
         exported = False
-        if name == "printf":
-            targets = [rest[i + 1] for i, w in enumerate(rest[:-1]) if w.value == "-v"]
-        elif name in {"read", "mapfile", "readarray", "getopts", "unset"}:
-            valued = _NAME_BUILTIN_VALUED.get(name, frozenset())
-            index = 0
-            while index < len(rest):
-                word = rest[index]
-                index += 1
-                if word.kind is not WordKind.UNKNOWN and word.value.startswith("-"):
-                    letters = word.value[1:]
-                    for position, letter in enumerate(letters):
-                        if letter in valued:
-                            index += not letters[position + 1 :]  # the value is the next word
-                            break
-                    continue
-                targets.append(word)
+        if name in _NAME_BUILTIN_OPTIONS:
+            valued, naming = _NAME_BUILTIN_OPTIONS[name]
+            values, first = _builtin_options(rest, valued)
+            targets = [given for letter, given in values if letter in naming]
+            if name not in {"printf", "wait"}:
+                targets += rest[first:]  # read NAME…, mapfile ARRAY, unset NAME…
             if name == "getopts":
-                targets = targets[1:2]  # getopts OPTSTRING NAME [ARGS]
+                targets = rest[first + 1 : first + 2]  # getopts OPTSTRING NAME [ARGS]
+            for letter, given in values:
+                if letter == "C":
+                    problems.append(f"{name} -C runs {given.display} as a command")
+                    callbacks.append(given)
         else:
             options_given = [w.value for w in rest if w.value.startswith(("-", "+"))]
             exported = name == "export" or any(

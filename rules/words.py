@@ -15,8 +15,12 @@ class WordKind(Enum):
     GLOB = "glob"  # unquoted * ? [ or {a,b}: the shell expands it to file names/variants
     UNKNOWN = "unknown"  # contains $VAR, $(…), `…` or <(…): value only known at run time
 
+    # Members are singletons compared by identity: hash them the same way, in C (Enum's
+    # own __hash__ is Python code; a Word's hash goes through it).
+    __hash__ = object.__hash__
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class Word:
     """One shell word with quotes removed (``c"u"rl``, ``'curl'``, ``\\curl`` and
     ``"cu"'rl'`` are all ``curl``, see :func:`scan_word`) and ``$WORKSPACE``/``$CONTEXT_ID``
@@ -77,7 +81,7 @@ def options(valued: str = "", flags: str = "", *, strict: bool = True) -> Option
     return Options(frozenset(valued.split()), frozenset(flags.split()), strict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Scan:
     end: int  # index of the first operand
     found: list[tuple[str, Word | None]] = field(default_factory=list)
@@ -188,7 +192,7 @@ def split_arguments(
     return found, operands
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ScannedWord:
     value: str | None  # None: depends on run time ($VAR, $(…), `…`, $'…')
     substitutions: int  # $(…), `…`, <(…), >(…) outside single quotes, outermost only

@@ -22,7 +22,7 @@ from rules.words import (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class Unwrapped:
     rest: list[Word] | None  # the wrapped command, or None when nothing is wrapped
     problems: list[str] = field(default_factory=list)
@@ -120,22 +120,35 @@ _XARGS = options(
 )
 
 
+# -e[EOF], -i[R], -l[N] and their long forms --eof[=EOF], --replace[=R], --max-lines[=N]
+# take an optional value, only ever attached (findutils' xargs.c: optional_argument): in
+# "xargs --replace rm x" rm is the command, not the replacement string.
+_XARGS_OPTIONAL = re.compile(r"-([eil])(.*)|--(eof|replace|max-lines)(?:=(.*))?", re.DOTALL)
+_XARGS_LONG = {"eof": "e", "replace": "i", "max-lines": "l"}
+
+
 def _xargs(words: list[Word]) -> Unwrapped:
-    # -e[EOF], -i[R] and -l[N] take an optional *attached* value; rewrite them first.
+    # Rewrite the options with an optional value to the forms that always take one.
     normalised: list[Word] = []
     replace_with: str | None = None
     for index, word in enumerate(words):
         value = word.value
-        if index and word.kind is WordKind.LITERAL and re.fullmatch(r"-[eil].*", value):
-            if value.startswith("-i"):
-                replace_with = value[2:] or "{}"
+        optional = _XARGS_OPTIONAL.fullmatch(value) if index else None
+        if optional and word.kind is WordKind.LITERAL:
+            letter = optional.group(1) or _XARGS_LONG[optional.group(3)]
+            attached = optional.group(2) if optional.group(1) else optional.group(4)
+            if letter == "i":
+                replace_with = attached or "{}"
                 continue
-            normalised.append(literal({"e": "-E", "l": "-L"}[value[1]]))
-            normalised.append(literal(value[2:] or "1"))
+            normalised.append(literal({"e": "-E", "l": "-L"}[letter]))
+            normalised.append(literal(attached or ("1" if letter == "l" else "")))
             continue
         normalised.append(word)
     scan = scan_options(normalised, 1, _XARGS, "xargs")
     result = Unwrapped(None, scan.problems)
+    for variable in scan.values("--process-slot-var"):
+        # Each command gets VARIABLE=<slot number> in its environment.
+        result.assignments.append((variable.value, literal("0")))
     result.files = [(FileAction.READ, value) for value in scan.values("-a", "--arg-file")]
     replacements = scan.values("-I", "--replace")
     if replacements:
@@ -150,7 +163,7 @@ def _xargs(words: list[Word]) -> Unwrapped:
     return result
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PythonCall:
     mode: str  # "-c" (inline code), "-m" (module), "script", or "stdin"
     target: Word | None  # the code, module or script

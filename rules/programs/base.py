@@ -29,6 +29,9 @@ class Effect(Enum):
 
     HARMLESS = "harmless"  # output format, selection, behaviour inside the program
     READ = "read"  # its value is a path the program reads
+    # Its value is a file that lists more paths the program reads (--files0-from): those
+    # are only known at run time, so any deny or ask rule for reading may cover them.
+    READ_LIST = "read-list"
     WRITE = "write"  # its value is a path the program writes (or creates)
     DELETE = "delete"  # its value is a path the program deletes
     CHDIR = "chdir"  # its value is the directory the program works in (git -C)
@@ -37,6 +40,10 @@ class Effect(Enum):
     EXEC = "exec"  # runs a program or code: never allowed by a rule
     CONFIG = "config"  # configuration that can make the program run or contact anything
     UNSAFE = "unsafe"  # anything else no rule can judge (the note says what)
+
+    # Members are singletons: hashed by identity, in C (sets of effects are looked up for
+    # every option given; Enum's own __hash__ is Python code).
+    __hash__ = object.__hash__
 
 
 NOT_ALLOWABLE = frozenset({Effect.EXEC, Effect.CONFIG, Effect.UNSAFE})
@@ -48,6 +55,10 @@ class Option:
     arity: Arity = Arity.NONE
     effect: Effect = Effect.HARMLESS
     note: str = ""  # why EXEC / CONFIG / UNSAFE options cannot be allowed
+    name_set: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name_set", frozenset(self.names))
 
 
 def flags(spec: str, effect: Effect = Effect.HARMLESS, note: str = "") -> list[Option]:
@@ -81,6 +92,11 @@ class Table:
     complete: bool = False
     long_names: dict[str, Option] = field(init=False, repr=False, compare=False)
     short_names: dict[str, Option] = field(init=False, repr=False, compare=False)
+    # Has options no rule may allow, so a glob that expands to a file named like one is a
+    # risk; every option is a harmless flag, so a word that turns out to be an option
+    # cannot change what the command does with files (cd's -L/-P, cat's -n). Computed once.
+    injectable: bool = field(init=False, repr=False, compare=False)
+    flags_only: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         long_names: dict[str, Option] = {}
@@ -95,21 +111,13 @@ class Table:
                 names[key] = option
         object.__setattr__(self, "long_names", long_names)
         object.__setattr__(self, "short_names", short_names)
-
-    @property
-    def injectable(self) -> bool:
-        """Has options no rule may allow, so a glob that expands to a file named like one
-        is a risk."""
-        return any(option.effect in NOT_ALLOWABLE for option in self.options)
-
-    @property
-    def flags_only(self) -> bool:
-        """Every option is a harmless flag: a word that turns out to be an option cannot
-        change what the command does with files (cd's -L/-P, cat's -n)."""
-        return all(
+        injectable = any(option.effect in NOT_ALLOWABLE for option in self.options)
+        flags_only = all(
             option.effect is Effect.HARMLESS and option.arity is Arity.NONE
             for option in self.options
         )
+        object.__setattr__(self, "injectable", injectable)
+        object.__setattr__(self, "flags_only", flags_only)
 
     def long(self, name: str, guess: bool = False) -> tuple[Option | None, str]:
         """(option, its full name) for ``--name``, resolving a unique prefix the way
@@ -153,7 +161,7 @@ def table(
 NO_OPTIONS = Table((), abbreviations=Abbreviations.NONE, permute=False, parse_options=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Given:
     """An option as the command line gives it."""
 
@@ -162,7 +170,7 @@ class Given:
     value: Word | None
 
 
-@dataclass
+@dataclass(slots=True)
 class Parsed:
     given: list[Given] = field(default_factory=list)
     operands: list[Word] = field(default_factory=list)
@@ -175,13 +183,13 @@ class Parsed:
         self.operands.append(word)
 
     def has(self, *names: str) -> bool:
-        return any(name in given.option.names for given in self.given for name in names)
+        return any(not given.option.name_set.isdisjoint(names) for given in self.given)
 
     def values(self, *names: str) -> list[Word]:
         return [
             given.value
             for given in self.given
-            if given.value is not None and any(name in given.option.names for name in names)
+            if given.value is not None and not given.option.name_set.isdisjoint(names)
         ]
 
     def with_effect(self, effect: Effect) -> list[Given]:
@@ -237,22 +245,28 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
     """Read ``words`` (the arguments after the program) against ``spec`` (``guess``: see
     ``Table.long``)."""
     parsed = Parsed()
+    given, problems = parsed.given, parsed.problems
     index = 0
+    count = len(words)
     operands_only = not spec.parse_options
-    while index < len(words):
+    while index < count:
         word = words[index]
-        value = word.value
-        following = words[index + 1] if index + 1 < len(words) else None
         index += 1
         if operands_only:
             parsed.add_operand(word, index - 1)
             continue
+        value = word.value
         if word.kind is not WordKind.LITERAL:
             risky = spec.injectable if word.kind is WordKind.GLOB else not spec.flags_only
             if may_be_option(word) and risky:
-                parsed.problems.append(
+                problems.append(
                     f"{what}: {word.display} may expand to an option only known at run time"
                 )
+            parsed.add_operand(word, index - 1)
+            if not spec.permute:
+                operands_only = True
+            continue
+        if value[:1] != "-" or value == "-":
             parsed.add_operand(word, index - 1)
             if not spec.permute:
                 operands_only = True
@@ -260,55 +274,50 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
         if value == "--":
             operands_only = True
             continue
-        if not value.startswith("-") or value == "-":
-            parsed.add_operand(word, index - 1)
-            if not spec.permute:
-                operands_only = True
-            continue
+        following = words[index] if index < count else None
         if value.startswith("--"):
             name, equals, attached = value.partition("=")
             option, found = spec.long(name, guess)
             if option is None:
-                parsed.problems.append(f"{what}: {found}")
+                problems.append(f"{what}: {found}")
                 continue
             if option.arity is Arity.NONE:
                 if equals:
-                    parsed.problems.append(f"{what}: {found} takes no value")
-                parsed.given.append(Given(option, found, None))
+                    problems.append(f"{what}: {found} takes no value")
+                given.append(Given(option, found, None))
             else:
                 value_word = Word(attached, word.kind) if equals else None
                 index += _take_value(parsed, option, found, value_word, following, what)
             continue
         if spec.numeric and value[1:].isdigit():
-            parsed.given.append(Given(Option((value,), effect=Effect.HARMLESS), value, None))
+            given.append(Given(Option((value,), effect=Effect.HARMLESS), value, None))
             continue
+        short_names = spec.short_names
         position = 1
         while position < len(value):
             char = value[position]
-            option = spec.short_names.get(char)
+            option = short_names.get(char)
             if option is None:
-                parsed.problems.append(f"{what}: unknown option -{char}")
+                problems.append(f"{what}: unknown option -{char}")
                 break
-            name = "-" + char
-            rest = value[position + 1 :]
             if option.arity is Arity.NONE:
-                parsed.given.append(Given(option, name, None))
+                given.append(Given(option, "-" + char, None))
                 position += 1
                 continue
+            rest = value[position + 1 :]
             value_word = Word(rest, word.kind) if rest else None
-            index += _take_value(parsed, option, name, value_word, following, what)
+            index += _take_value(parsed, option, "-" + char, value_word, following, what)
             break
-    for given in parsed.given:
-        if given.option.effect in NOT_ALLOWABLE:
-            parsed.problems.append(
-                f"{what}: {given.name} {given.option.note or given.option.effect.value}"
-            )
+    for item in given:
+        effect = item.option.effect
+        if effect in NOT_ALLOWABLE:
+            problems.append(f"{what}: {item.name} {item.option.note or effect.value}")
         elif (
-            given.value is not None
-            and given.value.kind is WordKind.UNKNOWN
-            and (given.option.effect not in {Effect.HARMLESS})
+            item.value is not None
+            and item.value.kind is WordKind.UNKNOWN
+            and effect is not Effect.HARMLESS
         ):
-            parsed.problems.append(f"{what}: the value of {given.name} is only known at run time")
+            problems.append(f"{what}: the value of {item.name} is only known at run time")
     return parsed
 
 
@@ -322,7 +331,7 @@ class Role(Enum):
     UNKNOWN = "unknown"  # a path whose use is not known: only deny/ask rules matter
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Use:
     """A path a command uses: ``recursive`` reads (or copies) everything below it."""
 
@@ -332,7 +341,7 @@ class Use:
     recursive: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class Understanding:
     """The result of reading a command against its program's knowledge."""
 
@@ -351,6 +360,13 @@ class Understanding:
 
     def read(self, words: Iterable[Word], source: str, *, recursive: bool = False) -> None:
         self.uses.extend(Use(Role.READ, word, source, recursive) for word in words)
+
+    def read_listed(self, listing: Word, source: str) -> None:
+        """``listing`` names a file of paths the program reads as well (``-`` is standard
+        input): the list is read, and so are paths only known at run time."""
+        if listing.value != "-" or listing.kind is not WordKind.LITERAL:
+            self.read([listing], source)
+        self.read([Word(f"<paths listed in {listing.display}>", WordKind.UNKNOWN)], source)
 
     def write(self, words: Iterable[Word], source: str) -> None:
         self.uses.extend(Use(Role.WRITE, word, source) for word in words)
@@ -385,6 +401,8 @@ def option_uses(name: str, parsed: Parsed, understanding: Understanding) -> None
         effect = given.option.effect
         if effect is Effect.READ:
             understanding.read([given.value], source)
+        elif effect is Effect.READ_LIST:
+            understanding.read_listed(given.value, source)
         elif effect is Effect.WRITE:
             understanding.write([given.value], source)
         elif effect is Effect.DELETE:

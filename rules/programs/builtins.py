@@ -65,11 +65,11 @@ TYPE = Program(("type",), table(flags("-a -f -p -P -t"), abbreviations=NONE), na
 
 # set: -o NAME / +o NAME for these names; the letters below; "--" or the first other word
 # starts the positional parameters (plain data).
-_SET_LETTERS = frozenset("eEuxvCfhbmHPT")
+_SET_LETTERS = frozenset("eEuxvCfhbmPT")
 _SET_NAMES = frozenset(
     {
         "errexit", "errtrace", "nounset", "xtrace", "verbose", "noclobber", "noglob", "hashall",
-        "notify", "monitor", "histexpand", "physical", "functrace", "pipefail", "ignoreeof",
+        "notify", "monitor", "physical", "functrace", "pipefail", "ignoreeof",
         "history", "emacs", "vi",
     }
 )  # fmt: skip
@@ -79,6 +79,9 @@ _SET_UNSAFE = {
     "B": "changes brace expansion, which the engine reads as bash's default",
     "t": "exits after one command (set -t)",
     "n": "stops running commands",
+    # With history on, "!$" or "!!:1" in a later line is replaced by words of an earlier
+    # one before the line is parsed: the engine would judge text bash does not run.
+    "H": "turns on history expansion, which rewrites later lines (set -H)",
 }
 
 
@@ -98,7 +101,9 @@ def _set(name: str, parsed: Parsed, found: Understanding) -> None:
             if letter == "o":
                 option = words[index].value if index < len(words) else ""
                 index += 1
-                if option not in _SET_NAMES:
+                if option == "histexpand":
+                    found.problems.append(f"set {_SET_UNSAFE['H']}")
+                elif option not in _SET_NAMES:
                     found.problems.append(f"set -o {option or '(list)'} is not an option judged")
             elif letter in _SET_UNSAFE:
                 found.problems.append(f"set {_SET_UNSAFE[letter]}")

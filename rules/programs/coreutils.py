@@ -36,7 +36,7 @@ def table(*groups: Iterable[Option], **settings: Any) -> Table:
 
 
 COMMON = flags("--help --version")
-READ, WRITE = Effect.READ, Effect.WRITE
+READ, WRITE, READ_LIST = Effect.READ, Effect.WRITE, Effect.READ_LIST
 
 
 def reads(name: str, parsed: Parsed, found: Understanding) -> None:
@@ -107,7 +107,7 @@ WC = Program(
     table(
         COMMON,
         flags("-c,--bytes -m,--chars -l,--lines -L,--max-line-length -w,--words"),
-        valued("--files0-from", READ),
+        valued("--files0-from", READ_LIST),
         valued("--total", arity=Arity.OPTIONAL),
     ),
     reads,
@@ -126,7 +126,7 @@ SORT = Program(
         valued("-k,--key -t,--field-separator -S,--buffer-size --parallel --batch-size"),
         valued("--sort --check", arity=Arity.OPTIONAL),
         valued("--random-source", READ),
-        valued("--files0-from", READ),
+        valued("--files0-from", READ_LIST),
         valued("-o,--output", WRITE),
         valued("-T,--temporary-directory", WRITE),
         valued("--compress-program", Effect.EXEC, "runs a compression program"),
@@ -183,13 +183,20 @@ TRUE = Program(("true", "false", ":"), NO_OPTIONS, data)  # bash ignores their a
 
 
 def _ls(name: str, parsed: Parsed, found: Understanding) -> None:
-    """Listings are reads; with -R every directory below (names under a denied .ssh too)."""
+    """Listings are reads; with -R every directory below (names under a denied .ssh too).
+    Without an operand ls lists the working directory (``cd /root/.ssh && ls``)."""
     option_uses(name, parsed, found)
-    operands = [w for w in parsed.operands if w.value != "-"]
+    operands = [w for w in parsed.operands if w.value != "-"] or [Word(".")]
     recursive = parsed.has("-R", "--recursive")
-    if recursive and not operands:
-        operands = [Word(".")]
     found.read(operands, f"argument of {name}:", recursive=recursive)
+
+
+def _directories(name: str, parsed: Parsed, found: Understanding) -> None:
+    """tree and du read the whole tree below each operand, the working directory when
+    there is none."""
+    option_uses(name, parsed, found)
+    operands = [w for w in parsed.operands if w.value != "-"] or [Word(".")]
+    found.read(operands, f"argument of {name}:", recursive=True)
 
 
 LS = Program(
@@ -229,7 +236,7 @@ TREE = Program(
         valued("-o", WRITE),
         abbreviations=Abbreviations.NONE,  # tree compares each long option in full
     ),
-    reads,
+    _directories,
 )
 
 
@@ -243,8 +250,12 @@ def _copy(name: str, parsed: Parsed, found: Understanding) -> None:
     if not target_dir and len(operands) < 2:
         found.problems.append(f"{name} needs a source and a destination")
         return
+    exchange = parsed.has("--exchange")
     for word in sources:
         found.uses.append(Use(source_role, word, f"source of {name}:", recursive and name == "cp"))
+        if exchange:
+            # mv --exchange swaps the two: the source gets the destination's contents.
+            found.uses.append(Use(Role.WRITE, word, f"source of {name} --exchange:"))
     if not target_dir:
         found.write(operands[-1:], f"destination of {name}:")
     destination = (target_dir or operands)[-1]
@@ -267,7 +278,7 @@ CP = Program(
     table(
         COMMON,
         flags(
-            "-a,--archive --attributes-only -b -d -f,--force -i,--interactive -H -l,--link "
+            "-a,--archive --attributes-only -b -d -f,--force -i,--interactive -H "
             "-L,--dereference -n,--no-clobber -P,--no-dereference -p -R,-r,--recursive "
             "--remove-destination --strip-trailing-slashes -T,--no-target-directory -u "
             "-v,--verbose -x,--one-file-system --debug --keep-directory-symlink --parents "
@@ -279,6 +290,12 @@ CP = Program(
             "-s,--symbolic-link",
             Effect.UNSAFE,
             "creates symbolic links, which path rules cannot follow",
+        ),
+        flags(
+            "-l,--link",
+            Effect.UNSAFE,
+            "creates hard links: a write to one is a write to the other file, which path "
+            "rules cannot follow",
         ),
         _BACKUP,
         flags("-Z"),
@@ -485,10 +502,24 @@ DU = Program(
         ),
         valued("-B,--block-size -d,--max-depth -t,--threshold --time-style --exclude"),
         valued("--time", arity=Arity.OPTIONAL),
-        valued("-X,--exclude-from --files0-from", READ),
+        valued("-X,--exclude-from", READ),
+        valued("--files0-from", READ_LIST),
     ),
-    reads,
+    _directories,
 )
+
+
+def _sums(name: str, parsed: Parsed, found: Understanding) -> None:
+    """With --check each operand is a list of "HASH  PATH" lines: the paths in it are read
+    too, and only known at run time."""
+    if not parsed.has("-c", "--check"):
+        reads(name, parsed, found)
+        return
+    option_uses(name, parsed, found)
+    for listing in parsed.operands or [Word("-")]:
+        found.read_listed(listing, f"{name} --check")
+
+
 SUMS = Program(
     ("md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum"),
     table(
@@ -499,7 +530,7 @@ SUMS = Program(
         ),
         valued("-l,--length"),
     ),
-    reads,
+    _sums,
 )
 FILE = Program(
     ("file",),
@@ -513,7 +544,8 @@ FILE = Program(
         ),
         flags("-C,--compile", Effect.UNSAFE, "writes a compiled magic file"),
         valued("-e,--exclude -F,--separator -P,--parameter --exclude-quiet"),
-        valued("-m,--magic-file -f,--files-from", READ),
+        valued("-m,--magic-file", READ),
+        valued("-f,--files-from", READ_LIST),
     ),
     reads,
 )

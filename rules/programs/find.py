@@ -4,9 +4,11 @@ what the rules judge (the commands of -exec and friends are judged by the walker
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rules.patterns import SENTINEL
 from rules.programs.base import NO_OPTIONS, Parsed, Program, Understanding
-from rules.words import Word, WordKind
+from rules.words import Word, WordKind, unknown
 
 # Options before the starting points.
 LEADING = frozenset({"-H", "-L", "-P"})
@@ -106,8 +108,15 @@ def below(start: Word) -> Word:
     return Word(start.value.rstrip("/") + "/" + SENTINEL, start.kind)
 
 
-def _find(name: str, parsed: Parsed, found: Understanding) -> None:
-    words = parsed.operands
+LISTED = unknown("<starting points listed by -files0-from>")
+
+
+def starting_points(words: Sequence[Word]) -> tuple[list[Word], int]:
+    """find's starting points (``words`` are its arguments) and the index where its
+    expression begins. The options -H, -L, -P, -D and -O come first (``find -L /etc`` starts
+    at /etc); with -files0-from the starting points are the paths listed in a file, only
+    known at run time; with none at all, find starts at ".". The walker (for the commands
+    -exec runs on ``{}``) and this module read them the same way."""
     index = 0
     while index < len(words) and (
         words[index].value in LEADING
@@ -121,9 +130,16 @@ def _find(name: str, parsed: Parsed, found: Understanding) -> None:
     ):
         starts.append(words[index])
         index += 1
-    starts = starts or [Word(".")]
+    if any(word.value == "-files0-from" for word in words[index:]):
+        starts.append(LISTED)
+    return starts or [Word(".")], index
+
+
+def _find(name: str, parsed: Parsed, found: Understanding) -> None:
+    words = parsed.operands
+    starts, index = starting_points(words)
     for start in starts:
-        if start.kind is WordKind.UNKNOWN:
+        if start.kind is WordKind.UNKNOWN and start != LISTED:
             found.problems.append(f"find: the starting point {start.display} may be an option")
     found.read(starts, "find")
     while index < len(words):
@@ -149,7 +165,7 @@ def _find(name: str, parsed: Parsed, found: Understanding) -> None:
             index += 1 + WRITES[primary]
             continue
         if primary == "-files0-from" and index + 1 < len(words):
-            found.read([words[index + 1]], "find -files0-from")
+            found.read_listed(words[index + 1], "find -files0-from")
         if primary in FORMAT:
             index += 1 + FORMAT[primary]
             continue

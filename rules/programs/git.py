@@ -39,6 +39,10 @@ HARMLESS_CONFIG = (
     "commit.gpgsign",
     "tag.gpgsign",
 )
+# These run the signing program named in git config when true (like -S and
+# --show-signature): harmless only switched off.
+SIGNING_CONFIG = frozenset({"commit.gpgsign", "tag.gpgsign", "log.showsignature", "push.gpgsign"})
+_OFF = frozenset({"false", "no", "off", "0"})
 
 GLOBAL = table(
     flags(
@@ -77,7 +81,7 @@ DIFF_OPTIONS = [
     *valued(
         "-U,--unified --output-indicator-new --output-indicator-old --output-indicator-context "
         "--diff-algorithm --anchored --stat-width --stat-name-width --stat-count "
-        "--stat-graph-width -l --diff-filter -S -G --find-object -O --src-prefix --dst-prefix "
+        "--stat-graph-width -l --diff-filter -S -G --find-object --src-prefix --dst-prefix "
         "--line-prefix --inter-hunk-context --ignore-matching-lines,-I --skip-to --rotate-to "
         "--ws-error-highlight --abbrev"
     ),
@@ -87,6 +91,7 @@ DIFF_OPTIONS = [
         arity=OPTIONAL,
     ),
     *valued("--output", Effect.WRITE),
+    *valued("-O", Effect.READ),  # the order file
     *flags("--ext-diff", EXEC, "runs the diff program named in git config"),
     *flags("--textconv", EXEC, "runs text conversion programs named in git config"),
 ]
@@ -165,8 +170,13 @@ def _clone(name: str, parsed: Parsed, found: Understanding) -> None:
 
 
 def check_config(setting: Word, found: Understanding) -> None:
-    key = setting.value.split("=", 1)[0].lower()
-    if setting.kind is not WordKind.LITERAL or not key.startswith(HARMLESS_CONFIG):
+    key, _, value = setting.value.partition("=")
+    key = key.lower()
+    if (
+        setting.kind is not WordKind.LITERAL
+        or not key.startswith(HARMLESS_CONFIG)
+        or (key in SIGNING_CONFIG and value.lower() not in _OFF)
+    ):
         found.problems.append(f"git -c {setting.display} can make git run other programs")
 
 
@@ -355,6 +365,11 @@ def _remote(name: str, parsed: Parsed, found: Understanding) -> None:
     option_uses(name, parsed, found)
     if name.endswith("pull"):
         found.write([Word(".")], "git pull (merges into the work tree)")
+        for rebase in parsed.values("-r", "--rebase"):
+            if rebase.kind is not WordKind.LITERAL or rebase.value in {"i", "interactive"}:
+                found.problems.append(
+                    f"{name} --rebase={rebase.display} opens the editor named in git config"
+                )
     repository = parsed.operands[:1]
     for word in repository:
         if word.kind is WordKind.LITERAL and word.value.startswith(("/", "./", "../", "file:")):
@@ -435,10 +450,9 @@ BLAME = program(
         "-b -l -t -s -e -p,--porcelain --line-porcelain --incremental --root --show-stats "
         "--progress -f,--show-name -n,--show-number -w --minimal -c --score-debug"
     ),
-    valued(
-        "-L -S --contents --date --since --ignore-rev",
-    ),
-    valued("--ignore-revs-file", Effect.READ),
+    valued("-L --date --since --ignore-rev"),
+    # --contents annotates a file's text as found on disk; -S reads revisions from a file.
+    valued("--contents -S --ignore-revs-file", Effect.READ),
     valued("-M -C --abbrev --color-lines --color-by-age", arity=OPTIONAL),
     operands=_reads,
 )
@@ -449,7 +463,8 @@ CONFIG_READ = program(
         "--global --system --local --worktree -z,--null --includes --no-includes --bool "
         "--int --path"
     ),
-    valued("-f,--file --blob --type --default"),
+    valued("--blob --type --default"),
+    valued("-f,--file", Effect.READ),  # prints what it finds in any file
     flags("--add --unset --unset-all --replace-all -e,--edit", CONFIG, "changes configuration"),
     valued("--rename-section --remove-section", CONFIG, "changes configuration"),
     operands=_config_read,

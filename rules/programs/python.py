@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from rules.patterns import SENTINEL
 from rules.programs.base import (
     Abbreviations,
     Effect,
@@ -30,8 +31,57 @@ PYTHON_TABLE = table(
     abbreviations=Abbreviations.NONE,
     permute=False,
 )
-# Modules run with -m that the engine knows; pip is judged as pip (the walker unwraps it).
-KNOWN_MODULES = {"venv", "json.tool", "pip", "py_compile", "compileall"}
+
+
+def _json_tool(name: str, parsed: Parsed, found: Understanding) -> None:
+    """``python -m json.tool [INFILE [OUTFILE]]``: reads one file and writes the other."""
+    infile, outfile = parsed.operands[:1], parsed.operands[1:2]
+    found.read([word for word in infile if word.value != "-"], f"input of {name}:")
+    found.write([word for word in outfile if word.value != "-"], f"output of {name}:")
+    if len(parsed.operands) > 2:
+        found.problems.append(f"{name} takes at most two files")
+
+
+def _venv(name: str, parsed: Parsed, found: Understanding) -> None:
+    """``python -m venv DIR…`` creates (writes) each DIR; --clear first deletes what is in
+    it."""
+    if not parsed.operands:
+        found.problems.append(f"{name} needs a directory")
+    found.write(parsed.operands, f"{name}:")
+    if parsed.has("--clear"):
+        found.delete(
+            [Word(word.value.rstrip("/") + "/" + SENTINEL, word.kind) for word in parsed.operands],
+            f"{name} --clear",
+            recursive=True,
+        )
+
+
+# Modules run with -m whose command lines the engine reads (argparse: options anywhere,
+# unique prefixes of long ones; the tables are partial, so an abbreviation is asked about);
+# pip is judged as pip (the walker unwraps it). Any other module is not modelled.
+MODULES = {
+    "json.tool": Program(
+        ("json.tool",),
+        table(
+            flags("-h,--help --sort-keys --no-ensure-ascii --json-lines --tab --no-indent"),
+            flags("--compact"),
+            valued("--indent"),
+        ),
+        _json_tool,
+    ),
+    "venv": Program(
+        ("venv",),
+        table(
+            flags(
+                "-h,--help --system-site-packages --symlinks --copies --clear --upgrade "
+                "--without-pip --upgrade-deps --without-scm-ignore-files"
+            ),
+            valued("--prompt"),
+        ),
+        _venv,
+    ),
+}
+KNOWN_MODULES = {*MODULES, "pip"}
 
 
 def python_parts(words: list[Word]) -> tuple[Parsed, str, Word | None, list[Word]]:
@@ -71,7 +121,7 @@ def python_parts(words: list[Word]) -> tuple[Parsed, str, Word | None, list[Word
 
 
 def _python(name: str, parsed: Parsed, found: Understanding) -> None:
-    own, mode, target, _arguments = python_parts(parsed.operands)
+    own, mode, target, arguments = python_parts(parsed.operands)
     found.problems.extend(own.problems)
     isolated = own.has("-I", "-P")
     if mode == "-c":
@@ -84,12 +134,25 @@ def _python(name: str, parsed: Parsed, found: Understanding) -> None:
             found.problems.append(f"{name} -m runs a module only known at run time")
         elif module not in KNOWN_MODULES:
             found.problems.append(f"{name} -m {module}: what the module does is not modelled")
+        elif module in MODULES:
+            program = MODULES[module]
+            what = f"{name} -m {module}"
+            module_parsed = parse(arguments, program.table, what)
+            found.problems.extend(module_parsed.problems)
+            assert program.operands is not None
+            program.operands(what, module_parsed, found)
         if not isolated:
             # sys.path[0] is the working directory: a module file there wins.
             found.code.append(Word("."))
     elif target is not None:
         found.code.append(target)  # the script (its path is read, its code is run)
         found.read([target], f"script of {name}:")
+        # Even a script the agent cannot write does what its code says with its arguments
+        # (the standard library's timeit.py runs them, pip/__main__.py installs them): not
+        # modelled, like an unknown -m module.
+        found.problems.append(
+            f"{name} runs the script {target.display}: what it does is not modelled"
+        )
 
 
 PYTHON = Program(
@@ -117,13 +180,27 @@ PIP_INDEX = [
     *valued("-i,--index-url --extra-index-url -f,--find-links", Effect.NETWORK),
     *flags("--no-index"),
 ]
-_LOCAL_SOURCE = re.compile(r"^(?:\.|/|~|file:)|\.(?:whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz)$")
+# What pip installs from a file rather than the index: a path, or a name ending in one of
+# its archive extensions, in any case (pip/_internal/utils/filetypes.py: is_archive_file
+# lower-cases the extension; "payload.tar" and "x.ZIP" are local archives).
+ARCHIVE = re.compile(
+    r"\.(?:whl|zip|tar|tar\.gz|tgz|tar\.bz2|tbz|tar\.xz|txz|tlz|tar\.lz|tar\.lzma)$", re.I
+)
+_LOCAL_SOURCE = re.compile(r"^(?:\.|/|~|file:)", re.I)
 
 
 def _pip_operands(name: str, parsed: Parsed, found: Understanding) -> None:
     """Requirement names are judged by sources.json (narrowing); a local project or archive
     is code: building it runs its setup, installing it can add .pth files."""
     option_uses(name, parsed, found)
+    for links in parsed.values("-f", "--find-links"):
+        if links.kind is not WordKind.LITERAL or "://" not in links.value:
+            # A directory of archives the agent may have put there (pip install -f ./wheels
+            # pandas installs ./wheels/pandas-*.whl, whatever is in it).
+            found.problems.append(
+                f"{name} --find-links {links.display}: packages from a local directory the "
+                "agent may have written"
+            )
     if not name.endswith(("install", "download", "wheel")):
         return
     for word in parsed.operands:
@@ -135,7 +212,8 @@ def _pip_operands(name: str, parsed: Parsed, found: Understanding) -> None:
                 Word(word.value.split("@", 1)[-1].strip().removeprefix("git+"))
             )
             continue
-        if _LOCAL_SOURCE.search(word.value) or ("/" in word.value and "://" not in word.value):
+        value = word.value
+        if _LOCAL_SOURCE.search(value) or ARCHIVE.search(value) or "/" in value:
             found.problems.append(
                 f"{name} {word.display}: a local project or archive runs its own build code "
                 "(and .pth files) the agent may have written"
@@ -156,8 +234,10 @@ INSTALL = Program(
         ),
         valued(
             "--platform --python-version --implementation --abi --upgrade-strategy "
-            "--no-binary --only-binary --progress-bar --root-user-action --group"
+            "--no-binary --only-binary --progress-bar --root-user-action"
         ),
+        # [dependency-groups] of a pyproject.toml the agent may have written (pip 25.1)
+        valued("--group", Effect.UNSAFE, "installs what a file lists"),
         valued("-t,--target --root --prefix --src", Effect.WRITE),
         valued("--report", Effect.WRITE),
         valued("-r,--requirement -c,--constraint", Effect.UNSAFE, "installs what a file lists"),

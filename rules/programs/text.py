@@ -85,36 +85,109 @@ SED_TABLE = table(
 )
 
 
+# Where GNU sed's read_label (":", "b", "t", "T" and "v") ends a label: at a blank, ";", "}",
+# "#" or the end of the line. Nothing is checked after it, so "b x e id" is a branch and an
+# "e" command (sed/compile.c).
+_SED_LABEL_END = frozenset(" \t\n;}#")
+_SED_LINE_ADDRESS = re.compile(r"\$|\d+(?:[ \t]*~[ \t]*\d+)?|[+~][ \t]*\d+")
+_SED_SUBST_FLAGS = re.compile(r"[gpiImM0-9ew]*")
+_SED_NUMBER = re.compile(r"[ \t]*\d*")
+
+
+def _sed_bracket_end(script: str, index: int) -> int | None:
+    """``index`` is just after the ``[`` of a bracket expression in a sed regex: where it
+    ends, as GNU sed's snarf_char_class reads it (``[/]`` does not end an address at its
+    "/"), or None when a newline or the end comes first (sed then fails)."""
+    length = len(script)
+    if index < length and script[index] == "^":
+        index += 1
+    if index < length and script[index] == "]":
+        index += 1
+    state, delimiter = 0, ""
+    while index < length:
+        char = script[index]
+        index += 1
+        if char == "\n":
+            return None
+        if char in ".:=":
+            if state == 1:
+                delimiter, state = char, 2
+                continue
+            if state == 2 and char == delimiter:
+                state = 3
+                continue
+        elif char == "[":
+            state = 1 if state == 0 else state
+            continue
+        elif char == "]":
+            if state in (0, 1):
+                return index
+            if state == 3:
+                state = 0
+        state &= ~1
+    return None
+
+
 def sed_script_problem(script: str) -> str | None:
     """Why a sed script may run commands or touch files (``e``, ``w``, ``r``, ``s///e``,
-    ``s///w``), or None when it only edits the stream. Anything unreadable is a problem."""
+    ``s///w``), or None when it only edits the stream. The script is read the way GNU sed
+    compiles it (sed/compile.c: match_slash, snarf_char_class, read_label); anything
+    unreadable, or read differently by sed versions, is a problem."""
     index, length = 0, len(script)
+    if "\\c" in script:
+        # Newer GNU sed reads "\c/" in a regex as one escape, older releases end the regex at
+        # its "/": "s/\c//p/w f" writes f under one reading and not the other.
+        return "a \\c escape in a sed script is read differently by sed versions"
 
-    def skip_delimited(delimiter: str) -> bool:
+    def skip_delimited(delimiter: str, regex: bool) -> bool:
+        """Past the closing ``delimiter`` (match_slash): the delimiter is checked before a
+        backslash, a regex's bracket expression is atomic, and an unescaped newline ends it
+        unterminated."""
         nonlocal index
         while index < length:
             char = script[index]
+            if char == delimiter:
+                index += 1
+                return True
+            if char == "\n":
+                return False
             if char == "\\":
                 index += 2
                 continue
+            if char == "[" and regex:
+                end = _sed_bracket_end(script, index + 1)
+                if end is None:
+                    return False
+                index = end
+                continue
             index += 1
-            if char == delimiter:
-                return True
         return False
 
     def skip_address() -> bool:
         nonlocal index
-        if index < length and script[index] == "/":
+        if index < length and script[index] in "/\\":
+            if script[index] == "\\":
+                index += 1
+            if index >= length:
+                return False
+            delimiter = script[index]
             index += 1
-            return skip_delimited("/")
-        if index < length and script[index] == "\\" and index + 1 < length:
-            delimiter = script[index + 1]
-            index += 2
-            return skip_delimited(delimiter)
-        match = re.compile(r"\$|\d+(?:~\d+)?|[+~]\d+").match(script, index)
+            if not skip_delimited(delimiter, regex=True):
+                return False
+            while index < length and script[index] in "IM \t":
+                index += 1  # the I and M address flags
+            return True
+        match = _SED_LINE_ADDRESS.match(script, index)
         if match:
             index = match.end()
         return True
+
+    def skip_label() -> None:
+        nonlocal index
+        while index < length and script[index] in " \t":
+            index += 1
+        while index < length and script[index] not in _SED_LABEL_END:
+            index += 1
 
     while index < length:
         char = script[index]
@@ -131,6 +204,8 @@ def sed_script_problem(script: str) -> str | None:
             index += 1
         if index < length and script[index] == ",":
             index += 1
+            while index < length and script[index] in " \t":
+                index += 1
             if not skip_address():
                 return "sed address is not terminated"
         while index < length and script[index] in " \t!":
@@ -151,18 +226,17 @@ def sed_script_problem(script: str) -> str | None:
                     break
                 index += 1
             continue
-        if command in "btT:":
-            while index < length and script[index] not in ";\n":
-                index += 1
+        if command in "btT:v":
+            skip_label()
             continue
         if command in "s":
             if index >= length:
                 return "sed s command is not terminated"
             delimiter = script[index]
             index += 1
-            if not (skip_delimited(delimiter) and skip_delimited(delimiter)):
+            if not (skip_delimited(delimiter, regex=True) and skip_delimited(delimiter, False)):
                 return "sed s command is not terminated"
-            flags = re.compile(r"[gpiImM0-9ew]*").match(script, index)
+            flags = _SED_SUBST_FLAGS.match(script, index)
             assert flags is not None
             if set(flags.group()) & {"e", "w"}:
                 return "sed s///e or s///w runs a command or writes a file"
@@ -173,14 +247,13 @@ def sed_script_problem(script: str) -> str | None:
                 return "sed y command is not terminated"
             delimiter = script[index]
             index += 1
-            if not (skip_delimited(delimiter) and skip_delimited(delimiter)):
+            if not (skip_delimited(delimiter, False) and skip_delimited(delimiter, False)):
                 return "sed y command is not terminated"
             continue
-        if command in "lqQLv":
-            match = re.compile(r"\s*\d*").match(script, index)
-            index = match.end() if match else index
+        if command in "lqQL":
+            index = _SED_NUMBER.match(script, index).end()  # type: ignore[union-attr]
             continue
-        if command in "=dDgGhHnNpPxzF":
+        if command in "=dDgGhHnNpPxzF{}":
             continue
         return f"sed command '{command}' is not understood"
     return None
@@ -234,9 +307,61 @@ SED = Program(("sed",), SED_TABLE, _sed)
 # special files, and the variables ARGV/ARGC/ENVIRON/PROCINFO/SYMTAB/FUNCTAB that change
 # which files are read or expose the environment). Anything else is computation on lines.
 _AWK_DANGER = re.compile(
-    r"system\s*\(|\||getline|\b(?:print|printf)\b[^;{}\n]*>|@|\bclose\s*\(|\bfflush\s*\(|"
+    r"system\s*\(|\||getline|@|\bclose\s*\(|\bfflush\s*\(|"
     r"/inet|\b(?:ENVIRON|PROCINFO|ARGV|ARGC|SYMTAB|FUNCTAB)\b"
 )
+_WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _awk_print_redirects(text: str) -> bool:
+    """May a print or printf statement of this program redirect its output (``>``,
+    ``>>``)? One pass over the program: a statement runs from ``print`` to a ``;``, ``}`` or
+    newline outside a string, where awk's grammar does not continue it (a newline after
+    ``,``, ``{``, ``&&`` or ``||`` does), so a ``;`` or ``}`` inside a string
+    (``print "a;b" > f``) does not end it early. After a ``/`` (a regex constant or a
+    division: awk's lexer decides by context) the rest of the line counts, since a regex
+    may hold any of them."""
+    index, length = 0, len(text)
+    in_print = in_string = regex_line = False
+    last = ""  # the last character outside a string and a comment
+    while index < length:
+        char = text[index]
+        index += 1
+        if in_string:
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char == "#":
+            newline = text.find("\n", index)
+            index = length if newline == -1 else newline
+            continue
+        elif char == "/":
+            regex_line = True
+        elif char == "\n":
+            in_print = in_print and last in {",", "{", "&", "|"}
+            regex_line = False
+        elif char in ";}" and not regex_line:
+            in_print = False
+        elif char == ">" and in_print:
+            return True
+        elif (
+            char == "p"
+            and text.startswith("print", index - 1)
+            and (index < 2 or text[index - 2] not in _WORD_CHARACTERS)
+        ):
+            after = index + 4 + (text[index + 4 : index + 5] == "f")
+            if text[after : after + 1] not in _WORD_CHARACTERS:
+                in_print = True
+                index = after
+        if not char.isspace():
+            last = char
+    return False
+
+
 _AWK_SPECIAL = re.compile(r"(?:ARGV|ARGC|ENVIRON|PROCINFO|SYMTAB|FUNCTAB)\b")
 AWK_TABLE = table(
     COMMON,
@@ -258,7 +383,7 @@ AWK_TABLE = table(
         "writes a file",
         arity=Arity.OPTIONAL,
     ),
-    valued("-M,--bignum -h,--usage"),
+    flags("-M,--bignum -h,--usage"),
     permute=False,  # awk stops at its program text
 )
 
@@ -272,7 +397,11 @@ def _awk(name: str, parsed: Parsed, found: Understanding) -> None:
     for program in programs:
         # gawk joins a backslash-newline: "print $0 \⏎ > f" is one statement
         text = program.value.replace("\\\n", " ")
-        if program.kind is not WordKind.LITERAL or _AWK_DANGER.search(text):
+        if (
+            program.kind is not WordKind.LITERAL
+            or _AWK_DANGER.search(text)
+            or _awk_print_redirects(text)
+        ):
             found.problems.append(f"{name} program may run commands or write files")
     for assignment in parsed.values("-v", "--assign"):
         if assignment.kind is not WordKind.LITERAL:

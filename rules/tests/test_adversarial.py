@@ -40,6 +40,7 @@ def test_the_corpus_covers_every_class_and_is_large_enough() -> None:
 
     assert sorted(per_class) == list(range(1, 13))
     assert min(per_class.values()) >= 30
+    assert len(CASES) >= 500
     assert len({case.id for case in CASES}) == len({case.command for case in CASES}) == len(CASES)
 
 
