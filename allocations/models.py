@@ -74,6 +74,12 @@ class Allocation(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     reconcile_attempts = models.PositiveIntegerField(default=0)
     adopted = models.BooleanField(default=False)
+    # The transaction that last wrote the row (set by a trigger, migration 0005): the
+    # cursor of the change stream (selectors.allocation_changes).
+    changed_xid = models.BigIntegerField(default=0, editable=False, db_index=True)
+    # The objects as the resync last found a ready allocation's (observe.PoolObjects
+    # .fingerprint): while they stay the same, the resync has nothing to record.
+    resync_fingerprint = models.CharField(max_length=40, blank=True, editable=False)
 
     class Meta:
         ordering = ["-requested_at", "-id"]

@@ -3,6 +3,7 @@ watch caches) and by the periodic resync (from list calls)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -32,6 +33,16 @@ class PoolObjects:
     def compute(self) -> list[Obj]:
         """The objects that provide sandboxes (what adoption starts from)."""
         return self.sandboxes + self.claims
+
+    def fingerprint(self) -> str:
+        """Changes whenever any of these objects changes (their names and resourceVersions):
+        what the resync compares to skip a pool nothing happened to."""
+        versions = sorted(
+            f"{field}/{objects.name_of(obj)}/{objects.resource_version_of(obj)}"
+            for field in ("sandboxes", "claims", "pods", "pvcs", "policies")
+            for obj in getattr(self, field)
+        )
+        return hashlib.sha1("\n".join(versions).encode(), usedforsecurity=False).hexdigest()
 
 
 def pool_key(obj: Obj) -> PoolKey | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
@@ -23,12 +24,49 @@ VISIBLE_CONTEXT_STATUSES = (
 )
 
 
+# Callers poll this until their pool is ready: the hottest read. Written out once rather
+# than compiled by the ORM per request (docs/performance.md). At most one row matches: a
+# name is unique among allocations that are not released.
+_VISIBLE_SQL = "SELECT * FROM allocations_allocation WHERE name = %s AND phase = ANY(%s) LIMIT 1"
+
+
 def allocation_get_visible(*, name: str) -> Allocation:
     """The allocation a v1 caller can see under ``name`` (a releasing one is gone for it)."""
-    allocation = Allocation.objects.filter(name=name, phase__in=VISIBLE_PHASES).first()
-    if allocation is None:
+    found = list(Allocation.objects.raw(_VISIBLE_SQL, [name, list(VISIBLE_PHASES)]))
+    if not found:
         raise NotFound(f'sandbox pool "{name}" not found')
-    return allocation
+    return found[0]
+
+
+def is_visible(allocation: Allocation) -> bool:
+    return allocation.phase in VISIBLE_PHASES
+
+
+def allocation_changes(
+    *, since: int | None, namespace: str | None = None
+) -> tuple[list[Allocation], int]:
+    """For the change stream: the allocations written by transactions from ``since`` on,
+    in the order they were written (without ``since``: every visible one), and the cursor
+    to ask from next time.
+
+    Both come from one snapshot. The cursor is that snapshot's xmin: every transaction
+    before it has ended, so its writes are in what was read; a transaction from it on may
+    still commit after this read, and the next call (``since`` = this cursor) reads it.
+    A change is therefore never skipped, and may be read twice (the stream drops a pool
+    that looks as it did)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        row = cursor.fetchone()
+        xmin = int(row[0]) if row else 0
+        queryset = Allocation.objects.all()
+        if since is None:
+            queryset = queryset.filter(phase__in=VISIBLE_PHASES)
+        else:
+            queryset = queryset.filter(changed_xid__gte=since)
+        if namespace:
+            queryset = queryset.filter(namespace=namespace)
+        return list(queryset.order_by("changed_xid", "id")), xmin
 
 
 def allocation_list_visible(

@@ -4,7 +4,9 @@ timeline event and audit entry in the same transaction, and queues work after co
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -151,14 +153,18 @@ def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
     labelled = [objects.SANDBOX, objects.PVC]
     if claims:
         labelled.append(objects.SANDBOX_CLAIM)
+    # Every check at once: the POST waits for the slowest, not for their sum.
+    checks: list[Callable[[], Any]] = [
+        functools.partial(kube.list_objects, kind, namespace, selector) for kind in labelled
+    ]
+    checks.append(functools.partial(provisioning.sandbox_pods, namespace, name))
+    checks += [
+        functools.partial(kube.get_object, kind, namespace, objects.name_of(body))
+        for kind, body in provisioning.desired_objects(allocation)
+    ]
     with cluster_call():
-        if any(kube.list_objects(kind, namespace, selector) for kind in labelled):
+        if any(found for found in kube.concurrently(checks)):
             raise _taken(name)
-        if provisioning.sandbox_pods(namespace, name):
-            raise _taken(name)
-        for kind, body in provisioning.desired_objects(allocation):
-            if kube.get_object(kind, namespace, objects.name_of(body)) is not None:
-                raise _taken(name)
 
 
 WARM_POOL_PROFILE_IGNORED = (
@@ -498,6 +504,12 @@ def allocation_record_observed(
     if not allocation_observe(allocation_id=allocation_id, observation=observation):
         return Recorded.UNCHANGED
     return Recorded.FAILED if observation.failure is not None else Recorded.CHANGED
+
+
+def allocation_note_resynced(*, allocation_id: int, fingerprint: str) -> None:
+    """What the resync found this allocation's objects to be (bookkeeping of the resync's
+    own, not a change of the allocation: no event, no audit entry)."""
+    Allocation.objects.filter(pk=allocation_id).update(resync_fingerprint=fingerprint)
 
 
 def allocation_observe(*, allocation_id: int, observation: Observation) -> bool:

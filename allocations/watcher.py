@@ -11,9 +11,11 @@ writes the result, so readiness is never recomputed from stale pieces in two pla
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -148,12 +150,40 @@ class Informer:
                 self.stop.wait(delay)
 
 
+def shard_of(key: PoolKey, shards: int) -> int:
+    """The watcher shard that records a pool (a stable hash of namespace/name)."""
+    return zlib.crc32("/".join(key).encode()) % shards
+
+
 class Watcher:
-    def __init__(self) -> None:
+    def __init__(self, shards: frozenset[int] = frozenset({0}), total: int = 1) -> None:
         self.stop = threading.Event()
         self.dirty_pools: queue.Queue[DirtyItem | None] = queue.Queue()
         self.informers: list[Informer] = []
         self.events_processed = 0
+        # Which shards this instance records (of ``total``): every instance watches every
+        # object, and records only its own pools; named contexts belong to shard 0.
+        self.total = total
+        self.shards: frozenset[int] = shards
+
+    def owns(self, item: DirtyItem) -> bool:
+        is_context, key = item
+        if is_context:
+            return 0 in self.shards
+        return shard_of(key, self.total) in self.shards
+
+    def add_shards(self, shards: frozenset[int]) -> None:
+        """Take over more shards (an instance that held them is gone): every live
+        allocation of theirs is looked at again."""
+        self.shards = self.shards | shards
+        self._relook()
+
+    def _relook(self) -> None:
+        for namespace, name in Allocation.objects.filter(phase__in=ACTIVE_PHASES).values_list(
+            "namespace", "name"
+        ):
+            if self.owns((False, (namespace, name))):
+                self.dirty_pools.put((False, (namespace, name)))
 
     # --- wiring ---------------------------------------------------------------------------
 
@@ -180,7 +210,8 @@ class Watcher:
                 # Named contexts' PVCs come through the same (managed) PVC collection.
                 dirty |= {(True, key) for obj in touched if (key := objects.context_key(obj))}
             for item in dirty:
-                self.dirty_pools.put(item)
+                if self.owns(item):
+                    self.dirty_pools.put(item)
 
         return changed
 
@@ -278,11 +309,13 @@ class Watcher:
         # objects have all vanished (no event will ever name them again).
         for informer in self.informers:
             informer.synced.wait(timeout=30)
-        for namespace, name in Allocation.objects.filter(phase__in=ACTIVE_PHASES).values_list(
-            "namespace", "name"
-        ):
-            self.dirty_pools.put((False, (namespace, name)))
-        logger.info("watching %d collections", len(self.informers))
+        self._relook()
+        logger.info(
+            "watching %d collections, recording shard(s) %s of %d",
+            len(self.informers),
+            ",".join(map(str, sorted(self.shards))),
+            self.total,
+        )
 
     def shutdown(self) -> None:
         self.stop.set()
@@ -311,14 +344,19 @@ def _lock_connection() -> psycopg.Connection[Any]:
 RECONNECT_MAX_SECONDS = 30.0
 
 
-def run(stop: threading.Event) -> int:
-    """Be the active watcher while this process holds the lock, until ``stop``.
+def shard_lock_key(shard: int) -> int:
+    # Shard 0 keeps the single watcher's key: one instance of an older release and one of
+    # this release never both record.
+    return locks.singleton_key("watcher" if shard == 0 else f"watcher-{shard}")
 
-    The lock lives as long as its connection. When the connection is lost (PostgreSQL
+
+def run(stop: threading.Event) -> int:
+    """Record the pools of the shards this process holds the locks of, until ``stop``.
+
+    The locks live as long as their connection. When the connection is lost (PostgreSQL
     restarted, a network blip) this instance stops writing at once — another may take
-    over — then reconnects with backoff and competes for the lock again, starting from a
+    over — then reconnects with backoff and competes for shards again, starting from a
     fresh list of everything; the process itself never exits for it."""
-    key = locks.singleton_key("watcher")
     failures = 0
     while not stop.is_set():
         try:
@@ -333,7 +371,7 @@ def run(stop: threading.Event) -> int:
             continue
         failures = 0
         try:
-            lost = _hold_lock_and_watch(lock_conn, key, stop)
+            lost = _hold_locks_and_watch(lock_conn, stop)
         finally:
             lock_conn.close()
         if lost:
@@ -352,48 +390,103 @@ def _heartbeat() -> None:
         close_old_connections()
 
 
-def _hold_lock_and_watch(
-    lock_conn: psycopg.Connection[Any], key: int, stop: threading.Event
-) -> bool:
-    """Stand by until the lock is ours, then watch. True when the connection was lost."""
+class Shards:
+    """Which shard locks this instance holds, and which it should take next.
+
+    An instance without a shard takes the first free one it finds (starting from one of its
+    own, so that instances started together spread). One with shards takes another only
+    when it has found it free twice in a row, a standby interval apart: a shard whose
+    instance died is taken over, and an instance just starting gets the first chance at it.
+    """
+
+    def __init__(self, lock_conn: psycopg.Connection[Any], total: int) -> None:
+        self.lock_conn = lock_conn
+        self.total = total
+        self.held: set[int] = set()
+        self.seen_free: set[int] = set()
+        self.start = os.getpid() % total
+
+    def take(self) -> frozenset[int]:
+        """Try for free shards, as the class says; the ones newly taken."""
+        others = [(self.start + i) % self.total for i in range(self.total)]
+        others = [shard for shard in others if shard not in self.held]
+        if not self.held:
+            for shard in others:
+                if self._try(shard):
+                    return frozenset({shard})
+            return frozenset()
+        taken: set[int] = set()
+        free = {shard for shard in others if not self._held_by_someone(shard)}
+        for shard in sorted(free & self.seen_free):
+            if self._try(shard):
+                taken.add(shard)
+        self.seen_free = free - taken
+        return frozenset(taken)
+
+    def _try(self, shard: int) -> bool:
+        row = self.lock_conn.execute(
+            "SELECT pg_try_advisory_lock(%s, %s)", (locks.SINGLETON, shard_lock_key(shard))
+        ).fetchone()
+        if row and row[0]:
+            self.held.add(shard)
+            return True
+        return False
+
+    def _held_by_someone(self, shard: int) -> bool:
+        row = self.lock_conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s"
+            " AND objid = %s AND granted",
+            (locks.SINGLETON, shard_lock_key(shard)),
+        ).fetchone()
+        return bool(row and row[0])
+
+
+def _hold_locks_and_watch(lock_conn: psycopg.Connection[Any], stop: threading.Event) -> bool:
+    """Stand by until a shard is ours, then watch, taking over shards left free. True when
+    the lock connection was lost."""
+    total = settings.CS_WATCHER_SHARDS
+    shards = Shards(lock_conn, total)
+    watcher: Watcher | None = None
+    last_heartbeat = last_take = 0.0
     try:
         while not stop.is_set():
-            acquired = lock_conn.execute(
-                "SELECT pg_try_advisory_lock(%s, %s)", (locks.SINGLETON, key)
-            ).fetchone()
-            if acquired and acquired[0]:
+            now = time.monotonic()
+            if watcher is None or now - last_take >= STANDBY_POLL_SECONDS:
+                last_take = now
+                taken = shards.take()
+                if taken and watcher is None:
+                    logger.info("this watcher is now active (shards %s)", sorted(taken))
+                    _heartbeat()
+                    last_heartbeat = time.monotonic()
+                    watcher = Watcher(frozenset(taken), total)
+                    try:
+                        watcher.run_leader()
+                    except DatabaseError as exc:
+                        logger.warning("could not start watching: %s", exc)
+                        watcher.shutdown()
+                        close_old_connections()
+                        return True
+                elif taken and watcher is not None:
+                    logger.info("taking over shard(s) %s", sorted(taken))
+                    watcher.add_shards(taken)
+                elif watcher is None:
+                    _heartbeat()
+                    logger.info("another watcher is active; standing by")
+            # Check the lock's connection often (a standby polls every
+            # STANDBY_POLL_SECONDS, and must never find a lock free while its holder writes).
+            if stop.wait(LOCK_CHECK_SECONDS if watcher is not None else STANDBY_POLL_SECONDS):
                 break
-            _heartbeat()
-            logger.info("another watcher is active; standing by")
-            stop.wait(STANDBY_POLL_SECONDS)
-    except psycopg.Error:
-        return True
-    if stop.is_set():
-        return False
-    logger.info("this watcher is now active")
-    _heartbeat()
-    watcher = Watcher()
-    try:
-        watcher.run_leader()
-    except DatabaseError as exc:
-        logger.warning("could not start watching: %s", exc)
-        watcher.shutdown()
-        close_old_connections()
-        return True
-    last_heartbeat = time.monotonic()
-    # Check the lock's connection often (a standby polls every STANDBY_POLL_SECONDS, and
-    # must never find the lock free while this one still writes).
-    while not stop.wait(LOCK_CHECK_SECONDS):
-        try:
             lock_conn.execute("SELECT 1")
-        except psycopg.Error:
-            # Without the lock another instance may take over: stop writing at once.
+            if watcher is not None and time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
+                _heartbeat()
+                close_old_connections()
+                last_heartbeat = time.monotonic()
+    except psycopg.Error:
+        # Without the locks another instance may take over: stop writing at once.
+        if watcher is not None:
             watcher.shutdown()
-            return True
-        if time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
-            _heartbeat()
-            close_old_connections()
-            last_heartbeat = time.monotonic()
-    watcher.shutdown()
-    time.sleep(0.2)
+        return True
+    if watcher is not None:
+        watcher.shutdown()
+        time.sleep(0.2)
     return False

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from datetime import datetime
@@ -18,18 +17,12 @@ from typing import Any
 from urllib.parse import parse_qs
 from uuid import UUID
 
-from channels.db import DatabaseSyncToAsync
 from channels.generic.http import AsyncHttpConsumer
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from approvals import access, selectors, services
-from contextsvc.core.auth import (
-    InvalidCredentials,
-    actor_of,
-    principal_from_headers,
-    principal_scopes,
-)
+from contextsvc.core import longpoll
 from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
 
@@ -44,22 +37,7 @@ READERS = {Scope.READ, Scope.AGENT, Scope.APPROVER, Scope.ADMIN}
 DEADLINE_GRACE = 0.05
 
 
-def _in_thread(function: Any) -> Any:
-    """Run a database read on the thread pool, not on Django's one "main" thread: waiters
-    are independent, and one slow read must not hold up every other waiter's answer."""
-    return DatabaseSyncToAsync(function, thread_sensitive=False)
-
-
-@_in_thread
-def _authenticate(authorization: str, sh_auth: str) -> tuple[str, frozenset[str]] | None:
-    found = principal_from_headers(authorization=authorization, sh_auth=sh_auth)
-    if found is None:
-        return None
-    principal, _ = found
-    return actor_of(principal), principal_scopes(principal)
-
-
-@_in_thread
+@longpoll.in_thread
 def _read(request_id: UUID, requested_by: str | None) -> dict[str, Any]:
     services.expire_if_due(request_id)
     return selectors.approval_json(
@@ -74,49 +52,29 @@ class ApprovalWaitConsumer(AsyncHttpConsumer):
     channel_layer_alias = None
 
     async def handle(self, body: bytes) -> None:
-        status, payload = await self._answer()
-        headers = [(b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store")]
-        if status == 401:
-            headers.append((b"WWW-Authenticate", b'Bearer realm="context-service"'))
-        await self.send_response(status, json.dumps(payload).encode(), headers=headers)
-
-    async def _answer(self) -> tuple[int, dict[str, Any]]:
-        headers = dict(self.scope.get("headers") or [])
-        authorization = headers.get(b"authorization", b"").decode("latin-1")
-        sh_auth = headers.get(b"x-sh-auth", b"").decode("latin-1")
         try:
-            found = (
-                await _authenticate(authorization, sh_auth) if authorization or sh_auth else None
-            )
-        except InvalidCredentials as exc:
-            return 401, {"error": "unauthorized", "message": str(exc)}
-        if found is None:
-            return 401, {
-                "error": "unauthorized",
-                "message": "Authentication credentials were not provided.",
-            }
-        actor, scopes = found
-        if not scopes & READERS:
-            return 403, {
-                "error": "forbidden",
-                "message": "this credential lacks the scope this endpoint needs",
-            }
+            status, payload = 200, await self._answer()
+        except longpoll.Refused as refused:
+            status, payload = refused.status, refused.body
+        await self.send_response(
+            status, longpoll.encode(payload), headers=longpoll.headers_for(status)
+        )
+
+    async def _answer(self) -> dict[str, Any]:
+        actor, scopes = await longpoll.authenticate(self.scope, READERS)
         own_only = access.own_requests_only(actor=actor, scopes=scopes)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
-        try:
-            wait = min(max(float(query.get("wait", ["0"])[0]), 0.0), MAX_WAIT)
-        except ValueError:
-            return 400, {"error": "invalid_request", "message": "wait must be a number of seconds"}
+        wait = longpoll.wait_seconds(query, MAX_WAIT)
         try:
             request_id = selectors.parse_request_id(self.scope["url_route"]["kwargs"]["request_id"])
-            return 200, await self._wait(request_id, own_only, wait)
+            return await self._wait(request_id, own_only, wait)
         except NotFound as exc:
-            return 404, {"error": "not_found", "message": exc.message}
+            raise longpoll.Refused(404, "not_found", exc.message) from None
 
     async def _wait(self, request_id: UUID, own_only: str | None, wait: float) -> dict[str, Any]:
         layer = get_channel_layer()
         group = services.request_group(request_id)
-        channel = await _subscribe(layer, group)
+        channel = await longpoll.subscribe(layer, group)
         try:
             state = await _read(request_id, own_only)
             until = time.monotonic() + wait
@@ -150,15 +108,3 @@ class ApprovalWaitConsumer(AsyncHttpConsumer):
             if channel is not None:
                 with contextlib.suppress(Exception):
                     await layer.group_discard(group, channel)
-
-
-async def _subscribe(layer: Any, group: str) -> str | None:
-    """A channel in the request's group, or None when the channel layer (Redis) cannot be
-    reached: then the wait polls the database, and the decision still arrives."""
-    try:
-        channel: str = await layer.new_channel()
-        await layer.group_add(group, channel)
-    except Exception:  # noqa: BLE001 - any failure of the layer means: poll instead
-        logger.warning("the channel layer is unavailable; long-polls read the database")
-        return None
-    return channel

@@ -6,16 +6,17 @@ from __future__ import annotations
 import os
 import sys
 
-from bench import allocations, approvals, dashboard, soak
+from bench import allocations, approvals, dashboard, scale, soak
 
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.test")
     names = argv or ["all"]
-    # The soak runs for 20 minutes and breaks processes on purpose: only when named.
-    known = {"allocations", "approvals", "dashboard", "soak"}
+    # The soak runs for 20 minutes and breaks processes on purpose, and the scale run takes
+    # most of an hour: only when named.
+    known = {"allocations", "approvals", "dashboard", "scale", "soak"}
     if "all" in names:
-        names = sorted(known - {"soak"})
+        names = sorted(known - {"soak", "scale"})
     for name in names:
         if name not in known:
             print(f"unknown benchmark {name!r}; choose from {', '.join(sorted(known))}, all")
@@ -26,6 +27,8 @@ def main(argv: list[str]) -> int:
             approvals.run()
         elif name == "dashboard":
             dashboard.run()
+        elif name == "scale":
+            scale.run()
         elif name == "soak":
             soak.run()
     return 0

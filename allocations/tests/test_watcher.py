@@ -15,7 +15,13 @@ from allocations.requests import PoolRequest
 from allocations.resync import resync_all
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from tests.support.kube import admin_create, admin_delete, make_pvc, wait_for_phase
+from tests.support.kube import (
+    admin_create,
+    admin_delete,
+    admin_patch,
+    make_pvc,
+    wait_for_phase,
+)
 from tests.support.processes import ManagedProcess, manage_argv, wait_until
 
 pytestmark = pytest.mark.cluster
@@ -186,3 +192,92 @@ def test_informer_relists_after_410_gone(
     assert "failed" not in caplog.text
     assert changes[0] == (None, "seen")
     assert changes[-1] == ("seen", None)
+
+
+@pytest.mark.usefixtures("service")
+def test_the_resync_records_only_what_changed(namespace: str) -> None:
+    request = PoolRequest(
+        "steady", 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
+    )
+    services.allocation_create(request=request, actor="user:test")
+    wait_for_phase("steady", Phase.READY)
+
+    first = resync_all(adopt=False)
+    second = resync_all(adopt=False)
+    sandbox = objects.sandbox_name("steady", 0)
+    kube_patch_annotation(namespace, sandbox)
+    third = resync_all(adopt=False)
+
+    # The first cycle looks and notes what it saw; the next one has nothing to look at;
+    # a changed object (a new resourceVersion) is looked at again.
+    assert (first.checked, first.changed, first.unchanged) == (1, 0, 0)
+    assert (second.checked, second.changed, second.unchanged) == (1, 0, 1)
+    assert (third.checked, third.changed, third.unchanged) == (1, 0, 0)
+    assert Allocation.objects.get(name="steady").phase == Phase.READY
+
+
+def kube_patch_annotation(namespace: str, sandbox: str) -> None:
+    admin_patch(
+        objects.SANDBOX, namespace, sandbox, {"metadata": {"annotations": {"touched": "yes"}}}
+    )
+
+
+@pytest.mark.usefixtures("service")
+def test_two_watcher_shards_share_the_pools_and_take_over_from_each_other(
+    namespace: str, watcher_process: ManagedProcess
+) -> None:
+    env = {**watcher_process.env, "CS_WATCHER_SHARDS": "2"}
+    first = ManagedProcess("watcher-shard-a", manage_argv("watch"), env)
+    second = ManagedProcess("watcher-shard-b", manage_argv("watch"), env)
+
+    def shards_of(process: ManagedProcess) -> str:
+        text = process.log_path.read_text(errors="replace")
+        marker = "this watcher is now active (shards "
+        return text[text.index(marker) + len(marker) :].split(")", 1)[0] if marker in text else ""
+
+    by_shard: dict[int, list[str]] = {0: [], 1: []}
+    index = 0
+    while min(len(names) for names in by_shard.values()) < 2:
+        name = f"sharded-{index}"
+        index += 1
+        shard = watcher.shard_of((namespace, name), 2)
+        if len(by_shard[shard]) < 2:
+            by_shard[shard].append(name)
+
+    watcher_process.stop()
+    try:
+        first.start()
+        wait_until(lambda: shards_of(first), timeout=30, message="the first shard's watcher")
+        second.start()
+        wait_until(lambda: shards_of(second), timeout=30, message="the second shard's watcher")
+        # Each holds one shard: the second took the one the first left free.
+        assert sorted([shards_of(first), shards_of(second)]) == ["[0]", "[1]"]
+        for names in by_shard.values():
+            for name in names[:1]:
+                request = PoolRequest(
+                    name, 1, "shared", size="1Gi", access_mode="ReadWriteMany",
+                    namespace=namespace,
+                )  # fmt: skip
+                services.allocation_create(request=request, actor="user:test")
+        for names in by_shard.values():
+            assert wait_for_phase(names[0], Phase.READY).ready_replicas == 1
+
+        first.kill()
+        orphaned = int(shards_of(first).strip("[]"))
+        wait_until(
+            lambda: (
+                f"taking over shard(s) [{orphaned}]" in second.log_path.read_text(errors="replace")
+            ),
+            timeout=30,
+            message="the survivor to take the dead one's shard",
+        )
+        late = by_shard[orphaned][1]
+        request = PoolRequest(
+            late, 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
+        )
+        services.allocation_create(request=request, actor="user:test")
+        assert wait_for_phase(late, Phase.READY).ready_replicas == 1
+    finally:
+        first.stop()
+        second.stop()
+        start_watcher(watcher_process)

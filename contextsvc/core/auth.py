@@ -6,19 +6,24 @@ logged-in person gets the scopes of their role (viewer, approver, admin).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
+from contextsvc.core import tokencache
 from contextsvc.core.errors import Forbidden
 from contextsvc.core.models import ApiToken, Scope
 
@@ -147,25 +152,76 @@ def request_token(*, authorization: str, sh_auth: str) -> str | None:
     return token
 
 
+# Every API request runs this: written out once rather than compiled by the ORM on each
+# request, which cost more than running it (docs/performance.md, "Where a GET's time goes").
+_CREDENTIAL_SQL = """
+SELECT t.id, t.last_used_at, t.expires_at, c.id, c.name, c.scopes::text, c.agent_types::text
+FROM core_apitoken t JOIN core_apiclient c ON c.id = t.client_id
+WHERE t.token_hash = %s AND t.revoked_at IS NULL AND c.is_active
+  AND (t.expires_at IS NULL OR t.expires_at > %s)
+"""
+
+
 def principal_from_token(token: str) -> tuple[ApiPrincipal, ApiToken]:
-    found = ApiToken.objects.select_related("client").filter(token_hash=hash_token(token)).first()
+    digest = hash_token(token)
     now = timezone.now()
-    if (
-        found is None
-        or found.revoked_at is not None
-        or (found.expires_at is not None and found.expires_at <= now)
-        or not found.client.is_active
-    ):
+    cache = token_cache()
+    generation = cache.generation() if cache is not None else None
+    entry = cache.get(digest) if cache is not None and generation is not None else None
+    if entry is None:
+        with connection.cursor() as cursor:
+            cursor.execute(_CREDENTIAL_SQL, [digest, now])
+            row = cursor.fetchone()
+        if row is None:
+            raise InvalidCredentials("invalid or revoked token")
+        token_id, last_used_at, expires_at, client_id, name, scopes, agent_types = row
+        entry = tokencache.Entry(
+            ApiPrincipal(
+                client_id=client_id,
+                name=name,
+                scopes=frozenset(json.loads(scopes)),
+                agent_types=frozenset(json.loads(agent_types)),
+            ),
+            token_id,
+            client_id,
+            expires_at,
+            last_used_at,
+        )
+    elif entry.expires_at is not None and entry.expires_at <= now:
         raise InvalidCredentials("invalid or revoked token")
-    if found.last_used_at is None or now - found.last_used_at > LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
-    principal = ApiPrincipal(
-        client_id=found.client_id,
-        name=found.client.name,
-        scopes=frozenset(found.client.scopes),
-        agent_types=frozenset(found.client.agent_types),
+    if entry.last_used_at is None or now - entry.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=entry.token_id).update(last_used_at=now)
+        entry = dataclasses.replace(entry, last_used_at=now)
+    if cache is not None and generation is not None:
+        cache.put(digest, entry, generation)
+    return entry.principal, ApiToken(
+        pk=entry.token_id, client_id=entry.client_id, last_used_at=entry.last_used_at
     )
-    return principal, found
+
+
+_cache: tokencache.TokenCache | None = None
+
+
+def token_cache() -> tokencache.TokenCache | None:
+    """This process's token cache (the web process's, CS_TOKEN_CACHE), or None."""
+    global _cache
+    if _cache is None and settings.CS_TOKEN_CACHE:
+        database = settings.DATABASES["default"]
+        _cache = tokencache.TokenCache(
+            {
+                "dbname": database["NAME"],
+                "user": database["USER"],
+                "password": database["PASSWORD"],
+                "host": database["HOST"],
+                "port": database["PORT"],
+                "connect_timeout": database["OPTIONS"].get("connect_timeout", 5),
+                "keepalives": 1,
+                "keepalives_idle": 5,
+                "keepalives_interval": 2,
+                "keepalives_count": 2,
+            }
+        )
+    return _cache
 
 
 def principal_from_headers(

@@ -107,6 +107,12 @@ if env_bool("CS_DB_POOL", False):
         # How long a request waits for a connection before it is a 503 (Retry-After).
         "timeout": env_int("CS_DB_POOL_TIMEOUT", 3, minimum=1),
     }
+# Watcher instances share the pools among this many shards, one active instance each
+# (allocations/watcher.py); 1: one active watcher, the others standing by.
+CS_WATCHER_SHARDS = env_int("CS_WATCHER_SHARDS", 1, minimum=1)
+# The web process keeps API tokens it has looked up until PostgreSQL says any changed
+# (contextsvc/core/tokencache.py); other processes ask every time.
+CS_TOKEN_CACHE = env_bool("CS_TOKEN_CACHE", env_bool("CS_DB_POOL", False))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = check_redis_url("REDIS_URL", env_str("REDIS_URL"))

@@ -1,0 +1,96 @@
+"""What the async HTTP consumers share (a waiting caller holds no thread): authentication
+from the request's headers, database reads on the thread pool, a channel in a
+channel-layer group (or None when Redis cannot be reached: the consumer then polls), and
+answers in the API's error shape."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from channels.db import DatabaseSyncToAsync
+
+from contextsvc.core.auth import (
+    InvalidCredentials,
+    actor_of,
+    principal_from_headers,
+    principal_scopes,
+)
+
+logger = logging.getLogger(__name__)
+
+JSON_HEADERS = [(b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store")]
+
+
+class Refused(Exception):
+    """An answer other than the one asked for: (status, error body)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = {"error": code, "message": message}
+
+
+def in_thread(function: Any) -> Any:
+    """Run a database read on the thread pool, not on Django's one "main" thread: waiters
+    are independent, and one slow read must not hold up every other waiter's answer."""
+    return DatabaseSyncToAsync(function, thread_sensitive=False)
+
+
+@in_thread
+def _principal(authorization: str, sh_auth: str) -> tuple[str, frozenset[str]] | None:
+    found = principal_from_headers(authorization=authorization, sh_auth=sh_auth)
+    if found is None:
+        return None
+    principal, _ = found
+    return actor_of(principal), principal_scopes(principal)
+
+
+async def authenticate(
+    scope: dict[str, Any], needs: AbstractSet[str]
+) -> tuple[str, frozenset[str]]:
+    """(actor, scopes) of the caller, who must hold one of ``needs``; else ``Refused``."""
+    headers = dict(scope.get("headers") or [])
+    authorization = headers.get(b"authorization", b"").decode("latin-1")
+    sh_auth = headers.get(b"x-sh-auth", b"").decode("latin-1")
+    try:
+        found = await _principal(authorization, sh_auth) if authorization or sh_auth else None
+    except InvalidCredentials as exc:
+        raise Refused(401, "unauthorized", str(exc)) from None
+    if found is None:
+        raise Refused(401, "unauthorized", "Authentication credentials were not provided.")
+    if not found[1] & needs:
+        raise Refused(403, "forbidden", "this credential lacks the scope this endpoint needs")
+    return found
+
+
+def headers_for(status: int) -> list[tuple[bytes, bytes]]:
+    headers = list(JSON_HEADERS)
+    if status == 401:
+        headers.append((b"WWW-Authenticate", b'Bearer realm="context-service"'))
+    return headers
+
+
+def encode(payload: Any) -> bytes:
+    return json.dumps(payload).encode()
+
+
+async def subscribe(layer: Any, group: str) -> str | None:
+    """A channel in ``group``, or None when the channel layer (Redis) cannot be reached:
+    then the waiter polls the database, and the answer still arrives."""
+    try:
+        channel: str = await layer.new_channel()
+        await layer.group_add(group, channel)
+    except Exception:  # noqa: BLE001 - any failure of the layer means: poll instead
+        logger.warning("the channel layer is unavailable; long-polls read the database")
+        return None
+    return channel
+
+
+def wait_seconds(query: dict[str, list[str]], maximum: float) -> float:
+    try:
+        return min(max(float(query.get("wait", ["0"])[0]), 0.0), maximum)
+    except ValueError:
+        raise Refused(400, "invalid_request", "wait must be a number of seconds") from None
