@@ -150,6 +150,8 @@ CS_CLEANUP_IMAGE = env_str("CS_CLEANUP_IMAGE", "busybox:1.36")
 # --- Celery ------------------------------------------------------------------------------
 
 CELERY_BROKER_URL = REDIS_URL
+# kombu's Redis transport, with acknowledgements that outlive a Redis restart (broker.py).
+CELERY_BROKER_TRANSPORT = "contextsvc.broker:Transport"
 CELERY_TASK_IGNORE_RESULT = True  # task outcomes are recorded in PostgreSQL, not a backend
 CELERY_TASK_ACKS_LATE = True  # a worker that dies mid-task leaves the task for another
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
