@@ -249,7 +249,11 @@ class SandboxPoolCollectionApi(ServiceAPIView):
             OpenApiParameter("namespace", OpenApiTypes.STR),
         ],
         responses=responses({200: SandboxPoolList}),
-        description="Every live pool (v1 extension), sorted by name.",
+        description=(
+            "Every live pool (v1 extension), sorted by name. With `?watch=1[&since=CURSOR]` "
+            "the answer is instead a stream of JSON lines (application/x-ndjson) of pool "
+            'changes, resumable from a cursor (docs/api.md, "Readiness pushed").'
+        ),
     )
     def get(self, request: Request) -> Response:
         allocations = selectors.allocation_list_visible(
@@ -281,7 +285,14 @@ class SandboxPoolDetailApi(ServiceAPIView):
 
     write_scope = Scope.ALLOCATIONS
 
-    @extend_schema(operation_id="sandbox_pools_get", responses=responses({200: SandboxPool}, 404))
+    @extend_schema(
+        operation_id="sandbox_pools_get",
+        responses=responses({200: SandboxPool}, 404),
+        description=(
+            "The pool. With `?wait=N` (seconds, at most 60) the answer waits until the pool "
+            "as shown here changes, or is `ready` or `failed` (docs/api.md)."
+        ),
+    )
     def get(self, request: Request, name: str) -> Response:
         return Response(_pool(selectors.allocation_get_visible(name=name)))
 

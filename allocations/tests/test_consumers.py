@@ -63,7 +63,7 @@ class Stream:
         try:
             for raw in self.response:
                 self.lines.put(json.loads(raw))
-        except (OSError, ValueError, http.client.HTTPException):
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
             return
 
     def until(self, predicate: Any, timeout: float = 60) -> list[dict[str, Any]]:

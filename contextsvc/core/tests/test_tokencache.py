@@ -66,7 +66,12 @@ def test_a_deactivated_or_narrowed_client_stops_at_once(web_server: str) -> None
         client=deactivated, scopes=["allocations"], description="", is_active=False, actor="t"
     )
     services.api_client_update(
-        client=narrowed, scopes=["agent"], description="", is_active=True, actor="t"
+        client=narrowed,
+        scopes=["agent"],
+        agent_types=["*"],
+        description="",
+        is_active=True,
+        actor="t",
     )
 
     wait_until(
