@@ -25,9 +25,32 @@ from contextsvc.core.openapi import responses
 _NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
+class ArtifactsRequest(serializers.Serializer):
+    size = serializers.RegexField(openapi.POSITIVE_QUANTITY, max_length=64)
+    accessMode = serializers.ChoiceField(
+        choices=openapi.ACCESS_MODES, help_text="ReadWriteMany with more than one replica"
+    )
+    storageClass = serializers.RegexField(
+        rf"^$|{openapi.DNS_SUBDOMAIN}", required=False, allow_blank=True
+    )
+    retain = serializers.BooleanField(
+        required=False,
+        help_text="Kept after release as the named context <name>-artifacts (type artifacts)",
+    )
+
+
 class _PoolRequestBase(serializers.Serializer):
     name = serializers.RegexField(openapi.POOL_NAME, max_length=50)
     replicas = serializers.IntegerField(min_value=1, max_value=100)
+    ttlSeconds = serializers.IntegerField(
+        required=False,
+        min_value=v1.MIN_TTL_SECONDS,
+        max_value=v1.MAX_TTL_SECONDS,
+        help_text="v1 extension: released this many seconds from now (or expiresAt)",
+    )
+    expiresAt = serializers.DateTimeField(
+        required=False, help_text="v1 extension: released at this time (RFC 3339, with a zone)"
+    )
     profile = serializers.RegexField(
         openapi.DNS_LABEL, required=False, help_text="v1 extension: a sandbox profile"
     )
@@ -83,12 +106,18 @@ class ManagedPoolRequest(_PoolRequestBase):
     """Dedicated (ReadWriteOnce: a PVC per sandbox) or shared (ReadWriteMany: one PVC)."""
 
     workspace = ManagedWorkspace()
+    artifacts = ArtifactsRequest(
+        required=False, help_text="v1 extension: a PVC mounted at /artifacts in every sandbox"
+    )
 
 
 class ExistingPoolRequest(_PoolRequestBase):
     """Sandboxes around the caller's existing PVC."""
 
     workspace = ExistingWorkspace()
+    artifacts = ArtifactsRequest(
+        required=False, help_text="v1 extension: a PVC mounted at /artifacts in every sandbox"
+    )
 
 
 class WarmPoolRequest(_PoolRequestBase):
@@ -114,9 +143,17 @@ class Workspace(serializers.Serializer):
     readOnly = serializers.BooleanField(required=False)
 
 
+class Artifacts(serializers.Serializer):
+    size = serializers.CharField()
+    accessMode = serializers.CharField()
+    storageClass = serializers.CharField(required=False)
+    retain = serializers.BooleanField()
+    claimName = serializers.CharField(help_text="The PVC (and, once retained, the context's)")
+
+
 class SandboxPool(serializers.Serializer):
     name = serializers.CharField()
-    status = serializers.ChoiceField(choices=["provisioning", "ready", "failed"])
+    status = serializers.ChoiceField(choices=["provisioning", "ready", "suspended", "failed"])
     replicas = serializers.IntegerField()
     readyReplicas = serializers.IntegerField()
     sandboxSelector = serializers.CharField()
@@ -126,6 +163,18 @@ class SandboxPool(serializers.Serializer):
     profile = serializers.CharField(required=False)
     namespace = serializers.CharField(required=False, help_text="When not the default")
     warnings = serializers.ListField(child=serializers.CharField(), required=False)
+    expiresAt = serializers.DateTimeField(required=False, help_text="When it is released")
+    artifacts = Artifacts(required=False)
+
+
+class SandboxPoolUpdate(serializers.Serializer):
+    replicas = serializers.IntegerField(required=False, min_value=1, max_value=100)
+    ttlSeconds = serializers.IntegerField(
+        required=False, min_value=v1.MIN_TTL_SECONDS, max_value=v1.MAX_TTL_SECONDS
+    )
+    expiresAt = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="null: no expiry any more"
+    )
 
 
 class SandboxPoolList(serializers.Serializer):
@@ -296,10 +345,55 @@ class SandboxPoolDetailApi(ServiceAPIView):
     def get(self, request: Request, name: str) -> Response:
         return Response(_pool(selectors.allocation_get_visible(name=name)))
 
+    @extend_schema(
+        operation_id="sandbox_pools_update",
+        request=SandboxPoolUpdate,
+        responses=responses({200: SandboxPool}, 404, 409),
+        description=(
+            "v1 extension: scale (replicas: Sandboxes added or removed from the highest "
+            "index) and set, extend or clear the expiry."
+        ),
+    )
+    def patch(self, request: Request, name: str) -> Response:
+        update = v1.parse_pool_update(read_json_object(request._request))
+        return Response(
+            _pool(
+                services.allocation_update(name=name, update=update, actor=actor_of(request.user))
+            )
+        )
+
     @extend_schema(operation_id="sandbox_pools_release", responses=responses({204: None}, 404))
     def delete(self, request: Request, name: str) -> Response:
         services.allocation_release(name=name, actor=actor_of(request.user))
         return Response(status=204)
+
+
+class SandboxPoolSuspendApi(ServiceAPIView):
+    """v1 extension: every Sandbox to Suspended (no Pods; PVCs and the name kept)."""
+
+    write_scope = Scope.ALLOCATIONS
+
+    @extend_schema(
+        operation_id="sandbox_pools_suspend",
+        request=None,
+        responses=responses({200: SandboxPool}, 404, 409),
+    )
+    def post(self, request: Request, name: str) -> Response:
+        return Response(_pool(services.allocation_suspend(name=name, actor=actor_of(request.user))))
+
+
+class SandboxPoolResumeApi(ServiceAPIView):
+    """v1 extension: Sandboxes back to Running; ready again when their new Pods are."""
+
+    write_scope = Scope.ALLOCATIONS
+
+    @extend_schema(
+        operation_id="sandbox_pools_resume",
+        request=None,
+        responses=responses({200: SandboxPool}, 404, 409),
+    )
+    def post(self, request: Request, name: str) -> Response:
+        return Response(_pool(services.allocation_resume(name=name, actor=actor_of(request.user))))
 
 
 class ContextCreateApi(ServiceAPIView):

@@ -17,15 +17,25 @@ class Phase(models.TextChoices):
     REQUESTED = "requested", "Requested"
     PROVISIONING = "provisioning", "Provisioning"
     READY = "ready", "Ready"
+    SUSPENDED = "suspended", "Suspended"
     FAILED = "failed", "Failed"
     RELEASING = "releasing", "Releasing"
     RELEASED = "released", "Released"
 
 
 # Phases in which an allocation still holds its name and (maybe) cluster objects.
-ACTIVE_PHASES = (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY, Phase.FAILED, Phase.RELEASING)
+ACTIVE_PHASES = (
+    Phase.REQUESTED,
+    Phase.PROVISIONING,
+    Phase.READY,
+    Phase.SUSPENDED,
+    Phase.FAILED,
+    Phase.RELEASING,
+)
 # Phases the v1 API shows; a releasing allocation is already gone for its caller.
-VISIBLE_PHASES = (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY, Phase.FAILED)
+VISIBLE_PHASES = (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY, Phase.SUSPENDED, Phase.FAILED)
+# Phases whose objects the reconcile keeps as the row wants them (created, patched, pruned).
+RECONCILED_PHASES = (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY, Phase.SUSPENDED)
 # Phases in which readiness observations still change the phase.
 OBSERVED_PHASES = (Phase.PROVISIONING, Phase.READY)
 
@@ -59,6 +69,16 @@ class Allocation(models.Model):
     profile_name = models.CharField(max_length=63, blank=True)
     blueprint = models.JSONField(default=dict, blank=True)
     requester = models.CharField(max_length=200, help_text="api:CLIENT or user:NAME")
+    # Lifecycle (v1 additions): released by the service at expires_at; Sandboxes scaled to
+    # no Pods while suspended (their PVCs kept).
+    expires_at = models.DateTimeField(null=True, blank=True)
+    suspended = models.BooleanField(default=False)
+    # An artifacts PVC next to the workspace, mounted at /artifacts in every Sandbox; with
+    # retain it outlives the release as a named context (type artifacts).
+    artifacts_size = models.CharField(max_length=64, blank=True)
+    artifacts_access_mode = models.CharField(max_length=16, blank=True)
+    artifacts_storage_class = models.CharField(max_length=253, blank=True)
+    artifacts_retain = models.BooleanField(default=False)
 
     # Observed state
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.REQUESTED)
@@ -104,6 +124,10 @@ class Allocation(models.Model):
     def selector(self) -> str:
         return objects.pool_selector(self.name)
 
+    @property
+    def has_artifacts(self) -> bool:
+        return bool(self.artifacts_size)
+
 
 class AllocationEvent(models.Model):
     """One line of an allocation's timeline (created, applied, replica ready, failed…)."""
@@ -119,6 +143,12 @@ class AllocationEvent(models.Model):
         ROLLED_BACK = "rolled_back", "Rolled back"
         RELEASING = "releasing", "Release requested"
         RELEASED = "released", "Released"
+        SCALED = "scaled", "Replicas changed"
+        SUSPENDED = "suspended", "Suspended"
+        RESUMED = "resumed", "Resumed"
+        EXPIRY = "expiry", "Expiry set"
+        EXPIRED = "expired", "Expired"
+        RETAINED = "retained", "Artifacts retained"
 
     allocation = models.ForeignKey(Allocation, on_delete=models.CASCADE, related_name="events")
     at = models.DateTimeField(auto_now_add=True)
@@ -150,7 +180,9 @@ class ContextResource(models.Model):
         DELETING = "deleting", "Deleting"
         DELETED = "deleted", "Deleted"
 
-    name = models.CharField(max_length=50)
+    # 50 for the contract's contexts; an allocation's retained artifacts are
+    # "<pool>-artifacts" (up to 60).
+    name = models.CharField(max_length=63)
     namespace = models.CharField(max_length=63)
     type = models.CharField(max_length=16, choices=ContextType.choices)
     size = models.CharField(max_length=64)

@@ -30,6 +30,19 @@ def pool_spec(allocation: Allocation) -> objects.PoolSpec:
         claim_name=allocation.claim_name or None,
         read_only=bool(allocation.read_only),
         warm_pool=allocation.warm_pool or None,
+        suspended=allocation.suspended,
+        shutdown_time=(
+            objects.expiry_backstop(allocation.expires_at) if allocation.expires_at else None
+        ),
+        artifacts=(
+            objects.ArtifactsSpec(
+                allocation.artifacts_size,
+                allocation.artifacts_access_mode,
+                allocation.artifacts_storage_class or None,
+            )
+            if allocation.has_artifacts
+            else None
+        ),
     )
 
 
@@ -81,6 +94,8 @@ def desired_objects(allocation: Allocation) -> list[Desired]:
     wanted += [
         (objects.PVC, objects.pvc_manifest(spec, name)) for name in objects.managed_pvc_names(spec)
     ]
+    if spec.artifacts is not None:
+        wanted.append((objects.PVC, objects.artifacts_pvc_manifest(spec)))
     wanted += [
         (objects.SANDBOX, objects.sandbox_manifest(spec, i, blueprint))
         for i in range(spec.replicas)
@@ -88,17 +103,34 @@ def desired_objects(allocation: Allocation) -> list[Desired]:
     return wanted
 
 
-def apply(allocation: Allocation) -> list[str]:
-    """Create every missing object; returns the names it created.
+@dataclass
+class Synced:
+    """What one reconcile did: objects created, patched (lifecycle), and deleted (replicas
+    no longer wanted), as ``Kind/name``."""
+
+    created: list[str] = field(default_factory=list)
+    patched: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    def changed(self) -> bool:
+        return bool(self.created or self.patched or self.deleted)
+
+
+def sync(allocation: Allocation) -> Synced:
+    """Make the cluster hold what the allocation wants now, whatever it held before:
+    create every missing object; bring each Sandbox's lifecycle (suspended or running, its
+    shutdown time) to the row's; delete what it owns and no longer wants (the replicas
+    above a lowered count, from the highest index). Idempotent.
 
     AlreadyExists with our labels counts as success (another worker, or an earlier attempt,
     made it); without them it is somebody else's object and the allocation cannot proceed.
     """
-    created = []
-    for kind, body in desired_objects(allocation):
+    done = Synced()
+    wanted = desired_objects(allocation)
+    for kind, body in wanted:
         name = objects.name_of(body)
         if kube.create_if_absent(kind, body):
-            created.append(f"{kind.kind}/{name}")
+            done.created.append(f"{kind.kind}/{name}")
             continue
         existing = kube.get_object(kind, allocation.namespace, name)
         if existing is not None and not objects.is_managed_for(existing, allocation.name):
@@ -106,7 +138,22 @@ def apply(allocation: Allocation) -> list[str]:
                 f"{kind.kind} {allocation.namespace}/{name} exists and does not belong to "
                 "this allocation"
             )
-    return created
+        if kind == objects.SANDBOX and existing is not None:
+            patch = objects.sandbox_drift(existing, body)
+            if patch is not None:
+                kube.patch_object(kind, allocation.namespace, name, patch)
+                done.patched.append(f"{kind.kind}/{name}")
+    wanted_names = {(kind, objects.name_of(body)) for kind, body in wanted}
+    for kind, items in owned(allocation).found.items():
+        if kind == objects.POD:
+            continue  # they go with their Sandboxes
+        for obj in items:
+            name = objects.name_of(obj)
+            if (kind, name) not in wanted_names and kube.delete_object(
+                kind, allocation.namespace, name, foreground=kind in FOREGROUND
+            ):
+                done.deleted.append(f"{kind.kind}/{name}")
+    return done
 
 
 # Deleted in this order; Pods are found (they must be gone before the name is free) but

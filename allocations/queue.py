@@ -11,6 +11,7 @@ ROLLBACK = "allocations.tasks.rollback_allocation"
 RECONCILE_CONTEXT = "allocations.tasks.reconcile_context"
 DELETE_CONTEXT = "allocations.tasks.delete_context"
 RESYNC = "allocations.tasks.resync"
+EXPIRE = "allocations.tasks.expire"
 
 
 def reconcile(allocation_id: int) -> None:

@@ -123,6 +123,14 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         if (phase == Phase.REQUESTED and stale) or (phase != Phase.REQUESTED and missing):
             queue.reconcile(allocation.pk)
             report.requeued.append(allocation.name)
+    elif phase == Phase.SUSPENDED:
+        # No Pods on purpose; the Sandboxes themselves must all be there, and suspended.
+        drifted = len(pool.sandboxes) != allocation.replicas or any(
+            objects.operating_mode(sandbox) != "Suspended" for sandbox in pool.sandboxes
+        )
+        if drifted:
+            queue.reconcile(allocation.pk)
+            report.requeued.append(allocation.name)
     elif phase == Phase.RELEASING:
         if now - (allocation.release_requested_at or now) > _requeue_grace():
             queue.release(allocation.pk)

@@ -21,19 +21,28 @@ from django.utils import timezone
 from allocations import provisioning, queue
 from allocations.models import (
     OBSERVED_PHASES,
+    RECONCILED_PHASES,
     VISIBLE_PHASES,
     Allocation,
     AllocationEvent,
     ContextResource,
+    ContextType,
     Phase,
     Strategy,
 )
 from allocations.observe import Observation, PoolObjects, observe
-from allocations.requests import ContextRequest, PoolRequest
+from allocations.requests import (
+    ARTIFACTS_SHARED_MESSAGE,
+    KEEP,
+    ContextRequest,
+    PoolRequest,
+    PoolUpdate,
+)
 from allocations.selectors import allocation_row
 from contextsvc.core import capabilities, events, namespaces
 from contextsvc.core.errors import (
     AlreadyExists,
+    Conflict,
     InvalidRequest,
     NotFound,
     Unavailable,
@@ -231,6 +240,11 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
         profile_name=profile.name if profile else "",
         blueprint=blueprint,
         requester=actor,
+        expires_at=request.expires_at,
+        artifacts_size=request.artifacts.size if request.artifacts else "",
+        artifacts_access_mode=request.artifacts.access_mode if request.artifacts else "",
+        artifacts_storage_class=request.artifacts.storage_class if request.artifacts else "",
+        artifacts_retain=bool(request.artifacts and request.artifacts.retain),
     )
     allocation.full_clean(validate_constraints=False)
     _check_name_free(allocation, claims=caps.extensions)
@@ -268,10 +282,215 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
     return Created(allocation, warnings)
 
 
+# --- Lifecycle: update (scale, expiry), suspend, resume, expire ------------------------------
+
+
+def _live_for_update(name: str) -> Allocation:
+    """The allocation a caller may change, locked; a failed one only waits for its release."""
+    allocation = (
+        Allocation.objects.select_for_update().filter(name=name, phase__in=VISIBLE_PHASES).first()
+    )
+    if allocation is None:
+        raise NotFound(f'sandbox pool "{name}" not found')
+    if allocation.phase == Phase.FAILED:
+        raise Conflict(f'sandbox pool "{name}" has failed; it can only be released')
+    return allocation
+
+
+def _check_scale(allocation: Allocation, replicas: int) -> None:
+    """What a create would refuse for this many replicas (outside any transaction: the
+    caller's PVC is read from the cluster)."""
+    if replicas <= 1:
+        return
+    if allocation.has_artifacts and allocation.artifacts_access_mode == "ReadWriteOnce":
+        raise InvalidRequest(ARTIFACTS_SHARED_MESSAGE)
+    if allocation.strategy == Strategy.EXISTING:
+        with cluster_call():
+            pvc = kube.get_object(objects.PVC, allocation.namespace, allocation.claim_name)
+        if pvc is None or objects.pvc_shape(pvc).access_mode != "ReadWriteMany":
+            raise InvalidRequest(
+                f'workspace.claimName "{allocation.claim_name}" must allow ReadWriteMany to be '
+                f"shared by {replicas} replicas"
+            )
+
+
+def allocation_update(*, name: str, update: PoolUpdate, actor: str) -> Allocation:
+    """Scale (replicas: Sandboxes, with their PVCs or claims, added or removed from the
+    highest index) and set or clear the expiry; the reconcile makes the cluster match."""
+    if update.replicas is not None:
+        current = Allocation.objects.filter(name=name, phase__in=VISIBLE_PHASES).first()
+        if current is not None and update.replicas != current.replicas:
+            _check_scale(current, update.replicas)
+    with transaction.atomic():
+        allocation = _live_for_update(name)
+        changes: dict[str, Any] = {}
+        if update.replicas is not None and update.replicas != allocation.replicas:
+            changes["replicas"] = [allocation.replicas, update.replicas]
+            allocation.replicas = update.replicas
+            allocation.ready_replicas = min(allocation.ready_replicas, update.replicas)
+            if allocation.phase in (Phase.PROVISIONING, Phase.READY):
+                ready = allocation.ready_replicas >= allocation.replicas
+                allocation.phase = Phase.READY if ready else Phase.PROVISIONING
+            _event(
+                allocation,
+                AllocationEvent.Kind.SCALED,
+                f"{changes['replicas'][0]} → {update.replicas} replicas, by {actor}",
+            )
+        if update.expires_at is not KEEP and update.expires_at != allocation.expires_at:
+            before = allocation.expires_at
+            allocation.expires_at = update.expires_at  # type: ignore[assignment]
+            changes["expiresAt"] = [_when(before), _when(allocation.expires_at)]
+            _event(
+                allocation,
+                AllocationEvent.Kind.EXPIRY,
+                f"expires {_when(allocation.expires_at) or 'never'}, set by {actor}",
+            )
+        if not changes:
+            return allocation
+        allocation.save()
+        audit_record(
+            actor=actor,
+            action="allocation.update",
+            target_type="allocation",
+            target=allocation.name,
+            payload=changes,
+        )
+        announce(allocation)
+        queue.reconcile(allocation.pk)
+    return allocation
+
+
+def _when(moment: Any) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment is not None else None
+
+
+NOT_SUSPENDABLE = (
+    "suspend and resume apply to direct allocations: a warm-pool claim's Sandbox belongs to "
+    "its pool (release the allocation instead)"
+)
+
+
+def allocation_suspend(*, name: str, actor: str) -> Allocation:
+    """Every Sandbox to ``Suspended``: its Pod goes, its PVCs and the name stay."""
+    with transaction.atomic():
+        allocation = _live_for_update(name)
+        if allocation.strategy == Strategy.WARMPOOL:
+            raise Conflict(NOT_SUSPENDABLE)
+        if allocation.phase == Phase.SUSPENDED:
+            return allocation
+        previous = allocation.phase
+        allocation.suspended = True
+        allocation.phase = Phase.SUSPENDED
+        allocation.ready_replicas = 0
+        allocation.save()
+        _event(allocation, AllocationEvent.Kind.SUSPENDED, f"suspended by {actor}")
+        audit_record(
+            actor=actor,
+            action="allocation.suspend",
+            target_type="allocation",
+            target=allocation.name,
+            payload={"previous_phase": previous},
+        )
+        announce(allocation)
+        queue.reconcile(allocation.pk)
+    return allocation
+
+
+def allocation_resume(*, name: str, actor: str) -> Allocation:
+    """Every Sandbox back to ``Running``: new Pods from the same template; ready again when
+    they are."""
+    with transaction.atomic():
+        allocation = _live_for_update(name)
+        if allocation.strategy == Strategy.WARMPOOL:
+            raise Conflict(NOT_SUSPENDABLE)
+        if allocation.phase != Phase.SUSPENDED:
+            return allocation
+        allocation.suspended = False
+        allocation.phase = Phase.PROVISIONING
+        allocation.save()
+        _event(allocation, AllocationEvent.Kind.RESUMED, f"resumed by {actor}")
+        audit_record(
+            actor=actor,
+            action="allocation.resume",
+            target_type="allocation",
+            target=allocation.name,
+            payload={},
+        )
+        announce(allocation)
+        queue.reconcile(allocation.pk)
+    return allocation
+
+
+EXPIRY_ACTOR = "system:expiry"
+
+
+def allocations_expire_due(*, now: Any = None) -> list[str]:
+    """Release every allocation past its expiry (beat, every few seconds)."""
+    due = Allocation.objects.filter(
+        phase__in=VISIBLE_PHASES, expires_at__lte=now or timezone.now()
+    ).values_list("name", flat=True)
+    released = []
+    for name in list(due):
+        try:
+            allocation_release(name=name, actor=EXPIRY_ACTOR, expired=True)
+        except NotFound:
+            continue  # released by its caller meanwhile
+        released.append(name)
+    return released
+
+
+def _retain_artifacts(allocation: Allocation, attempt: int) -> None:
+    """Make the allocation's artifacts PVC a named context (type artifacts) of its own,
+    before the release deletes what the pool owns. Idempotent: a release that runs again
+    finds the row and the labels already there."""
+    context_name = objects.artifacts_context_name(allocation.name)
+    with transaction.atomic():
+        context = (
+            ContextResource.objects.filter(namespace=allocation.namespace, name=context_name)
+            .exclude(status=ContextResource.Status.DELETED)
+            .first()
+        )
+        if context is None:
+            context = ContextResource.objects.create(
+                namespace=allocation.namespace,
+                name=context_name,
+                type=ContextType.ARTIFACTS,
+                size=allocation.artifacts_size,
+                access_mode=allocation.artifacts_access_mode,
+                storage_class=allocation.artifacts_storage_class,
+                requester=allocation.requester,
+            )
+            _event(
+                allocation,
+                AllocationEvent.Kind.RETAINED,
+                f"artifacts kept as context {allocation.namespace}/{context_name}",
+            )
+            audit_record(
+                actor=SYSTEM_ACTOR,
+                action="context.create",
+                target_type="context",
+                target=f"{allocation.namespace}/{context_name}",
+                payload={"type": "artifacts", "from_allocation": allocation.name},
+            )
+    try:
+        kube.patch_object(
+            objects.PVC,
+            allocation.namespace,
+            objects.artifacts_pvc_name(allocation.name),
+            objects.artifacts_retain_patch(allocation.name),
+        )
+    except kube.KubeError as exc:
+        if exc.status == 404:
+            return  # it was never made: nothing to keep (the context reports it missing)
+        if exc.transient:
+            raise RetryLater(backoff(attempt)) from exc
+        raise
+
+
 # --- Release --------------------------------------------------------------------------------
 
 
-def allocation_release(*, name: str, actor: str) -> Allocation:
+def allocation_release(*, name: str, actor: str, expired: bool = False) -> Allocation:
     with transaction.atomic():
         allocation = (
             Allocation.objects.select_for_update()
@@ -284,13 +503,24 @@ def allocation_release(*, name: str, actor: str) -> Allocation:
         allocation.phase = Phase.RELEASING
         allocation.release_requested_at = timezone.now()
         allocation.save(update_fields=["phase", "release_requested_at", "updated_at"])
-        _event(allocation, AllocationEvent.Kind.RELEASING, f"release requested by {actor}")
+        if expired:
+            _event(
+                allocation,
+                AllocationEvent.Kind.EXPIRED,
+                f"expired at {_when(allocation.expires_at)}: released",
+            )
+        else:
+            _event(allocation, AllocationEvent.Kind.RELEASING, f"release requested by {actor}")
         audit_record(
             actor=actor,
             action="allocation.release",
             target_type="allocation",
             target=allocation.name,
-            payload={"namespace": allocation.namespace, "previous_phase": previous},
+            payload={
+                "namespace": allocation.namespace,
+                "previous_phase": previous,
+                **({"expired": True} if expired else {}),
+            },
         )
         announce(allocation)
         queue.release(allocation.pk)
@@ -339,16 +569,15 @@ def allocation_reconcile_deadline(allocation: Allocation) -> Any:
 
 
 def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
-    """Create what a live allocation lacks (provisioning.apply, idempotent). Transient
-    trouble is retried until the reconcile deadline; past it, or for a permanent refusal,
-    the allocation fails."""
-    allocation = Allocation.objects.filter(
-        pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES)
-    ).first()
+    """Make the cluster hold what a live allocation wants (provisioning.sync, idempotent:
+    missing objects created, Sandboxes suspended or resumed, surplus replicas deleted).
+    Transient trouble is retried until the reconcile deadline; past it, or for a permanent
+    refusal, the allocation fails."""
+    allocation = Allocation.objects.filter(pk=allocation_id, phase__in=RECONCILED_PHASES).first()
     if allocation is None:
         return "nothing to do"
     try:
-        created = provisioning.apply(allocation)
+        synced = provisioning.sync(allocation)
     except provisioning.NameCollision as exc:
         allocation_fail(allocation_id=allocation_id, reason="NameCollision", message=str(exc))
         return "failed"
@@ -361,8 +590,11 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
             allocation_id=allocation_id, reason=reason or "KubernetesError", message=exc.message
         )
         return "failed"
-    allocation_mark_applied(allocation_id=allocation_id, created=created)
-    return f"applied {len(created)}"
+    allocation_mark_applied(allocation_id=allocation_id, synced=synced)
+    return (
+        f"created {len(synced.created)}, patched {len(synced.patched)}, "
+        f"deleted {len(synced.deleted)}"
+    )
 
 
 def _delete_until_gone(allocation: Allocation, attempt: int) -> bool:
@@ -387,6 +619,9 @@ def allocation_release_objects(allocation_id: int, attempt: int = 0) -> str:
     allocation = Allocation.objects.filter(pk=allocation_id, phase=Phase.RELEASING).first()
     if allocation is None:
         return "nothing to do"
+    if allocation.has_artifacts and allocation.artifacts_retain:
+        # Before anything is deleted: the artifacts stop being the pool's.
+        _retain_artifacts(allocation, attempt)
     if _delete_until_gone(allocation, attempt):
         allocation_mark_released(allocation_id=allocation_id)
         return "released"
@@ -405,7 +640,7 @@ def allocation_rollback_objects(allocation_id: int, attempt: int = 0) -> str:
     return "pending"
 
 
-def allocation_mark_applied(*, allocation_id: int, created: list[str]) -> None:
+def allocation_mark_applied(*, allocation_id: int, synced: provisioning.Synced) -> None:
     with transaction.atomic():
         allocation = Allocation.objects.select_for_update().get(pk=allocation_id)
         if allocation.phase == Phase.REQUESTED:
@@ -413,12 +648,23 @@ def allocation_mark_applied(*, allocation_id: int, created: list[str]) -> None:
         if allocation.provisioned_at is None:
             allocation.provisioned_at = timezone.now()
         allocation.save(update_fields=["phase", "provisioned_at", "updated_at"])
-        if created:
+        if synced.changed():
+            parts = [
+                f"{verb} {len(names)} object(s)"
+                for verb, names in (
+                    ("created", synced.created),
+                    ("updated", synced.patched),
+                    ("deleted", synced.deleted),
+                )
+                if names
+            ]
             _event(
                 allocation,
                 AllocationEvent.Kind.APPLIED,
-                f"created {len(created)} object(s)",
-                objects=created,
+                ", ".join(parts),
+                objects=synced.created,
+                updated=synced.patched,
+                deleted=synced.deleted,
             )
         announce(allocation)
 

@@ -68,3 +68,10 @@ def resync() -> str:
         if not acquired:
             return "another resync is running"
         return resync_service.resync_all().summary()
+
+
+@shared_task(name=named.EXPIRE)
+def expire() -> str:
+    """Beat: release the allocations whose expiry has passed."""
+    released = services.allocations_expire_due()
+    return f"released {len(released)}"

@@ -8,14 +8,25 @@ message it is used verbatim; the other messages are ours and are listed in docs/
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.utils import timezone
+
 from allocations.models import Allocation, ContextResource, Phase, Strategy
-from allocations.requests import ContextRequest, PoolRequest
+from allocations.requests import (
+    ARTIFACTS_SHARED_MESSAGE,
+    KEEP,
+    Artifacts,
+    ContextRequest,
+    PoolRequest,
+    PoolUpdate,
+)
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import field, reject_unknown_fields
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain, is_pool_name
-from contextsvc.kube.objects import context_pvc_name
+from contextsvc.kube.objects import artifacts_pvc_name, context_pvc_name
 from contextsvc.quantity import is_positive_quantity
 
 NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
@@ -38,14 +49,37 @@ STORAGE_SIZE_MESSAGE = "storage.size must be a positive Kubernetes quantity"
 STORAGE_ACCESS_MODE_MESSAGE = "storage.accessMode must be ReadWriteOnce or ReadWriteMany"
 ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
 
-POOL_FIELDS = frozenset({"name", "replicas", "warmPoolRef", "workspace", "profile", "namespace"})
+POOL_FIELDS = frozenset(
+    {
+        "name",
+        "replicas",
+        "warmPoolRef",
+        "workspace",
+        "profile",
+        "namespace",
+        "ttlSeconds",
+        "expiresAt",
+        "artifacts",
+    }
+)
 WORKSPACE_FIELDS = frozenset({"size", "accessMode", "storageClass", "claimName", "readOnly"})
 CONTEXT_FIELDS = frozenset({"name", "namespace", "type", "storage"})
 STORAGE_FIELDS = frozenset({"backend", "size", "accessMode", "storageClass"})
 CONTEXT_TYPES = ("workspace", "memory", "knowledge", "artifacts")
 
 
-def parse_pool_request(body: dict[str, Any]) -> PoolRequest:
+def parse_pool_request(body: dict[str, Any], *, now: datetime | None = None) -> PoolRequest:
+    """The contract's request, then the lifecycle additions (checked after the contract's
+    own checks, so a contract client gets the contract's messages in its order)."""
+    request = _parse_contract_request(body)
+    expires_at = _expiry(body, now or timezone.now())
+    artifacts = _artifacts(body, request)
+    if expires_at is None and artifacts is None:
+        return request
+    return dataclasses.replace(request, expires_at=expires_at, artifacts=artifacts)
+
+
+def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
     reject_unknown_fields(body, POOL_FIELDS)
     workspace = field(body, "workspace", dict) or {}
     reject_unknown_fields(workspace, WORKSPACE_FIELDS, "workspace.")
@@ -124,10 +158,84 @@ def _check_namespace(namespace: str) -> None:
         raise InvalidRequest(NAMESPACE_MESSAGE)
 
 
+# --- Lifecycle additions ---------------------------------------------------------------------
+
+MIN_TTL_SECONDS = 60
+MAX_TTL_SECONDS = 30 * 24 * 3600
+TTL_MESSAGE = f"ttlSeconds must be between {MIN_TTL_SECONDS} and {MAX_TTL_SECONDS}"
+EXPIRES_AT_MESSAGE = (
+    "expiresAt must be a time with its zone (RFC 3339, e.g. 2026-12-24T18:00:00Z) at least "
+    f"{MIN_TTL_SECONDS} s and at most {MAX_TTL_SECONDS // 86400} days from now"
+)
+EXPIRY_BOTH_MESSAGE = "give ttlSeconds or expiresAt, not both"
+ARTIFACTS_FIELDS = frozenset({"size", "accessMode", "storageClass", "retain"})
+PATCH_FIELDS = frozenset({"replicas", "ttlSeconds", "expiresAt"})
+
+
+def _expiry(body: dict[str, Any], now: datetime) -> datetime | None:
+    ttl = field(body, "ttlSeconds", int)
+    expires = field(body, "expiresAt", str)
+    if ttl is not None and expires is not None:
+        raise InvalidRequest(EXPIRY_BOTH_MESSAGE)
+    if ttl is not None:
+        if not MIN_TTL_SECONDS <= ttl <= MAX_TTL_SECONDS:
+            raise InvalidRequest(TTL_MESSAGE)
+        return now + timedelta(seconds=ttl)
+    if expires is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(expires.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidRequest(EXPIRES_AT_MESSAGE) from None
+    seconds = (moment - now).total_seconds() if moment.tzinfo else None
+    if seconds is None or not MIN_TTL_SECONDS <= seconds <= MAX_TTL_SECONDS:
+        raise InvalidRequest(EXPIRES_AT_MESSAGE)
+    return moment
+
+
+def _artifacts(body: dict[str, Any], request: PoolRequest) -> Artifacts | None:
+    raw = field(body, "artifacts", dict)
+    if raw is None:
+        return None
+    reject_unknown_fields(raw, ARTIFACTS_FIELDS, "artifacts.")
+    size = field(raw, "size", str, where="artifacts.") or ""
+    access_mode = field(raw, "accessMode", str, where="artifacts.") or ""
+    storage_class = field(raw, "storageClass", str, where="artifacts.") or ""
+    retain = field(raw, "retain", bool, where="artifacts.")
+    if request.strategy == Strategy.WARMPOOL:
+        raise InvalidRequest(
+            "artifacts cannot be combined with warmPoolRef (the pool's template decides the "
+            "volumes)"
+        )
+    if not is_positive_quantity(size):
+        raise InvalidRequest("artifacts.size must be a positive Kubernetes quantity")
+    if access_mode not in ACCESS_MODES:
+        raise InvalidRequest("artifacts.accessMode must be ReadWriteMany or ReadWriteOnce")
+    if access_mode == "ReadWriteOnce" and request.replicas > 1:
+        raise InvalidRequest(ARTIFACTS_SHARED_MESSAGE)
+    if storage_class and not is_dns1123_subdomain(storage_class):
+        raise InvalidRequest("artifacts.storageClass must be a DNS-1123 subdomain")
+    return Artifacts(size, access_mode, storage_class, bool(retain))
+
+
+def parse_pool_update(body: dict[str, Any], *, now: datetime | None = None) -> PoolUpdate:
+    reject_unknown_fields(body, PATCH_FIELDS)
+    if not body:
+        raise InvalidRequest("give replicas, ttlSeconds or expiresAt")
+    replicas = field(body, "replicas", int)
+    if replicas is not None and not 1 <= replicas <= 100:
+        raise InvalidRequest(REPLICAS_MESSAGE)
+    if "expiresAt" in body and body["expiresAt"] is None and "ttlSeconds" not in body:
+        return PoolUpdate(replicas=replicas, expires_at=None)  # no expiry any more
+    expires_at = _expiry(body, now or timezone.now())
+    return PoolUpdate(replicas=replicas, expires_at=KEEP if expires_at is None else expires_at)
+
+
 V1_STATUS = {
     Phase.REQUESTED: "provisioning",
     Phase.PROVISIONING: "provisioning",
     Phase.READY: "ready",
+    Phase.SUSPENDED: "suspended",
     Phase.FAILED: "failed",
 }
 
@@ -169,6 +277,18 @@ def pool_response(allocation: Allocation, *, default_namespace: str) -> dict[str
         body["profile"] = allocation.profile_name
     if allocation.namespace != default_namespace:
         body["namespace"] = allocation.namespace
+    if allocation.expires_at is not None:
+        body["expiresAt"] = allocation.expires_at.isoformat().replace("+00:00", "Z")
+    if allocation.has_artifacts:
+        artifacts: dict[str, Any] = {
+            "size": allocation.artifacts_size,
+            "accessMode": allocation.artifacts_access_mode,
+            "retain": allocation.artifacts_retain,
+            "claimName": artifacts_pvc_name(allocation.name),
+        }
+        if allocation.artifacts_storage_class:
+            artifacts["storageClass"] = allocation.artifacts_storage_class
+        body["artifacts"] = artifacts
     return body
 
 

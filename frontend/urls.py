@@ -1,5 +1,5 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, re_path
 
 from frontend.views import admin_pages, allocations, approvals, overview, profiles
 
@@ -26,6 +26,11 @@ urlpatterns = [
         "allocations/<int:allocation_id>/release/",
         allocations.allocation_release,
         name="allocation-release",
+    ),
+    re_path(
+        r"^allocations/(?P<allocation_id>[0-9]+)/(?P<action>suspend|resume|scale|extend)/$",
+        allocations.allocation_lifecycle,
+        name="allocation-lifecycle",
     ),
     path("approvals/", approvals.approval_queue, name="approvals"),
     path("approvals/<str:request_id>/", approvals.approval_detail, name="approval"),

@@ -174,6 +174,8 @@ CLOSED_OBJECTS = frozenset(
         "ManagedWorkspace",
         "ExistingWorkspace",
         "EmptyWorkspace",
+        "ArtifactsRequest",
+        "SandboxPoolUpdate",
         "ContextRequest",
         "ContextStorage",
         "ApprovalCheckRequest",

@@ -21,7 +21,8 @@ USES: dict[ApiKind, frozenset[str]] = {
     objects.NETWORK_POLICY: frozenset({"get", "list", "watch", "create", "delete"}),
     # Context cleanup.
     objects.JOB: frozenset({"get", "create"}),
-    objects.SANDBOX: frozenset({"get", "list", "watch", "create", "delete"}),
+    # Suspend and resume, and the expiry backstop, patch a Sandbox's lifecycle fields.
+    objects.SANDBOX: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
     objects.SANDBOX_CLAIM: frozenset({"get", "list", "watch", "create", "delete"}),
     # Checked on create, listed for the dashboard; never written.
     objects.SANDBOX_WARM_POOL: frozenset({"get", "list"}),

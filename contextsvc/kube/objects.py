@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from contextsvc.quantity import parse_quantity
@@ -79,6 +80,11 @@ POOLED_POD_SELECTOR = POOL_LABEL
 
 WORKSPACE_VOLUME = "workspace"
 WORKSPACE_MOUNT_PATH = "/workspace"
+ARTIFACTS_VOLUME = "artifacts"
+ARTIFACTS_MOUNT_PATH = "/artifacts"
+# Past an allocation's expiry the service releases it; the Sandboxes stop by themselves
+# this much later if the service could not (agent-sandbox's shutdownTime, Retain).
+EXPIRY_BACKSTOP = timedelta(minutes=10)
 SANDBOX_CONTAINER = "sandbox"
 BUILTIN_COMMAND = ["/bin/sh", "-c", "mkdir -p /workspace && exec sleep infinity"]
 
@@ -125,6 +131,16 @@ def claim_name(pool: str, index: int) -> str:
 
 def context_pvc_name(name: str) -> str:
     return f"context-{name}"
+
+
+def artifacts_context_name(pool: str) -> str:
+    """The named context an allocation's retained artifacts become."""
+    return f"{pool}-artifacts"
+
+
+def artifacts_pvc_name(pool: str) -> str:
+    # Named as the context it may become, so that the context's PVC is this one.
+    return context_pvc_name(artifacts_context_name(pool))
 
 
 # --- Desired state ------------------------------------------------------------------------------
@@ -285,7 +301,10 @@ def _reserved_label(key: str) -> bool:
 
 def _at_or_under_workspace(path: object) -> bool:
     text = str(path or "").rstrip("/")
-    return text == WORKSPACE_MOUNT_PATH or text.startswith(WORKSPACE_MOUNT_PATH + "/")
+    return any(
+        text == reserved or text.startswith(reserved + "/")
+        for reserved in (WORKSPACE_MOUNT_PATH, ARTIFACTS_MOUNT_PATH)
+    )
 
 
 # Which part of a pod a problem is about: profiles report it under the field that sets it.
@@ -310,7 +329,7 @@ def blueprint_problems(blueprint: Blueprint) -> list[Problem]:
     if not containers:
         problems.append((PART_POD, "the pod template has no containers"))
     for volume in spec.get("volumes") or []:
-        if volume.get("name") in (WORKSPACE_VOLUME, TMP_VOLUME):
+        if volume.get("name") in (WORKSPACE_VOLUME, ARTIFACTS_VOLUME, TMP_VOLUME):
             problems.append(
                 (PART_VOLUMES, f'volume "{volume.get("name")}" is reserved for Context Service')
             )
@@ -326,7 +345,8 @@ def blueprint_problems(blueprint: Blueprint) -> list[Problem]:
                     (
                         PART_MOUNTS,
                         f'container "{container.get("name")}" mounts "{mount.get("name")}" at '
-                        f"{mount.get('mountPath')}, where the allocation's workspace goes",
+                        f"{mount.get('mountPath')}, where the allocation's workspace or "
+                        "artifacts go",
                     )
                 )
     return problems
@@ -410,6 +430,58 @@ class PoolSpec:
     claim_name: str | None = None
     read_only: bool = False
     warm_pool: str | None = None
+    # Lifecycle: Sandboxes without Pods while suspended; stopped by the controller at
+    # shutdown_time (RFC 3339) if the service has not released them by then.
+    suspended: bool = False
+    shutdown_time: str | None = None
+    artifacts: ArtifactsSpec | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactsSpec:
+    size: str
+    access_mode: str
+    storage_class: str | None = None
+
+
+def expiry_backstop(expires_at: datetime) -> str:
+    return (expires_at + EXPIRY_BACKSTOP).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def artifacts_pvc_manifest(spec: PoolSpec) -> Manifest:
+    """The allocation's artifacts PVC: owned by the pool (its label) until a retaining
+    release makes it a named context (``artifacts_retain_patch``)."""
+    assert spec.artifacts is not None
+    body: Manifest = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": artifacts_pvc_name(spec.name),
+            "namespace": spec.namespace,
+            "labels": pool_labels(spec.name),
+        },
+        "spec": {
+            "accessModes": [spec.artifacts.access_mode],
+            "resources": {"requests": {"storage": spec.artifacts.size}},
+        },
+    }
+    if spec.artifacts.storage_class:
+        body["spec"]["storageClassName"] = spec.artifacts.storage_class
+    return body
+
+
+def artifacts_retain_patch(pool: str) -> Manifest:
+    """Hand the artifacts PVC from the pool to a named context of type artifacts: no longer
+    the pool's (a release leaves it), now a context's (docs/api.md)."""
+    return {
+        "metadata": {
+            "labels": {
+                POOL_LABEL: None,
+                CONTEXT_NAME_LABEL: artifacts_context_name(pool),
+                CONTEXT_TYPE_LABEL: "artifacts",
+            }
+        }
+    }
 
 
 def pvc_manifest(spec: PoolSpec, name: str) -> Manifest:
@@ -466,18 +538,27 @@ def sandbox_manifest(spec: PoolSpec, index: int, blueprint: Blueprint) -> Manife
         "mountPath": WORKSPACE_MOUNT_PATH,
         "readOnly": spec.read_only,
     }
-    for container in pod_spec.get("containers") or []:
-        container["volumeMounts"] = [dict(workspace_mount), *(container.get("volumeMounts") or [])]
-    pod_spec["volumes"] = [
+    ours = [dict(workspace_mount)]
+    volumes: list[Manifest] = [
         {
             "name": WORKSPACE_VOLUME,
             "persistentVolumeClaim": {
                 "claimName": workspace_claim_for(spec, index),
                 "readOnly": spec.read_only,
             },
-        },
-        *(pod_spec.get("volumes") or []),
+        }
     ]
+    if spec.artifacts is not None:
+        ours.append({"name": ARTIFACTS_VOLUME, "mountPath": ARTIFACTS_MOUNT_PATH})
+        volumes.append(
+            {
+                "name": ARTIFACTS_VOLUME,
+                "persistentVolumeClaim": {"claimName": artifacts_pvc_name(spec.name)},
+            }
+        )
+    for container in pod_spec.get("containers") or []:
+        container["volumeMounts"] = [*ours, *(container.get("volumeMounts") or [])]
+    pod_spec["volumes"] = [*volumes, *(pod_spec.get("volumes") or [])]
     pod_spec["topologySpreadConstraints"] = [
         *(pod_spec.get("topologySpreadConstraints") or []),
         {
@@ -494,6 +575,7 @@ def sandbox_manifest(spec: PoolSpec, index: int, blueprint: Blueprint) -> Manife
     if blueprint.annotations:
         pod_metadata["annotations"] = dict(blueprint.annotations)
     sandbox_spec: Manifest = {"podTemplate": {"metadata": pod_metadata, "spec": pod_spec}}
+    sandbox_spec.update(sandbox_lifecycle(spec))
     if blueprint.volume_claim_templates:
         sandbox_spec["volumeClaimTemplates"] = copy.deepcopy(list(blueprint.volume_claim_templates))
     return {
@@ -507,6 +589,41 @@ def sandbox_manifest(spec: PoolSpec, index: int, blueprint: Blueprint) -> Manife
         },
         "spec": sandbox_spec,
     }
+
+
+def sandbox_lifecycle(spec: PoolSpec) -> Manifest:
+    """The Sandbox spec fields the allocation's lifecycle sets (absent: the defaults)."""
+    fields: Manifest = {}
+    if spec.suspended:
+        fields["operatingMode"] = "Suspended"
+    if spec.shutdown_time:
+        fields["shutdownTime"] = spec.shutdown_time
+        fields["shutdownPolicy"] = "Retain"
+    return fields
+
+
+def operating_mode(sandbox: Mapping[str, Any]) -> str:
+    return str((sandbox.get("spec") or {}).get("operatingMode") or "Running")
+
+
+def sandbox_drift(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> Manifest | None:
+    """A merge patch bringing an existing Sandbox's lifecycle (operating mode, shutdown
+    time) and its replicas annotation to what the allocation wants now; None when they
+    already are. (Suspend, resume, expiry and scale change nothing else of a Sandbox.)"""
+    have, want = existing.get("spec") or {}, desired.get("spec") or {}
+    spec_patch: Manifest = {}
+    if operating_mode(existing) != operating_mode(desired):
+        spec_patch["operatingMode"] = operating_mode(desired)
+    for key in ("shutdownTime", "shutdownPolicy"):
+        if have.get(key) != want.get(key):
+            spec_patch[key] = want.get(key)  # None removes it
+    patch: Manifest = {}
+    if spec_patch:
+        patch["spec"] = spec_patch
+    replicas = annotations_of(desired).get(REPLICAS_KEY)
+    if annotations_of(existing).get(REPLICAS_KEY) != replicas:
+        patch["metadata"] = {"annotations": {REPLICAS_KEY: replicas}}
+    return patch or None
 
 
 def network_policy_name(pool: str) -> str:

@@ -183,6 +183,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "allocations.tasks.resync",
         "schedule": float(CS_RESYNC_INTERVAL_SECONDS),
     },
+    # An allocation is released within this many seconds of its expiry.
+    "allocations-expire": {
+        "task": "allocations.tasks.expire",
+        "schedule": 5.0,
+    },
 }
 
 # --- Kubernetes --------------------------------------------------------------------------

@@ -409,3 +409,61 @@ def test_the_objects_of_a_ready_allocation_say_what_each_one_is_doing(namespace:
         ("Sandbox", "sandbox-seen-0"): "Ready=True (DependenciesReady)",
         ("Pod", "sandbox-seen-0"): "Running, ready",
     }
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("service")
+def test_admins_suspend_resume_scale_and_extend_from_the_page(namespace: str) -> None:
+    api = ApiClient(issue_token("sh", ["allocations"]))
+    assert (
+        api.post(
+            "/v1/sandbox-pools",
+            {
+                "name": "paged",
+                "replicas": 1,
+                "namespace": namespace,
+                "workspace": {"size": "1Gi", "accessMode": "ReadWriteMany"},
+            },
+        ).status_code
+        == 201
+    )
+    allocation = wait_for_phase("paged", Phase.READY, timeout=90)
+    admin, viewer = client_for("admin", csrf=False), client_for("viewer", csrf=False)
+    audited = AuditEntry.objects.count()
+
+    refused = viewer.post(f"/allocations/{allocation.pk}/suspend/")
+    assert refused.status_code == 403
+    assert (Allocation.objects.get(pk=allocation.pk).phase, AuditEntry.objects.count()) == (
+        Phase.READY,
+        audited,
+    )
+
+    page = admin.get(f"/allocations/{allocation.pk}/").content.decode()
+    assert f'action="/allocations/{allocation.pk}/suspend/"' in page
+    admin.post(f"/allocations/{allocation.pk}/suspend/")
+    assert Allocation.objects.get(pk=allocation.pk).phase == Phase.SUSPENDED
+    page = admin.get(f"/allocations/{allocation.pk}/").content.decode()
+    assert f'action="/allocations/{allocation.pk}/resume/"' in page
+    assert 'class="badge phase-suspended"' in page
+    admin.post(f"/allocations/{allocation.pk}/resume/")
+    admin.post(f"/allocations/{allocation.pk}/scale/", {"replicas": "2"})
+    admin.post(f"/allocations/{allocation.pk}/extend/", {"hours": "24"})
+    bad = admin.post(f"/allocations/{allocation.pk}/scale/", {"replicas": "0"}, follow=True)
+
+    changed = Allocation.objects.get(pk=allocation.pk)
+    assert (changed.phase in (Phase.PROVISIONING, Phase.READY), changed.replicas) == (True, 2)
+    assert changed.expires_at is not None
+    assert (
+        timedelta(hours=23, minutes=59) < changed.expires_at - timezone.now() <= timedelta(hours=24)
+    )
+    assert "replicas must be between 1 and 100" in bad.content.decode()
+    assert list(
+        AuditEntry.objects.filter(target="paged", id__gt=audited)
+        .order_by("id")
+        .values_list("actor", "action")
+    ) == [
+        ("user:user-admin", "allocation.suspend"),
+        ("user:user-admin", "allocation.resume"),
+        ("user:user-admin", "allocation.update"),
+        ("user:user-admin", "allocation.update"),
+    ]

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from allocations import provisioning, services, v1
 from allocations.models import Allocation, Phase, Strategy
 from allocations.selectors import allocation_page
-from contextsvc.core.errors import ServiceError
+from contextsvc.core.errors import InvalidRequest, ServiceError
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from frontend.access import actor, admin_required, viewer_required
@@ -155,3 +155,43 @@ def allocation_release(request: HttpRequest, allocation_id: int) -> HttpResponse
     else:
         messages.success(request, f"Release of {allocation.name} requested.")
     return redirect("frontend:allocation", allocation_id=allocation.pk)
+
+
+@admin_required
+@require_POST
+def allocation_lifecycle(request: HttpRequest, allocation_id: int, action: str) -> HttpResponse:
+    """The detail page's lifecycle buttons: the same services as the API."""
+    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    who = actor(request)
+    try:
+        if action == "suspend":
+            services.allocation_suspend(name=allocation.name, actor=who)
+            done = f"{allocation.name} is being suspended."
+        elif action == "resume":
+            services.allocation_resume(name=allocation.name, actor=who)
+            done = f"{allocation.name} is being resumed."
+        elif action == "scale":
+            update = v1.parse_pool_update({"replicas": _integer(request.POST.get("replicas"))})
+            services.allocation_update(name=allocation.name, update=update, actor=who)
+            done = f"{allocation.name} is being scaled to {update.replicas}."
+        elif action == "extend":
+            hours = _integer(request.POST.get("hours"))
+            if hours is None or not 1 <= hours <= 720:
+                raise InvalidRequest("extend by 1 to 720 hours")
+            update = v1.parse_pool_update({"ttlSeconds": hours * 3600})
+            services.allocation_update(name=allocation.name, update=update, actor=who)
+            done = f"{allocation.name} now expires in {hours} hour(s)."
+        else:
+            raise InvalidRequest(f"unknown action {action!r}")
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, done)
+    return redirect("frontend:allocation", allocation_id=allocation.pk)
+
+
+def _integer(raw: str | None) -> int | None:
+    try:
+        return int(raw or "")
+    except ValueError:
+        return None

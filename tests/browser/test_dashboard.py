@@ -17,7 +17,7 @@ from approvals.models import ApprovalRequest, Status
 from contextsvc.core.models import AuditEntry
 from cs_agent import ApprovalClient, Verdict
 from profiles.services import profile_save
-from tests.support.api import issue_token
+from tests.support.api import ApiClient, issue_token
 from tests.support.kube import wait_for_phase
 from tests.support.processes import ManagedProcess, paused, wait_until
 
@@ -256,3 +256,51 @@ def test_viewers_get_no_decision_buttons_and_forged_posts_are_refused(
     # Admin-only pages are refused too.
     assert page.request.get(f"{web_server}/clients/").status == 403
     assert page.request.get(f"{web_server}/allocations/new/").status == 403
+
+
+def test_an_admin_suspends_resumes_and_scales_from_the_page(
+    page: Page,
+    make_user: Callable[..., Any],
+    login: Callable[..., Any],
+    live_page: Callable[..., Any],
+    namespace: str,
+    screenshot: Callable[..., Any],
+) -> None:
+    make_user("grace", "admin")
+    api = ApiClient(issue_token("sh", ["allocations"]))
+    response = api.post(
+        "/v1/sandbox-pools",
+        {
+            "name": "lifelong",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"size": "1Gi", "accessMode": "ReadWriteMany"},
+            "ttlSeconds": 86400,
+            "artifacts": {"size": "1Gi", "accessMode": "ReadWriteMany", "retain": True},
+        },
+    )
+    assert response.status_code == 201
+    allocation = wait_for_phase("lifelong", Phase.READY, timeout=90)
+    login(page, "grace")
+    live_page(page, f"/allocations/{allocation.pk}/")
+    heading = page.locator("#allocation")
+    expect(page.locator("dl.spec")).to_contain_text("context-lifelong-artifacts")
+
+    page.click("#lifecycle button:has-text('Suspend')")
+    expect(heading.locator('[data-field="phase"]')).to_have_text("suspended", timeout=30_000)
+    screenshot(page, "allocation-suspended")
+    page.click("#lifecycle button:has-text('Resume')")
+    expect(heading.locator('[data-field="phase"]')).to_have_text("ready", timeout=90_000)
+    page.fill("#scale-replicas", "2")
+    page.click("#lifecycle button:has-text('Scale')")
+    expect(heading.locator('[data-field="ready"]')).to_have_text("2/2", timeout=90_000)
+    screenshot(page, "allocation-lifecycle")
+
+    assert list(
+        AuditEntry.objects.filter(target="lifelong").order_by("id").values_list("actor", "action")
+    ) == [
+        ("api:sh", "allocation.create"),
+        ("user:grace", "allocation.suspend"),
+        ("user:grace", "allocation.resume"),
+        ("user:grace", "allocation.update"),
+    ]

@@ -1,0 +1,432 @@
+"""Allocations that live (issue 20), end to end against the real worker, watcher, controller
+and cluster: expiry, suspend and resume, scaling (and its races), and artifacts kept for a
+later allocation to read."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from allocations import services
+from allocations.models import Allocation, AllocationEvent, ContextResource, Phase
+from contextsvc.core.models import AuditEntry
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+from tests.support.api import ApiClient, issue_token
+from tests.support.kube import NOTHING, make_warm_pool, pool_objects, wait_for_phase
+from tests.support.processes import wait_until
+
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
+
+
+@pytest.fixture
+def api() -> ApiClient:
+    return ApiClient(issue_token("serverless-harness", ["allocations"]))
+
+
+def body(name: str, namespace: str, replicas: int = 1, mode: str = "ReadWriteOnce") -> Any:
+    return {
+        "name": name,
+        "replicas": replicas,
+        "namespace": namespace,
+        "workspace": {"size": "1Gi", "accessMode": mode},
+    }
+
+
+def created(api: ApiClient, request: dict[str, Any]) -> dict[str, Any]:
+    response = api.post("/v1/sandbox-pools", request)
+    assert response.status_code == 201, response.content
+    return dict(response.json())
+
+
+def patch(api: ApiClient, name: str, change: dict[str, Any]) -> Any:
+    return api.client.patch(
+        f"/v1/sandbox-pools/{name}",
+        data=change,
+        content_type="application/json",
+        headers=api.headers,
+    )
+
+
+def sandbox(namespace: str, pool: str, index: int) -> dict[str, Any]:
+    found = kube.get_object(objects.SANDBOX, namespace, objects.sandbox_name(pool, index))
+    assert found is not None
+    return found
+
+
+def uid(kind: objects.ApiKind, namespace: str, name: str) -> str:
+    found = kube.get_object(kind, namespace, name)
+    assert found is not None
+    return str(found["metadata"]["uid"])
+
+
+def audit_actions(target: str) -> list[tuple[str, str]]:
+    return list(
+        AuditEntry.objects.filter(target=target).order_by("id").values_list("actor", "action")
+    )
+
+
+def rows_and_audit() -> tuple[int, int, int]:
+    return (
+        Allocation.objects.count(),
+        AuditEntry.objects.count(),
+        AllocationEvent.objects.count(),
+    )
+
+
+# --- Expiry ------------------------------------------------------------------------------------
+
+
+def test_an_allocation_expires_and_its_expiry_can_be_extended(
+    api: ApiClient, namespace: str
+) -> None:
+    before = timezone.now()
+    answer = created(api, {**body("brief", namespace), "ttlSeconds": 600})
+    allocation = Allocation.objects.get(name="brief")
+    assert allocation.expires_at is not None
+    assert timedelta(seconds=599) <= allocation.expires_at - before <= timedelta(seconds=610)
+    assert answer["expiresAt"] == allocation.expires_at.isoformat().replace("+00:00", "Z")
+    wait_for_phase("brief", Phase.READY, timeout=90)
+    # The controller's backstop: the Sandbox stops by itself ten minutes after the expiry.
+    spec = sandbox(namespace, "brief", 0)["spec"]
+    assert (spec["shutdownTime"], spec["shutdownPolicy"]) == (
+        objects.expiry_backstop(allocation.expires_at),
+        "Retain",
+    )
+
+    extended = patch(api, "brief", {"ttlSeconds": 7200})
+    assert extended.status_code == 200, extended.content
+    allocation.refresh_from_db()
+    assert extended.json()["expiresAt"] == allocation.expires_at.isoformat().replace("+00:00", "Z")
+    wait_until(
+        lambda: (
+            sandbox(namespace, "brief", 0)["spec"]["shutdownTime"]
+            == objects.expiry_backstop(allocation.expires_at)
+        ),
+        timeout=30,
+        message="the Sandbox's shutdown time to follow the extension",
+    )
+
+    # Time passes (as if): beat's expiry releases it, as the service, not the caller.
+    Allocation.objects.filter(pk=allocation.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert services.allocations_expire_due() == ["brief"]
+    wait_for_phase("brief", Phase.RELEASED, timeout=90)
+    assert pool_objects(namespace, "brief") == NOTHING
+    assert audit_actions("brief") == [
+        ("api:serverless-harness", "allocation.create"),
+        ("api:serverless-harness", "allocation.update"),
+        ("system:expiry", "allocation.release"),
+    ]
+    assert AllocationEvent.objects.filter(
+        allocation=allocation, kind=AllocationEvent.Kind.EXPIRED
+    ).exists()
+    assert services.allocations_expire_due() == []
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"ttlSeconds": 10}, "ttlSeconds must be between 60 and 2592000"),
+        (
+            {"ttlSeconds": 600, "expiresAt": "2031-01-01T00:00:00Z"},
+            "give ttlSeconds or expiresAt, not both",
+        ),
+        ({"expiresAt": "2031-01-01T00:00:00"}, None),
+        ({"expiresAt": "tomorrow"}, None),
+        ({"artifacts": {"size": "1Gi", "accessMode": "ReadWriteOnce"}, "replicas": 2}, None),
+        (
+            {"artifacts": {"size": "big", "accessMode": "ReadWriteMany"}},
+            "artifacts.size must be a positive Kubernetes quantity",
+        ),
+        (
+            {"artifacts": {"size": "1Gi", "accessMode": "ReadWriteMany", "keep": True}},
+            'unknown field "artifacts.keep"',
+        ),
+    ],
+)
+def test_lifecycle_fields_are_checked_and_refusals_write_nothing(
+    api: ApiClient, namespace: str, change: dict[str, Any], message: str | None
+) -> None:
+    before = rows_and_audit()
+
+    response = api.post("/v1/sandbox-pools", {**body("refused", namespace), **change})
+
+    assert response.status_code == 400
+    if message is not None:
+        assert response.json() == {"error": "invalid_request", "message": message}
+    assert rows_and_audit() == before
+    assert pool_objects(namespace, "refused") == NOTHING
+
+
+# --- Suspend and resume ------------------------------------------------------------------------
+
+
+def test_suspend_keeps_the_workspace_and_resume_makes_it_ready_again(
+    api: ApiClient, namespace: str
+) -> None:
+    created(api, body("napping", namespace, replicas=2, mode="ReadWriteMany"))
+    wait_for_phase("napping", Phase.READY, timeout=90)
+    pvc_uid = uid(objects.PVC, namespace, objects.shared_pvc_name("napping"))
+
+    suspended = api.post("/v1/sandbox-pools/napping/suspend")
+    again = api.post("/v1/sandbox-pools/napping/suspend")
+
+    assert suspended.status_code == 200
+    assert (suspended.json()["status"], suspended.json()["readyReplicas"]) == ("suspended", 0)
+    assert again.json() == suspended.json()  # idempotent: no second change
+    wait_until(
+        lambda: pool_objects(namespace, "napping")["pods"] == [],
+        timeout=60,
+        message="the Pods to go",
+    )
+    assert [objects.operating_mode(sandbox(namespace, "napping", i)) for i in (0, 1)] == [
+        "Suspended",
+        "Suspended",
+    ]
+    assert uid(objects.PVC, namespace, objects.shared_pvc_name("napping")) == pvc_uid
+
+    resumed = api.post("/v1/sandbox-pools/napping/resume")
+    assert (resumed.status_code, resumed.json()["status"]) == (200, "provisioning")
+    assert wait_for_phase("napping", Phase.READY, timeout=90).ready_replicas == 2
+    assert pool_objects(namespace, "napping")["pods"] == [
+        "sandbox-napping-0",
+        "sandbox-napping-1",
+    ]
+    assert uid(objects.PVC, namespace, objects.shared_pvc_name("napping")) == pvc_uid
+    assert audit_actions("napping") == [
+        ("api:serverless-harness", "allocation.create"),
+        ("api:serverless-harness", "allocation.suspend"),
+        ("api:serverless-harness", "allocation.resume"),
+    ]
+    kinds = list(
+        AllocationEvent.objects.filter(allocation__name="napping").values_list("kind", flat=True)
+    )
+    assert kinds.count(AllocationEvent.Kind.SUSPENDED) == 1
+    assert kinds.count(AllocationEvent.Kind.RESUMED) == 1
+
+
+def test_a_warm_pool_allocation_cannot_be_suspended(api: ApiClient, namespace: str) -> None:
+    make_warm_pool(namespace, "agents", replicas=1)
+    created(
+        api, {"name": "claimed", "replicas": 1, "namespace": namespace, "warmPoolRef": "agents"}
+    )
+    before = rows_and_audit()
+
+    refused = api.post("/v1/sandbox-pools/claimed/suspend")
+
+    assert (refused.status_code, refused.json()) == (
+        409,
+        {"error": "conflict", "message": services.NOT_SUSPENDABLE},
+    )
+    assert rows_and_audit() == before
+    assert Allocation.objects.get(name="claimed").suspended is False
+
+
+# --- Scale -------------------------------------------------------------------------------------
+
+
+def test_scaling_adds_and_removes_exactly_the_highest_replicas(
+    api: ApiClient, namespace: str
+) -> None:
+    created(api, body("elastic", namespace, replicas=3))
+    wait_for_phase("elastic", Phase.READY, timeout=90)
+    kept = {
+        "sandbox": uid(objects.SANDBOX, namespace, "sandbox-elastic-0"),
+        "pvc": uid(objects.PVC, namespace, "elastic-workspace-0"),
+    }
+
+    down = patch(api, "elastic", {"replicas": 1})
+
+    assert down.status_code == 200
+    assert (down.json()["replicas"], down.json()["status"]) == (1, "ready")
+    wait_until(
+        lambda: (
+            pool_objects(namespace, "elastic")
+            == {
+                "sandboxes": ["sandbox-elastic-0"],
+                "claims": [],
+                "pvcs": ["elastic-workspace-0"],
+                "pods": ["sandbox-elastic-0"],
+            }
+        ),
+        timeout=60,
+        message="replicas 1 and 2 to be gone",
+    )
+    assert uid(objects.SANDBOX, namespace, "sandbox-elastic-0") == kept["sandbox"]
+    assert uid(objects.PVC, namespace, "elastic-workspace-0") == kept["pvc"]
+
+    up = patch(api, "elastic", {"replicas": 2})
+    assert (up.status_code, up.json()["status"]) == (200, "provisioning")
+    assert wait_for_phase("elastic", Phase.READY, timeout=90).ready_replicas == 2
+    assert pool_objects(namespace, "elastic")["sandboxes"] == [
+        "sandbox-elastic-0",
+        "sandbox-elastic-1",
+    ]
+    assert uid(objects.SANDBOX, namespace, "sandbox-elastic-0") == kept["sandbox"]
+    # The Sandboxes say how many replicas their pool has (adoption reads it).
+    assert objects.annotations_of(sandbox(namespace, "elastic", 0))[objects.REPLICAS_KEY] == "2"
+
+    refused = patch(api, "elastic", {"replicas": 0})
+    assert refused.json() == {
+        "error": "invalid_request",
+        "message": "replicas must be between 1 and 100",
+    }
+    assert Allocation.objects.get(name="elastic").replicas == 2
+
+
+def test_scale_release_and_reconcile_racing_end_with_exactly_what_the_row_says(
+    api: ApiClient, namespace: str
+) -> None:
+    created(api, body("racy", namespace, replicas=2))
+    wait_for_phase("racy", Phase.READY, timeout=90)
+    allocation = Allocation.objects.get(name="racy")
+    barrier = threading.Barrier(3)
+    answers: dict[str, int] = {}
+
+    def scale(replicas: int) -> None:
+        barrier.wait()
+        answers[f"to {replicas}"] = patch(api, "racy", {"replicas": replicas}).status_code
+
+    def reconcile() -> None:
+        barrier.wait()
+        services.allocation_reconcile(allocation.pk)
+
+    threads = [
+        threading.Thread(target=scale, args=(4,)),
+        threading.Thread(target=scale, args=(1,)),
+        threading.Thread(target=reconcile),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert answers == {"to 4": 200, "to 1": 200}
+    final = Allocation.objects.get(pk=allocation.pk).replicas
+    assert final in (1, 4)
+    wait_for_phase("racy", Phase.READY, timeout=90)
+    wanted = [f"sandbox-racy-{i}" for i in range(final)]
+    wait_until(
+        lambda: pool_objects(namespace, "racy")["sandboxes"] == wanted,
+        timeout=60,
+        message=f"exactly {final} Sandboxes",
+    )
+    assert pool_objects(namespace, "racy")["pvcs"] == [f"racy-workspace-{i}" for i in range(final)]
+
+    # A scale and a release at the same moment: the release wins in the end.
+    barrier = threading.Barrier(2)
+
+    def release() -> None:
+        barrier.wait()
+        answers["release"] = api.delete("/v1/sandbox-pools/racy").status_code
+
+    threads = [threading.Thread(target=scale, args=(3,)), threading.Thread(target=release)]
+    barrier = threading.Barrier(2)
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers["release"] == 204
+    assert answers["to 3"] in (200, 404)
+    wait_for_phase("racy", Phase.RELEASED, timeout=90)
+    assert pool_objects(namespace, "racy") == NOTHING
+
+
+# --- Artifacts ---------------------------------------------------------------------------------
+
+
+def test_retained_artifacts_outlive_their_producer_and_a_consumer_mounts_them_read_only(
+    api: ApiClient, namespace: str
+) -> None:
+    producer = created(
+        api,
+        {
+            **body("producer", namespace, replicas=2, mode="ReadWriteMany"),
+            "artifacts": {"size": "2Gi", "accessMode": "ReadWriteMany", "retain": True},
+        },
+    )
+    claim = "context-producer-artifacts"
+    assert producer["artifacts"] == {
+        "size": "2Gi",
+        "accessMode": "ReadWriteMany",
+        "retain": True,
+        "claimName": claim,
+    }
+    wait_for_phase("producer", Phase.READY, timeout=90)
+    for index in (0, 1):
+        pod_spec = sandbox(namespace, "producer", index)["spec"]["podTemplate"]["spec"]
+        assert {"name": "artifacts", "persistentVolumeClaim": {"claimName": claim}} in pod_spec[
+            "volumes"
+        ]
+        assert {"name": "artifacts", "mountPath": "/artifacts"} in pod_spec["containers"][0][
+            "volumeMounts"
+        ]
+    pvc_uid = uid(objects.PVC, namespace, claim)
+
+    assert api.delete("/v1/sandbox-pools/producer").status_code == 204
+    wait_for_phase("producer", Phase.RELEASED, timeout=90)
+
+    # The producer's objects are gone; its artifacts are a context now.
+    assert pool_objects(namespace, "producer") == NOTHING
+    assert uid(objects.PVC, namespace, claim) == pvc_uid
+    kept = kube.get_object(objects.PVC, namespace, claim)
+    assert kept is not None
+    assert objects.POOL_LABEL not in objects.labels_of(kept)
+    listed = api.get(f"/v1/namespaces/{namespace}/contexts").json()["items"]
+    assert [(c["name"], c["type"], c["attachment"]["claimName"]) for c in listed] == [
+        ("producer-artifacts", "artifacts", claim)
+    ]
+
+    consumer = created(
+        api,
+        {
+            "name": "consumer",
+            "replicas": 1,
+            "namespace": namespace,
+            "workspace": {"claimName": claim, "readOnly": True},
+        },
+    )
+    assert consumer["workspace"]["readOnly"] is True
+    wait_for_phase("consumer", Phase.READY, timeout=90)
+    volumes = sandbox(namespace, "consumer", 0)["spec"]["podTemplate"]["spec"]["volumes"]
+    assert volumes[0] == {
+        "name": "workspace",
+        "persistentVolumeClaim": {"claimName": claim, "readOnly": True},
+    }
+    assert api.delete("/v1/sandbox-pools/consumer").status_code == 204
+    wait_for_phase("consumer", Phase.RELEASED, timeout=90)
+    assert uid(objects.PVC, namespace, claim) == pvc_uid  # a caller's PVC is never deleted
+
+    deleted = api.delete(f"/v1/namespaces/{namespace}/contexts/producer-artifacts")
+    assert deleted.status_code == 204
+    wait_until(
+        lambda: kube.get_object(objects.PVC, namespace, claim) is None,
+        timeout=60,
+        message="the artifacts PVC to go with its context",
+    )
+    assert ContextResource.objects.get(name="producer-artifacts").status in (
+        ContextResource.Status.DELETING,
+        ContextResource.Status.DELETED,
+    )
+
+
+def test_artifacts_not_retained_go_with_the_allocation(api: ApiClient, namespace: str) -> None:
+    created(
+        api,
+        {**body("scratch", namespace), "artifacts": {"size": "1Gi", "accessMode": "ReadWriteOnce"}},
+    )
+    wait_for_phase("scratch", Phase.READY, timeout=90)
+    assert "context-scratch-artifacts" in pool_objects(namespace, "scratch")["pvcs"]
+
+    assert api.delete("/v1/sandbox-pools/scratch").status_code == 204
+    wait_for_phase("scratch", Phase.RELEASED, timeout=90)
+
+    assert pool_objects(namespace, "scratch") == NOTHING
+    assert kube.get_object(objects.PVC, namespace, "context-scratch-artifacts") is None
+    assert not ContextResource.objects.exists()
