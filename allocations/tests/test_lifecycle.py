@@ -122,6 +122,7 @@ def test_an_allocation_expires_and_its_expiry_can_be_extended(
         ("api:serverless-harness", "allocation.create"),
         ("api:serverless-harness", "allocation.update"),
         ("system:expiry", "allocation.release"),
+        ("system:context-service", "allocation.released"),
     ]
     assert AllocationEvent.objects.filter(
         allocation=allocation, kind=AllocationEvent.Kind.EXPIRED
