@@ -62,9 +62,9 @@ def test_rbac_grants_exactly_what_the_code_uses() -> None:
 
 def test_the_client_refuses_calls_nobody_declared() -> None:
     with pytest.raises(
-        access.UndeclaredAccess, match=r"^patch sandboxes.agents.x-k8s.io is not in"
+        access.UndeclaredAccess, match=r"^patch sandboxclaims.extensions.agents.x-k8s.io is not"
     ):
-        kube.patch_object(objects.SANDBOX, "ns", "x", {})
+        kube.patch_object(objects.SANDBOX_CLAIM, "ns", "x", {})
     with pytest.raises(access.UndeclaredAccess, match=r"^delete pods.core is not in"):
         kube.delete_object(objects.POD, "ns", "x")
 
