@@ -229,6 +229,22 @@ def _trend(points: list[tuple[float, float]]) -> float:
     return 0.0 if var == 0 else sum((x - mx) * (y - my) for x, y in points) / var * 3600
 
 
+WARM_UP_SECONDS = 60.0
+
+
+def _age_trend(lives: list[list[tuple[float, float]]]) -> tuple[float, int]:
+    """Memory against a process's age, pooled over every life (each one's first minute
+    left out: imports, caches, pools, prefork children starting). A leak makes every life
+    grow as it ages, however often faults restart the process; (MB per hour, samples)."""
+    pooled = [
+        (t - life[0][0], mb)
+        for life in lives
+        for t, mb in life
+        if t - life[0][0] >= WARM_UP_SECONDS
+    ]
+    return _trend(pooled), len(pooled)
+
+
 def _segments(
     points: list[tuple[float, float]], restarts: list[float]
 ) -> list[list[tuple[float, float]]]:
@@ -346,9 +362,10 @@ def _report(soak: Soak, cycles: int) -> None:
         first, last = longest[0][1], longest[-1][1]
         peak = max(mb for _, mb in points)
         minutes = (longest[-1][0] - longest[0][0]) / 60
+        trend, samples = _age_trend(lives)
         rows.append(
             f"| {name} | {len(soak.restarts.get(name, []))} | {minutes:.1f} min | "
-            f"{first:.0f} → {last:.0f} MB | {_trend(longest[len(longest) // 4 :]):+.1f} MB/h | "
+            f"{first:.0f} → {last:.0f} MB | {trend:+.1f} MB/h ({samples} samples) | "
             f"{peak:.0f} MB |"
         )
     counted: dict[str, int] = {}
@@ -375,16 +392,17 @@ for, restarted within a second as the kubelet would: {crashes}.
 Failures (first 20):
 {failures}
 
-| process | restarts (faults and exits) | longest life | memory over it | trend over it | peak |
+| process | restarts (faults and exits) | longest life | memory over it | growth with age, every life | peak |
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 ![memory of each process over the soak](img/soak-memory.png)
 
-The trend is a least-squares slope over the longest life of each process (a fault that
-restarts it starts a new one), leaving out its first quarter (imports, caches and pools
-filling up); a few MB/h either way is allocator noise, a leak shows as a steady climb in
-every life of the plot.
+Faults restart most processes every few minutes, so no single life is long enough to
+judge. The growth is therefore a least-squares slope of resident memory against the
+process's age, pooled over all its lives, each life's first minute left out (imports,
+caches, connection pools and prefork children starting): a leak makes every life grow as
+it ages; a few MB/h either way is allocator noise.
 """
     write_section("soak", body)
     print(body)

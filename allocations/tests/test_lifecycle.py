@@ -101,11 +101,12 @@ def test_an_allocation_expires_and_its_expiry_can_be_extended(
     extended = patch(api, "brief", {"ttlSeconds": 7200})
     assert extended.status_code == 200, extended.content
     allocation.refresh_from_db()
-    assert extended.json()["expiresAt"] == allocation.expires_at.isoformat().replace("+00:00", "Z")
+    later = allocation.expires_at
+    assert later is not None
+    assert extended.json()["expiresAt"] == later.isoformat().replace("+00:00", "Z")
     wait_until(
         lambda: (
-            sandbox(namespace, "brief", 0)["spec"]["shutdownTime"]
-            == objects.expiry_backstop(allocation.expires_at)
+            sandbox(namespace, "brief", 0)["spec"]["shutdownTime"] == objects.expiry_backstop(later)
         ),
         timeout=30,
         message="the Sandbox's shutdown time to follow the extension",
