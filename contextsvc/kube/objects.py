@@ -299,12 +299,16 @@ def _reserved_label(key: str) -> bool:
     return key == MANAGED_BY_LABEL or key.split("/", 1)[0] == LABEL_DOMAIN
 
 
-def _at_or_under_workspace(path: object) -> bool:
+def _reserved_mount(path: object) -> str | None:
+    """What of ours a mount at ``path`` would cover: "workspace", "artifacts" or None."""
     text = str(path or "").rstrip("/")
-    return any(
-        text == reserved or text.startswith(reserved + "/")
-        for reserved in (WORKSPACE_MOUNT_PATH, ARTIFACTS_MOUNT_PATH)
-    )
+    for reserved, what in (
+        (WORKSPACE_MOUNT_PATH, "workspace"),
+        (ARTIFACTS_MOUNT_PATH, "artifacts"),
+    ):
+        if text == reserved or text.startswith(reserved + "/"):
+            return what
+    return None
 
 
 # Which part of a pod a problem is about: profiles report it under the field that sets it.
@@ -340,13 +344,14 @@ def blueprint_problems(blueprint: Blueprint) -> list[Problem]:
             )
     for container in containers + list(spec.get("initContainers") or []):
         for mount in container.get("volumeMounts") or []:
-            if _at_or_under_workspace(mount.get("mountPath")):
+            covered = _reserved_mount(mount.get("mountPath"))
+            if covered is not None:
+                goes = "goes" if covered == "workspace" else "go"
                 problems.append(
                     (
                         PART_MOUNTS,
                         f'container "{container.get("name")}" mounts "{mount.get("name")}" at '
-                        f"{mount.get('mountPath')}, where the allocation's workspace or "
-                        "artifacts go",
+                        f"{mount.get('mountPath')}, where the allocation's {covered} {goes}",
                     )
                 )
     return problems
