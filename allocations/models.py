@@ -79,6 +79,9 @@ class Allocation(models.Model):
     artifacts_access_mode = models.CharField(max_length=16, blank=True)
     artifacts_storage_class = models.CharField(max_length=253, blank=True)
     artifacts_retain = models.BooleanField(default=False)
+    # Replicas were removed: the next reconcile deletes what the allocation owns beyond them
+    # (only then does it list what it owns: a plain create needs no such listing).
+    prune_pending = models.BooleanField(default=False)
 
     # Observed state
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.REQUESTED)

@@ -4,6 +4,7 @@ delete what it owns. Idempotent: running it twice, or on two workers, changes no
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,19 +120,21 @@ class Synced:
 def sync(allocation: Allocation) -> Synced:
     """Make the cluster hold what the allocation wants now, whatever it held before:
     create every missing object; bring each Sandbox's lifecycle (suspended or running, its
-    shutdown time) to the row's; delete what it owns and no longer wants (the replicas
-    above a lowered count, from the highest index). Idempotent.
+    shutdown time) to the row's; and, once replicas were removed (``prune_pending``),
+    delete what it owns and no longer wants (the replicas above the lowered count, from the
+    highest index). Idempotent.
 
     AlreadyExists with our labels counts as success (another worker, or an earlier attempt,
     made it); without them it is somebody else's object and the allocation cannot proceed.
     """
     done = Synced()
     wanted = desired_objects(allocation)
-    for kind, body in wanted:
+
+    def ensure(kind: objects.ApiKind, body: dict[str, Any]) -> None:
         name = objects.name_of(body)
         if kube.create_if_absent(kind, body):
             done.created.append(f"{kind.kind}/{name}")
-            continue
+            return
         existing = kube.get_object(kind, allocation.namespace, name)
         if existing is not None and not objects.is_managed_for(existing, allocation.name):
             raise NameCollision(
@@ -143,6 +146,15 @@ def sync(allocation: Allocation) -> Synced:
             if patch is not None:
                 kube.patch_object(kind, allocation.namespace, name, patch)
                 done.patched.append(f"{kind.kind}/{name}")
+
+    # The NetworkPolicy first, so that no Pod ever runs unfenced; everything else at once
+    # (a Sandbox made before its PVC waits for it, as it would for the binder).
+    fence, rest = wanted[:1], wanted[1:]
+    for kind, body in fence:
+        ensure(kind, body)
+    kube.concurrently([functools.partial(ensure, kind, body) for kind, body in rest])
+    if not allocation.prune_pending:
+        return done
     wanted_names = {(kind, objects.name_of(body)) for kind, body in wanted}
     for kind, items in owned(allocation).found.items():
         if kind == objects.POD:

@@ -94,7 +94,14 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
     # to record: the cost of a cycle follows what changed, not how many allocations live.
     # (Allocations on their way somewhere are looked at every time: their deadlines run.)
     fingerprint = pool.fingerprint()
-    if allocation.phase == Phase.READY and allocation.resync_fingerprint == fingerprint:
+    count = compute_count(allocation.strategy, pool)
+    # Objects that did not change can still be too many: a scale-down whose prune was lost
+    # changes the row, not the objects.
+    if (
+        allocation.phase == Phase.READY
+        and allocation.resync_fingerprint == fingerprint
+        and count <= allocation.replicas
+    ):
         report.unchanged += 1
         return
     recorded = services.allocation_record_observed(
@@ -117,9 +124,16 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
     # applied, objects missing), and releases and rollbacks that stalled.
     now = timezone.now()
     phase = allocation.phase
+    stale = now - allocation.updated_at > _requeue_grace()
+    if phase in (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY, Phase.SUSPENDED) and (
+        count > allocation.replicas and (stale or not allocation.prune_pending)
+    ):
+        # More than the row wants and no prune on its way (or one that stalled).
+        services.allocation_note_surplus(allocation_id=allocation.pk)
+        report.requeued.append(allocation.name)
+        return
     if phase in (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY):
-        stale = now - allocation.updated_at > _requeue_grace()
-        missing = compute_count(allocation.strategy, pool) < allocation.replicas
+        missing = count < allocation.replicas
         if (phase == Phase.REQUESTED and stale) or (phase != Phase.REQUESTED and missing):
             queue.reconcile(allocation.pk)
             report.requeued.append(allocation.name)

@@ -326,6 +326,8 @@ def allocation_update(*, name: str, update: PoolUpdate, actor: str) -> Allocatio
         changes: dict[str, Any] = {}
         if update.replicas is not None and update.replicas != allocation.replicas:
             changes["replicas"] = [allocation.replicas, update.replicas]
+            if update.replicas < allocation.replicas:
+                allocation.prune_pending = True
             allocation.replicas = update.replicas
             allocation.ready_replicas = min(allocation.ready_replicas, update.replicas)
             if allocation.phase in (Phase.PROVISIONING, Phase.READY):
@@ -590,6 +592,11 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
             allocation_id=allocation_id, reason=reason or "KubernetesError", message=exc.message
         )
         return "failed"
+    if allocation.prune_pending:
+        # Done for this many replicas; a scale since then keeps it pending.
+        Allocation.objects.filter(pk=allocation_id, replicas=allocation.replicas).update(
+            prune_pending=False
+        )
     allocation_mark_applied(allocation_id=allocation_id, synced=synced)
     return (
         f"created {len(synced.created)}, patched {len(synced.patched)}, "
@@ -750,6 +757,12 @@ def allocation_record_observed(
     if not allocation_observe(allocation_id=allocation_id, observation=observation):
         return Recorded.UNCHANGED
     return Recorded.FAILED if observation.failure is not None else Recorded.CHANGED
+
+
+def allocation_note_surplus(*, allocation_id: int) -> None:
+    """The resync found more replicas than the row wants (a prune that never ran)."""
+    Allocation.objects.filter(pk=allocation_id).update(prune_pending=True)
+    queue.reconcile(allocation_id)
 
 
 def allocation_note_resynced(*, allocation_id: int, fingerprint: str) -> None:

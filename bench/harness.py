@@ -32,7 +32,9 @@ def _with_database(url: str, name: str) -> str:
 def fresh_database(name: str) -> str:
     """Drop and recreate ``name`` next to the configured database; returns its URL."""
     base = os.environ.get("DATABASE_URL") or services.local_env()["DATABASE_URL"]
-    with psycopg.connect(base, autocommit=True) as conn:
+    # Through the server's maintenance database: an earlier benchmark of the same run may
+    # have pointed DATABASE_URL at the very database being recreated.
+    with psycopg.connect(_with_database(base, "postgres"), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     return _with_database(base, name)

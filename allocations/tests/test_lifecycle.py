@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from allocations import services
 from allocations.models import Allocation, AllocationEvent, ContextResource, Phase
+from allocations.resync import resync_all
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
@@ -280,6 +281,35 @@ def test_scaling_adds_and_removes_exactly_the_highest_replicas(
         "message": "replicas must be between 1 and 100",
     }
     assert Allocation.objects.get(name="elastic").replicas == 2
+
+
+def test_the_resync_finishes_a_scale_down_whose_prune_was_lost(
+    api: ApiClient, namespace: str
+) -> None:
+    created(api, body("shrunk", namespace, replicas=2))
+    wait_for_phase("shrunk", Phase.READY, timeout=90)
+    resync_all(adopt=False)
+    # Nothing happened since: the next cycle skips this pool.
+    assert resync_all(adopt=False).unchanged == 1
+    # As if the scale-down had committed and its reconcile had never reached the worker
+    # (nor set the row's prune flag): the objects did not change, the row did.
+    Allocation.objects.filter(name="shrunk").update(replicas=1, ready_replicas=1)
+
+    report = resync_all(adopt=False)
+
+    assert report.requeued == ["shrunk"]
+    wait_until(
+        lambda: pool_objects(namespace, "shrunk")["sandboxes"] == ["sandbox-shrunk-0"],
+        timeout=60,
+        message="the surplus Sandbox to be pruned",
+    )
+    wait_until(
+        lambda: not Allocation.objects.get(name="shrunk").prune_pending,
+        timeout=30,
+        message="the prune to be noted done",
+    )
+    assert pool_objects(namespace, "shrunk")["pvcs"] == ["shrunk-workspace-0"]
+    assert Allocation.objects.get(name="shrunk").phase == Phase.READY
 
 
 def test_scale_release_and_reconcile_racing_end_with_exactly_what_the_row_says(

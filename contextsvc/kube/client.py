@@ -199,7 +199,9 @@ _readers = ThreadPoolExecutor(max_workers=CONCURRENT_READS, thread_name_prefix="
 
 
 def concurrently(calls: Sequence[Callable[[], T]]) -> list[T]:
-    """Run read-only calls at once; their results in order, or the first error raised."""
+    """Run independent API calls at once; their results in order, or the first error
+    raised (the others still finish: every caller's calls are idempotent). The calls must
+    not touch the database: they run on other threads, outside the caller's transaction."""
     if len(calls) <= 1:
         return [call() for call in calls]
     futures = [_readers.submit(call) for call in calls]
