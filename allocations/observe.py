@@ -119,6 +119,17 @@ class Observation:
     problem: tuple[str, str] | None = None
 
 
+@dataclass(frozen=True)
+class Seen:
+    """An allocation's observed fields as a caller read them (with its phase): enough to
+    tell that an observation would change nothing."""
+
+    replicas: int
+    ready_replicas: int
+    reason: str
+    message: str
+
+
 def observe(
     strategy: str, pool: PoolObjects, *, requested_at: datetime, now: datetime, deadline: timedelta
 ) -> Observation:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, ContextResource, Phase
+from allocations.models import (
+    ACTIVE_PHASES,
+    VISIBLE_PHASES,
+    Allocation,
+    AllocationEvent,
+    ContextResource,
+    Phase,
+)
+from allocations.observe import Seen
 from contextsvc.core.errors import InvalidRequest, NotFound
 
 V1_STATUS_PHASES = {
@@ -36,6 +44,34 @@ def allocation_get_visible(*, name: str) -> Allocation:
     if not found:
         raise NotFound(f'sandbox pool "{name}" not found')
     return found[0]
+
+
+class LiveAllocation(NamedTuple):
+    id: int
+    phase: str
+    strategy: str
+    requested_at: datetime
+    seen: Seen
+
+
+# The watcher reads this on every event of every pool it watches (several per Pod that
+# starts): written out for the reason _VISIBLE_SQL is.
+_LIVE_SQL = (
+    "SELECT id, phase, strategy, requested_at, replicas, ready_replicas, reason, message"
+    " FROM allocations_allocation WHERE namespace = %s AND name = %s AND phase = ANY(%s)"
+    " LIMIT 1"
+)
+
+
+def live_allocation(*, namespace: str, name: str) -> LiveAllocation | None:
+    """The allocation of an active phase behind the pool ``namespace/name``, if any."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LIVE_SQL, [namespace, name, list(ACTIVE_PHASES)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    pk, phase, strategy, requested_at, replicas, ready, reason, message = row
+    return LiveAllocation(pk, phase, strategy, requested_at, Seen(replicas, ready, reason, message))
 
 
 def is_visible(allocation: Allocation) -> bool:

@@ -30,7 +30,7 @@ from allocations.models import (
     Phase,
     Strategy,
 )
-from allocations.observe import Observation, PoolObjects, observe
+from allocations.observe import Observation, PoolObjects, Seen, observe
 from allocations.requests import (
     ARTIFACTS_SHARED_MESSAGE,
     KEEP,
@@ -739,13 +739,38 @@ class Recorded(StrEnum):
     RELEASED = "released"
 
 
+def _changes_nothing(phase: str, seen: Seen, observation: Observation) -> bool:
+    """True when recording ``observation`` over ``seen`` would write nothing: the UPDATE of
+    allocation_observe_ready would match no row. Most watch events (a status timestamp, a
+    condition of no consequence) are such, and skipping them skips the write's cost."""
+    if observation.failure is not None:
+        return False
+    if observation.problem is not None:
+        reported = (seen.reason, seen.message) == observation.problem
+    else:
+        reported = seen.reason == ""
+    return (
+        seen.ready_replicas == observation.ready
+        and (seen.replicas <= observation.ready) == (phase == Phase.READY)
+        and reported
+    )
+
+
 def allocation_record_observed(
-    *, allocation_id: int, phase: str, strategy: str, requested_at: Any, pool: PoolObjects
+    *,
+    allocation_id: int,
+    phase: str,
+    strategy: str,
+    requested_at: Any,
+    pool: PoolObjects,
+    seen: Seen | None = None,
 ) -> Recorded:
     """The one decision the watcher (from its caches) and the resync (from list calls) make
     about an allocation's objects: a release finishes when nothing is left; a live
     allocation fails, or records its ready count and the controller's report
-    (allocations/observe.py). Failed allocations are left to their rollback."""
+    (allocations/observe.py). Failed allocations are left to their rollback. With ``seen``
+    (the row as read with ``phase``), an observation that changes nothing writes nothing;
+    the write itself still checks the row as it is then."""
     if phase == Phase.RELEASING:
         released = pool.empty() and allocation_mark_released(allocation_id=allocation_id)
         return Recorded.RELEASED if released else Recorded.UNCHANGED
@@ -754,6 +779,8 @@ def allocation_record_observed(
     observation = observe(
         strategy, pool, requested_at=requested_at, now=timezone.now(), deadline=reconcile_deadline()
     )
+    if seen is not None and _changes_nothing(phase, seen, observation):
+        return Recorded.UNCHANGED
     if not allocation_observe(allocation_id=allocation_id, observation=observation):
         return Recorded.UNCHANGED
     return Recorded.FAILED if observation.failure is not None else Recorded.CHANGED

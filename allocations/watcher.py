@@ -23,7 +23,7 @@ import psycopg
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
-from allocations import services
+from allocations import selectors, services
 from allocations.models import ACTIVE_PHASES, Allocation, ContextResource
 from allocations.observe import PoolKey, PoolObjects, pool_key
 from contextsvc.core import locks, namespaces
@@ -226,19 +226,16 @@ class Watcher:
 
     def process_pool(self, key: PoolKey) -> None:
         namespace, name = key
-        row = (
-            Allocation.objects.filter(namespace=namespace, name=name, phase__in=ACTIVE_PHASES)
-            .values("id", "phase", "strategy", "requested_at")
-            .first()
-        )
-        if row is None:
+        live = selectors.live_allocation(namespace=namespace, name=name)
+        if live is None:
             return  # unknown pools are the resync's (adoption) business
         services.allocation_record_observed(
-            allocation_id=row["id"],
-            phase=row["phase"],
-            strategy=row["strategy"],
-            requested_at=row["requested_at"],
+            allocation_id=live.id,
+            phase=live.phase,
+            strategy=live.strategy,
+            requested_at=live.requested_at,
             pool=self.pool_objects(key),
+            seen=live.seen,
         )
 
     def process_context(self, key: ContextKey) -> None:

@@ -60,6 +60,24 @@ def runtime_venv() -> Path:
     return venv
 
 
+@pytest.fixture(scope="module")
+def image_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """/app as the Dockerfile's build stage fills it: only what its COPY lines copy, so a
+    package it leaves out fails here as it would in the cluster."""
+    app = tmp_path_factory.mktemp("image") / "app"
+    app.mkdir()
+    dockerfile = (REPO_DIR / "deploy" / "Dockerfile").read_text()
+    for source, target in re.findall(r"^COPY (\S+) \./(\S*)$", dockerfile, flags=re.MULTILINE):
+        origin = REPO_DIR / source
+        if origin.is_dir():
+            shutil.copytree(
+                origin, app / target, ignore=shutil.ignore_patterns("__pycache__", "tests")
+            )
+        else:
+            shutil.copy2(origin, app / (target or origin.name))
+    return app
+
+
 @pytest.fixture
 def image_env(runtime_venv: Path, tmp_path: Path, django_db_setup: None) -> dict[str, str]:
     """The image's environment (Dockerfile ENV plus a deployment's ConfigMap and Secret),
@@ -81,11 +99,11 @@ def image_env(runtime_venv: Path, tmp_path: Path, django_db_setup: None) -> dict
 
 
 @pytest.fixture
-def image_web(image_env: dict[str, str]) -> Iterator[str]:
+def image_web(image_env: dict[str, str], image_app: Path) -> Iterator[str]:
     collected = subprocess.run(
         [*ENTRYPOINT, "manage", "collectstatic", "--no-input", "--verbosity", "0"],
         env=image_env,
-        cwd=REPO_DIR,
+        cwd=image_app,
         capture_output=True,
         text=True,
         check=False,
@@ -94,7 +112,10 @@ def image_web(image_env: dict[str, str]) -> Iterator[str]:
     port = free_port()
     # The image binds 0.0.0.0; a later --bind wins, and this machine stays on loopback.
     web = ManagedProcess(
-        "image-web", [*ENTRYPOINT, "web", "--bind", f"127.0.0.1:{port}"], image_env
+        "image-web",
+        [*ENTRYPOINT, "web", "--bind", f"127.0.0.1:{port}"],
+        image_env,
+        cwd=image_app,
     ).start()
     try:
         web.wait_listening(port, timeout=60)
@@ -144,3 +165,17 @@ def test_the_entrypoint_refuses_an_unknown_command(image_env: dict[str, str]) ->
     assert result.stderr == (
         "unknown command 'serve-everything': use web, worker, beat, watcher, migrate or manage\n"
     )
+
+
+def test_the_dockerfile_copies_every_package_the_service_imports() -> None:
+    """The image is never built here, so a package left out of its COPY lines (as rules/
+    and workspaces/ once were) would only fail in a cluster: hold the lines to the tree."""
+    dockerfile = (REPO_DIR / "deploy" / "Dockerfile").read_text()
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", dockerfile, flags=re.MULTILINE))
+    packages = {
+        path.parent.name
+        for path in REPO_DIR.glob("*/__init__.py")
+        if path.parent.name not in {"tests", "bench"}
+    }
+
+    assert packages == copied

@@ -72,6 +72,7 @@ class ManagedProcess:
     argv: Sequence[str]
     env: Mapping[str, str]
     log_dir: Path = LOG_DIR
+    cwd: Path = REPO_DIR
     log_path: Path = field(init=False)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -89,7 +90,7 @@ class ManagedProcess:
         self.proc = subprocess.Popen(
             list(self.argv),
             env=dict(self.env),
-            cwd=REPO_DIR,
+            cwd=self.cwd,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # stop() ends its children too (uvicorn's workers)
