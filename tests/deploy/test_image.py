@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from contextsvc.devenv.system import REPO_DIR, free_port
-from contextsvc.testenv import build
+from contextsvc.testenv import ClusterHandle, build
 from tests.support.processes import ManagedProcess, child_env
 
 pytestmark = pytest.mark.cluster
@@ -79,12 +79,16 @@ def image_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def image_env(runtime_venv: Path, tmp_path: Path, django_db_setup: None) -> dict[str, str]:
+def image_env(
+    runtime_venv: Path, tmp_path: Path, django_db_setup: None, kube_cluster: ClusterHandle
+) -> dict[str, str]:
     """The image's environment (Dockerfile ENV plus a deployment's ConfigMap and Secret),
-    pointed at this test run's database, Redis and cluster."""
+    pointed at this test run's database, Redis and cluster (nothing from .local/: the image
+    has none)."""
     env = child_env()
     env.update(
         {
+            "KUBECONFIG": str(kube_cluster.kubeconfig),
             "PATH": f"{runtime_venv / 'bin'}:{os.environ['PATH']}",
             "DJANGO_SETTINGS_MODULE": "contextsvc.settings.production",
             "DJANGO_SECRET_KEY": "image-test-" + "k" * 60,
