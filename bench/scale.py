@@ -400,6 +400,8 @@ def _table(rounds: list[Round]) -> str:
 
 def run() -> None:
     cluster = ensure_cluster()
+    # The benchmark's own calls (its nodes, the direct path) go to the same cluster.
+    os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
     rounds: list[Round] = []
     try:
         with (

@@ -191,6 +191,7 @@ SECRET_SETTINGS = {"DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
 NOT_DEPLOYED = {
     "KUBECONFIG": "pods use their service account",
     "CS_DB_POOL": "per process: manage.py serve turns it on for web only",
+    "CS_TOKEN_CACHE": "per process: follows CS_DB_POOL unless set",
     "CS_STATIC_ROOT": "fixed by the image",
 }
 # Rows whose meaning starts like this are for make run and the tests, never a deployment.
