@@ -15,9 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocations import selectors, services, v1
+from allocations.models import Allocation
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
+from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
@@ -127,10 +129,22 @@ class WarmPoolRequest(_PoolRequestBase):
     workspace = EmptyWorkspace(required=False)
 
 
+class ProfileWarmPoolRequest(_PoolRequestBase):
+    """v1 addition: claims from the warm pool the named profile owns (no workspace)."""
+
+    profile = serializers.RegexField(openapi.DNS_LABEL)
+    workspace = EmptyWorkspace(required=False)
+
+
 # One strategy per request, as the contract has it.
 SandboxPoolRequest = PolymorphicProxySerializer(
     component_name="SandboxPoolRequest",
-    serializers=[ManagedPoolRequest, ExistingPoolRequest, WarmPoolRequest],
+    serializers=[
+        ManagedPoolRequest,
+        ExistingPoolRequest,
+        WarmPoolRequest,
+        ProfileWarmPoolRequest,
+    ],
     resource_type_field_name=None,
 )
 
@@ -151,6 +165,27 @@ class Artifacts(serializers.Serializer):
     claimName = serializers.CharField(help_text="The PVC (and, once retained, the context's)")
 
 
+class PoolPhase(serializers.Serializer):
+    phase = serializers.ChoiceField(
+        choices=[
+            "accepted",
+            "objectsCreated",
+            "volumesBound",
+            "podsScheduled",
+            "claimed",
+            "claimsBound",
+            "ready",
+        ]
+    )
+    at = serializers.DateTimeField(allow_null=True, help_text="When it was first seen")
+    seconds = serializers.FloatField(allow_null=True, help_text="Since the request")
+
+
+class ClaimOrigins(serializers.Serializer):
+    warm = serializers.IntegerField(help_text="Claims that took a warm Sandbox")
+    cold = serializers.IntegerField(help_text="Claims whose Sandbox was started for them")
+
+
 class SandboxPool(serializers.Serializer):
     name = serializers.CharField()
     status = serializers.ChoiceField(choices=["provisioning", "ready", "suspended", "failed"])
@@ -165,6 +200,10 @@ class SandboxPool(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField(), required=False)
     expiresAt = serializers.DateTimeField(required=False, help_text="When it is released")
     artifacts = Artifacts(required=False)
+    phases = PoolPhase(many=True, required=False, help_text="Only with ?detail=phases")
+    claims = ClaimOrigins(
+        required=False, help_text="Warm-pool allocations with ?detail=phases, once bound"
+    )
 
 
 class SandboxPoolUpdate(serializers.Serializer):
@@ -282,8 +321,24 @@ CONTEXT_EXAMPLES = [
 ]
 
 
-def _pool(allocation: object) -> dict[str, object]:
-    return v1.pool_response(allocation, default_namespace=settings.CS_NAMESPACE)  # type: ignore[arg-type]
+def _pool(allocation: Allocation, *, phases: bool = False) -> dict[str, object]:
+    return v1.pool_response(allocation, default_namespace=settings.CS_NAMESPACE, phases=phases)
+
+
+def _detail(request: Request) -> bool:
+    """Whether the caller asked for the readiness phases (``?detail=phases``)."""
+    detail = request.query_params.get("detail")
+    if detail not in (None, "phases"):
+        raise InvalidRequest('detail must be "phases"')
+    return detail == "phases"
+
+
+DETAIL_PARAMETER = OpenApiParameter(
+    "detail",
+    OpenApiTypes.STR,
+    enum=["phases"],
+    description="v1 extension: `phases` adds each pool's readiness phases (docs/api.md)",
+)
 
 
 class SandboxPoolCollectionApi(ServiceAPIView):
@@ -296,6 +351,7 @@ class SandboxPoolCollectionApi(ServiceAPIView):
         parameters=[
             OpenApiParameter("status", OpenApiTypes.STR, enum=["provisioning", "ready", "failed"]),
             OpenApiParameter("namespace", OpenApiTypes.STR),
+            DETAIL_PARAMETER,
         ],
         responses=responses({200: SandboxPoolList}),
         description=(
@@ -305,11 +361,12 @@ class SandboxPoolCollectionApi(ServiceAPIView):
         ),
     )
     def get(self, request: Request) -> Response:
+        phases = _detail(request)
         allocations = selectors.allocation_list_visible(
             status=request.query_params.get("status"),
             namespace=request.query_params.get("namespace"),
         )
-        return Response({"items": [_pool(allocation) for allocation in allocations]})
+        return Response({"items": [_pool(allocation, phases=phases) for allocation in allocations]})
 
     @extend_schema(
         operation_id="sandbox_pools_create",
@@ -336,6 +393,7 @@ class SandboxPoolDetailApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="sandbox_pools_get",
+        parameters=[DETAIL_PARAMETER],
         responses=responses({200: SandboxPool}, 404),
         description=(
             "The pool. With `?wait=N` (seconds, at most 60) the answer waits until the pool "
@@ -343,7 +401,8 @@ class SandboxPoolDetailApi(ServiceAPIView):
         ),
     )
     def get(self, request: Request, name: str) -> Response:
-        return Response(_pool(selectors.allocation_get_visible(name=name)))
+        phases = _detail(request)
+        return Response(_pool(selectors.allocation_get_visible(name=name), phases=phases))
 
     @extend_schema(
         operation_id="sandbox_pools_update",

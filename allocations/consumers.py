@@ -50,14 +50,14 @@ READERS = {Scope.READ, Scope.ALLOCATIONS, Scope.ADMIN}
 TERMINAL = ("ready", "failed")
 
 
-def _body(allocation: Allocation) -> dict[str, Any]:
-    return v1.pool_response(allocation, default_namespace=settings.CS_NAMESPACE)
+def _body(allocation: Allocation, *, phases: bool = False) -> dict[str, Any]:
+    return v1.pool_response(allocation, default_namespace=settings.CS_NAMESPACE, phases=phases)
 
 
 @longpoll.in_thread
-def _read(name: str) -> tuple[int, dict[str, Any]]:
+def _read(name: str, phases: bool) -> tuple[int, dict[str, Any]]:
     allocation = selectors.allocation_get_visible(name=name)
-    return allocation.pk, _body(allocation)
+    return allocation.pk, _body(allocation, phases=phases)
 
 
 @longpoll.in_thread
@@ -106,21 +106,25 @@ class PoolWaitConsumer(AsyncHttpConsumer):
         await longpoll.authenticate(self.scope, READERS)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         wait = longpoll.wait_seconds(query, MAX_WAIT)
+        detail = query.get("detail", [None])[0]
+        if detail not in (None, "phases"):
+            raise longpoll.Refused(400, "invalid_request", 'detail must be "phases"')
         name = self.scope["url_route"]["kwargs"]["name"]
         try:
-            return await self._wait(name, wait)
+            # With the phases, each phase reached is a change that ends the wait.
+            return await self._wait(name, wait, phases=detail == "phases")
         except NotFound as exc:
             raise longpoll.Refused(404, "not_found", exc.message) from None
 
-    async def _wait(self, name: str, wait: float) -> dict[str, Any]:
-        allocation_id, first = await _read(name)
+    async def _wait(self, name: str, wait: float, *, phases: bool) -> dict[str, Any]:
+        allocation_id, first = await _read(name, phases)
         if first["status"] in TERMINAL or wait == 0:
             return first
         layer = get_channel_layer()
         channel = await longpoll.subscribe(layer, events.allocation_group(allocation_id))
         try:
             # Read again now that changes reach us: one committed in between is not lost.
-            _, state = await _read(name)
+            _, state = await _read(name, phases)
             until = time.monotonic() + wait
             while state == first:
                 timeout = until - time.monotonic()
@@ -128,7 +132,7 @@ class PoolWaitConsumer(AsyncHttpConsumer):
                     break
                 woke, channel = await _next_event(layer, channel, timeout)
                 if woke:
-                    _, state = await _read(name)
+                    _, state = await _read(name, phases)
             return state
         finally:
             if channel is not None:

@@ -92,6 +92,15 @@ class Allocation(models.Model):
     provisioned_at = models.DateTimeField(null=True, blank=True)
     ready_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
+    # Readiness phases (issue 21), each the first time the watcher or the resync saw it:
+    # accepted (requested_at) → objects created (provisioned_at) → volumes bound → Pods
+    # scheduled → ready (ready_at); a warm-pool allocation's claims bound instead of its
+    # volumes, with how many took a warm Sandbox and how many cold-started one.
+    volumes_bound_at = models.DateTimeField(null=True, blank=True)
+    pods_scheduled_at = models.DateTimeField(null=True, blank=True)
+    claims_bound_at = models.DateTimeField(null=True, blank=True)
+    warm_claims = models.PositiveSmallIntegerField(default=0)
+    cold_claims = models.PositiveSmallIntegerField(default=0)
     release_requested_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -141,6 +150,9 @@ class AllocationEvent(models.Model):
         APPLIED = "applied", "Objects applied"
         RETRY = "retry", "Retrying"
         REPLICAS = "replicas", "Ready replicas changed"
+        VOLUMES_BOUND = "volumes_bound", "Volumes bound"
+        PODS_SCHEDULED = "pods_scheduled", "Pods scheduled"
+        CLAIMS_BOUND = "claims_bound", "Claims bound"
         READY = "ready", "Ready"
         FAILED = "failed", "Failed"
         ROLLED_BACK = "rolled_back", "Rolled back"

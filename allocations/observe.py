@@ -119,15 +119,59 @@ class Observation:
     problem: tuple[str, str] | None = None
 
 
+MILESTONES = ("volumes_bound", "pods_scheduled", "claims_bound")
+
+
+@dataclass(frozen=True)
+class Milestones:
+    """Which readiness phases the objects have reached (each a name of MILESTONES), and of
+    the bound claims how many took a warm Sandbox and how many cold-started one."""
+
+    reached: frozenset[str] = frozenset()
+    warm: int = 0
+    cold: int = 0
+
+
 @dataclass(frozen=True)
 class Seen:
     """An allocation's observed fields as a caller read them (with its phase): enough to
-    tell that an observation would change nothing."""
+    tell that an observation would change nothing, and which milestones are recorded."""
 
     replicas: int
     ready_replicas: int
     reason: str
     message: str
+    # The PVCs the allocation makes (what "volumes bound" waits for) and the milestones
+    # already recorded.
+    volumes: int = 0
+    noted: frozenset[str] = frozenset()
+
+
+def managed_volumes(strategy: str, replicas: int, *, artifacts: bool) -> int:
+    """How many PVCs an allocation makes: one per replica (dedicated), one (shared), none
+    (a caller's PVC, warm-pool claims); and its artifacts PVC."""
+    workspaces = replicas if strategy == Strategy.DEDICATED else int(strategy == Strategy.SHARED)
+    return workspaces + int(artifacts)
+
+
+def milestones(strategy: str, pool: PoolObjects, seen: Seen) -> Milestones:
+    """The readiness phases the objects show now. A phase is reached when all the
+    allocation wants of it are there: every PVC it makes Bound, a scheduled Pod for every
+    replica (direct allocations), every claim bound to a Sandbox (warm-pool ones)."""
+    reached: set[str] = set()
+    live = [obj for obj in pool.pvcs if not objects.is_deleting(obj)]
+    if seen.volumes and sum(1 for pvc in live if objects.pvc_is_bound(pvc)) >= seen.volumes:
+        reached.add("volumes_bound")
+    if strategy == Strategy.WARMPOOL:
+        # A warm Sandbox's Pod was scheduled long before its claim: binding is the phase.
+        bound = [claim for claim in pool.claims if objects.claim_sandbox(claim)]
+        cold = sum(1 for claim in bound if objects.claim_is_cold(claim))
+        if len(bound) >= seen.replicas:
+            reached.add("claims_bound")
+        return Milestones(frozenset(reached), warm=len(bound) - cold, cold=cold)
+    if sum(1 for pod in pool.pods if objects.pod_is_scheduled(pod)) >= seen.replicas:
+        reached.add("pods_scheduled")
+    return Milestones(frozenset(reached))
 
 
 def observe(

@@ -12,6 +12,7 @@ RECONCILE_CONTEXT = "allocations.tasks.reconcile_context"
 DELETE_CONTEXT = "allocations.tasks.delete_context"
 RESYNC = "allocations.tasks.resync"
 EXPIRE = "allocations.tasks.expire"
+WARM_POOLS = "allocations.tasks.warm_pools"
 
 
 def reconcile(allocation_id: int) -> None:

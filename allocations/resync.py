@@ -13,9 +13,9 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from allocations import adoption, queue, services
+from allocations import adoption, queue, selectors, services
 from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
-from allocations.observe import PoolKey, PoolObjects, Seen, compute_count, group_by_pool
+from allocations.observe import PoolKey, PoolObjects, compute_count, group_by_pool
 from allocations.services import Recorded
 from contextsvc.core import namespaces
 from contextsvc.kube import client as kube
@@ -110,12 +110,7 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         strategy=allocation.strategy,
         requested_at=allocation.requested_at,
         pool=pool,
-        seen=Seen(
-            replicas=allocation.replicas,
-            ready_replicas=allocation.ready_replicas,
-            reason=allocation.reason,
-            message=allocation.message,
-        ),
+        seen=selectors.seen_of(allocation),
     )
     if recorded == Recorded.FAILED:
         report.failed.append(allocation.name)

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.db import connection, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from allocations.models import (
@@ -16,8 +16,9 @@ from allocations.models import (
     AllocationEvent,
     ContextResource,
     Phase,
+    Strategy,
 )
-from allocations.observe import Seen
+from allocations.observe import MILESTONES, Seen, managed_volumes
 from contextsvc.core.errors import InvalidRequest, NotFound
 
 V1_STATUS_PHASES = {
@@ -57,7 +58,9 @@ class LiveAllocation(NamedTuple):
 # The watcher reads this on every event of every pool it watches (several per Pod that
 # starts): written out for the reason _VISIBLE_SQL is.
 _LIVE_SQL = (
-    "SELECT id, phase, strategy, requested_at, replicas, ready_replicas, reason, message"
+    "SELECT id, phase, strategy, requested_at, replicas, ready_replicas, reason, message,"
+    " artifacts_size <> '', volumes_bound_at IS NOT NULL, pods_scheduled_at IS NOT NULL,"
+    " claims_bound_at IS NOT NULL"
     " FROM allocations_allocation WHERE namespace = %s AND name = %s AND phase = ANY(%s)"
     " LIMIT 1"
 )
@@ -70,8 +73,28 @@ def live_allocation(*, namespace: str, name: str) -> LiveAllocation | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, phase, strategy, requested_at, replicas, ready, reason, message = row
-    return LiveAllocation(pk, phase, strategy, requested_at, Seen(replicas, ready, reason, message))
+    pk, phase, strategy, requested_at, replicas, ready, reason, message, artifacts = row[:9]
+    noted = frozenset(name for name, done in zip(MILESTONES, row[9:], strict=True) if done)
+    volumes = managed_volumes(strategy, replicas, artifacts=artifacts)
+    seen = Seen(replicas, ready, reason, message, volumes=volumes, noted=noted)
+    return LiveAllocation(pk, phase, strategy, requested_at, seen)
+
+
+def seen_of(allocation: Allocation) -> Seen:
+    """An allocation's row as the observation decision reads it (the resync's, from the
+    model; the watcher's comes from _LIVE_SQL)."""
+    return Seen(
+        replicas=allocation.replicas,
+        ready_replicas=allocation.ready_replicas,
+        reason=allocation.reason,
+        message=allocation.message,
+        volumes=managed_volumes(
+            allocation.strategy, allocation.replicas, artifacts=allocation.has_artifacts
+        ),
+        noted=frozenset(
+            name for name in MILESTONES if getattr(allocation, f"{name}_at") is not None
+        ),
+    )
 
 
 def is_visible(allocation: Allocation) -> bool:
@@ -233,6 +256,40 @@ def allocations_requested() -> QuerySet[Allocation]:
     return Allocation.objects.all()
 
 
+# Each readiness phase after the request and the field that says when it was reached.
+PHASE_FIELDS = (
+    ("objects_created", "provisioned_at"),
+    ("volumes_bound", "volumes_bound_at"),
+    ("pods_scheduled", "pods_scheduled_at"),
+    ("claims_bound", "claims_bound_at"),
+    ("ready", "ready_at"),
+)
+
+
+def warm_pool_demand(*, since: datetime) -> dict[tuple[str, str], int]:
+    """(namespace, warm pool) → claims asked for since ``since``: the replicas of the
+    warm-pool allocations requested from then on (released ones too: they were demand)."""
+    rows = (
+        Allocation.objects.filter(strategy=Strategy.WARMPOOL, requested_at__gte=since)
+        .values_list("namespace", "warm_pool")
+        .annotate(claims=Sum("replicas"))
+        .order_by()
+    )
+    return {(namespace, pool): int(claims) for namespace, pool, claims in rows}
+
+
+def warm_claim_counts() -> list[tuple[str, str, int, int]]:
+    """(namespace, warm pool, claims that took a warm Sandbox, claims that cold-started) over
+    every warm-pool allocation whose claims were bound, by pool."""
+    rows = (
+        Allocation.objects.filter(strategy=Strategy.WARMPOOL, claims_bound_at__isnull=False)
+        .values_list("namespace", "warm_pool")
+        .annotate(warm=Sum("warm_claims"), cold=Sum("cold_claims"))
+        .order_by("namespace", "warm_pool")
+    )
+    return [(namespace, pool, int(warm), int(cold)) for namespace, pool, warm, cold in rows]
+
+
 def reconcile_error_counts() -> tuple[int, list[tuple[str, int]]]:
     """(transient retries, [(failure reason, count)]) over every allocation's timeline."""
     retries = AllocationEvent.objects.filter(kind=AllocationEvent.Kind.RETRY).count()
@@ -242,3 +299,38 @@ def reconcile_error_counts() -> tuple[int, list[tuple[str, int]]]:
         .annotate(n=Count("id"))
     )
     return retries, [(str(reason or "unknown"), count) for reason, count in failed]
+
+
+# --- The dashboard's charts (frontend/charts.py) ----------------------------------------------
+
+CHART_ROWS = 5000
+
+
+def phase_timings(*, since: datetime) -> list[tuple[Any, ...]]:
+    """(requested_at, then each of PHASE_FIELDS' times) of the newest allocations requested
+    since ``since`` (at most CHART_ROWS)."""
+    fields = ["requested_at", *(field for _, field in PHASE_FIELDS)]
+    return list(
+        Allocation.objects.filter(requested_at__gte=since)
+        .order_by("-requested_at")
+        .values_list(*fields)[:CHART_ROWS]
+    )
+
+
+def phase_intervals(*, since: datetime) -> list[tuple[Any, ...]]:
+    """(requested_at, ready_at, failed_at, release_requested_at, released_at) of the
+    allocations alive at some moment since ``since`` (at most CHART_ROWS, newest first)."""
+    fields = ("requested_at", "ready_at", "failed_at", "release_requested_at", "released_at")
+    alive = Q(released_at__isnull=True) | Q(released_at__gte=since)
+    return list(
+        Allocation.objects.filter(alive).order_by("-requested_at").values_list(*fields)[:CHART_ROWS]
+    )
+
+
+def warm_pool_requests(*, since: datetime) -> list[tuple[str, str, datetime, int]]:
+    """(namespace, warm pool, requested_at, replicas) of the warm-pool allocations since."""
+    return list(
+        Allocation.objects.filter(strategy=Strategy.WARMPOOL, requested_at__gte=since)
+        .order_by("requested_at")
+        .values_list("namespace", "warm_pool", "requested_at", "replicas")[:CHART_ROWS]
+    )

@@ -4,11 +4,12 @@ timeline event and audit entry in the same transaction, and queues work after co
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -18,7 +19,7 @@ from django.db.models import Case, F, Q, TextField, Value, When
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from allocations import provisioning, queue
+from allocations import provisioning, queue, selectors
 from allocations.models import (
     OBSERVED_PHASES,
     RECONCILED_PHASES,
@@ -30,7 +31,15 @@ from allocations.models import (
     Phase,
     Strategy,
 )
-from allocations.observe import Observation, PoolObjects, Seen, observe
+from allocations.observe import (
+    MILESTONES,
+    Milestones,
+    Observation,
+    PoolObjects,
+    Seen,
+    milestones,
+    observe,
+)
 from allocations.requests import (
     ARTIFACTS_SHARED_MESSAGE,
     KEEP,
@@ -53,6 +62,7 @@ from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import audit_record
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects, podsecurity
+from profiles import warmpools
 from profiles.services import profile_blueprint, profile_for_allocation
 
 logger = logging.getLogger(__name__)
@@ -196,6 +206,9 @@ def _runtime(
         problem = caps.extensions_problem()
         if problem:
             raise InvalidRequest(f"warm-pool allocations need {problem.removeprefix('the ')}")
+        if request.profile and request.warm_pool == objects.profile_warm_pool_name(request.profile):
+            # Its own warm pool: the profile's blueprint is what runs.
+            return profile_for_allocation(request.profile), {}, ()
         return None, {}, (WARM_POOL_PROFILE_IGNORED,) if request.profile else ()
     profile = profile_for_allocation(request.profile)
     service_account = settings.CS_SANDBOX_SERVICE_ACCOUNT
@@ -208,6 +221,27 @@ def _runtime(
     return profile, blueprint.to_json(), ()
 
 
+def warm_pools_scale(*, now: datetime | None = None) -> warmpools.Report:
+    """Every profile's warm pool made and kept in step, and sized from the claims asked of
+    it over the last CS_WARM_POOL_WINDOW_SECONDS."""
+    now = now or timezone.now()
+    since = now - timedelta(seconds=settings.CS_WARM_POOL_WINDOW_SECONDS)
+    return warmpools.warm_pools_sync(demand=selectors.warm_pool_demand(since=since), now=now)
+
+
+def _profile_warm_pool(request: PoolRequest, namespace: str) -> PoolRequest:
+    """A request that names a profile and no workspace takes the profile's warm pool."""
+    if request.strategy != Strategy.WARMPOOL or request.warm_pool:
+        return request
+    profile = profile_for_allocation(request.profile)
+    if profile is None or not profile.has_warm_pool or profile.warm_pool_namespace != namespace:
+        raise InvalidRequest(
+            f'profile "{request.profile}" has no warm pool in namespace "{namespace}": '
+            "give a workspace, or a warmPoolRef"
+        )
+    return dataclasses.replace(request, warm_pool=objects.profile_warm_pool_name(profile.name))
+
+
 def allocation_create(*, request: PoolRequest, actor: str) -> Created:
     """Validate against the cluster, record the allocation, reconcile it after commit."""
     namespace = _namespace_for(request.namespace)
@@ -215,6 +249,7 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
     problem = caps.core_problem()
     if problem:
         raise Unavailable(problem)
+    request = _profile_warm_pool(request, namespace)
     profile, blueprint, warnings = _runtime(request, caps)
     size, access_mode, storage_class = request.size, request.access_mode, request.storage_class
     relaxations: frozenset[str] = frozenset()
@@ -763,14 +798,15 @@ def allocation_record_observed(
     strategy: str,
     requested_at: Any,
     pool: PoolObjects,
-    seen: Seen | None = None,
+    seen: Seen,
 ) -> Recorded:
     """The one decision the watcher (from its caches) and the resync (from list calls) make
     about an allocation's objects: a release finishes when nothing is left; a live
     allocation fails, or records its ready count and the controller's report
-    (allocations/observe.py). Failed allocations are left to their rollback. With ``seen``
-    (the row as read with ``phase``), an observation that changes nothing writes nothing;
-    the write itself still checks the row as it is then."""
+    (allocations/observe.py). Failed allocations are left to their rollback. ``seen`` is
+    the row as read with ``phase``: an observation that changes nothing writes nothing (the
+    write itself still checks the row as it is then); readiness phases reached for the first
+    time are recorded with it."""
     if phase == Phase.RELEASING:
         released = pool.empty() and allocation_mark_released(allocation_id=allocation_id)
         return Recorded.RELEASED if released else Recorded.UNCHANGED
@@ -779,11 +815,63 @@ def allocation_record_observed(
     observation = observe(
         strategy, pool, requested_at=requested_at, now=timezone.now(), deadline=reconcile_deadline()
     )
-    if seen is not None and _changes_nothing(phase, seen, observation):
-        return Recorded.UNCHANGED
-    if not allocation_observe(allocation_id=allocation_id, observation=observation):
-        return Recorded.UNCHANGED
+    noted = False
+    if observation.failure is None:
+        marks = milestones(strategy, pool, seen)
+        if marks.reached - seen.noted:
+            noted = allocation_note_milestones(allocation_id=allocation_id, milestones=marks)
+    if _changes_nothing(phase, seen, observation) or not allocation_observe(
+        allocation_id=allocation_id, observation=observation
+    ):
+        return Recorded.CHANGED if noted else Recorded.UNCHANGED
     return Recorded.FAILED if observation.failure is not None else Recorded.CHANGED
+
+
+# Each milestone's field, and the timeline's event for it.
+MILESTONE_EVENTS = {
+    "volumes_bound": AllocationEvent.Kind.VOLUMES_BOUND,
+    "pods_scheduled": AllocationEvent.Kind.PODS_SCHEDULED,
+    "claims_bound": AllocationEvent.Kind.CLAIMS_BOUND,
+}
+
+
+def allocation_note_milestones(*, allocation_id: int, milestones: Milestones) -> bool:
+    """Record the readiness phases reached for the first time (each time stamped once, by
+    whoever saw it first: the watcher or the resync), with a timeline event each. A warm-pool
+    allocation's warm and cold counts are those of the moment its claims were all bound."""
+    with transaction.atomic():
+        allocation = (
+            Allocation.objects.select_for_update()
+            .filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
+            .first()
+        )
+        if allocation is None:
+            return False
+        now = timezone.now()
+        new = [
+            name
+            for name in MILESTONES
+            if name in milestones.reached and getattr(allocation, f"{name}_at") is None
+        ]
+        if not new:
+            return False
+        for name in new:
+            setattr(allocation, f"{name}_at", now)
+        fields = [f"{name}_at" for name in new]
+        if "claims_bound" in new:
+            allocation.warm_claims, allocation.cold_claims = milestones.warm, milestones.cold
+            fields += ["warm_claims", "cold_claims"]
+        allocation.save(update_fields=[*fields, "updated_at"])
+        for name in new:
+            seconds = (now - allocation.requested_at).total_seconds()
+            data: dict[str, Any] = {"seconds": round(seconds, 3)}
+            text = f"{MILESTONE_EVENTS[name].label} {seconds:.1f} s after the request"
+            if name == "claims_bound":
+                data |= {"warm": milestones.warm, "cold": milestones.cold}
+                text += f" ({milestones.warm} warm, {milestones.cold} cold-started)"
+            _event(allocation, MILESTONE_EVENTS[name], text, **data)
+        announce(allocation)
+    return True
 
 
 def allocation_note_surplus(*, allocation_id: int) -> None:

@@ -10,6 +10,7 @@ from allocations import queue as named
 from allocations import resync as resync_service
 from allocations import services
 from contextsvc.core import locks, queue
+from profiles.tasks import WARM_POOLS_LOCK
 
 
 @shared_task(bind=True, name=named.RECONCILE, max_retries=None)
@@ -75,3 +76,12 @@ def expire() -> str:
     """Beat: release the allocations whose expiry has passed."""
     released = services.allocations_expire_due()
     return f"released {len(released)}"
+
+
+@shared_task(name=named.WARM_POOLS)
+def warm_pools() -> str:
+    """Beat: the profiles' warm pools made, kept in step and sized from recent demand."""
+    with locks.try_advisory_lock(*WARM_POOLS_LOCK) as acquired:
+        if not acquired:
+            return "another warm-pool run is active"
+        return str(services.warm_pools_scale())

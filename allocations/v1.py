@@ -15,6 +15,7 @@ from typing import Any
 from django.utils import timezone
 
 from allocations.models import Allocation, ContextResource, Phase, Strategy
+from allocations.observe import managed_volumes
 from allocations.requests import (
     ARTIFACTS_SHARED_MESSAGE,
     KEEP,
@@ -112,6 +113,11 @@ def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
             profile=profile,
             namespace=namespace,
         )
+    if profile and not (size or access_mode or storage_class or claim or read_only is not None):
+        # v1 addition: a profile and no workspace ask for the profile's own warm pool (the
+        # service resolves it; a profile without one is refused there).
+        _check_namespace(namespace)
+        return PoolRequest(name, replicas, Strategy.WARMPOOL, profile=profile, namespace=namespace)
     if claim:
         if not is_dns1123_subdomain(claim):
             raise InvalidRequest(CLAIM_NAME_MESSAGE)
@@ -245,7 +251,39 @@ def pool_status(allocation: Allocation) -> str:
     return V1_STATUS.get(Phase(allocation.phase), "provisioning")
 
 
-def pool_response(allocation: Allocation, *, default_namespace: str) -> dict[str, Any]:
+def _timestamp(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
+def pool_phases(allocation: Allocation) -> list[dict[str, Any]]:
+    """The readiness phases that apply to the allocation, in order, each with when it was
+    first seen and the seconds since the request (both null until then)."""
+    if allocation.strategy == Strategy.WARMPOOL:
+        steps = [
+            ("claimed", allocation.provisioned_at),
+            ("claimsBound", allocation.claims_bound_at),
+        ]
+    else:
+        steps = [("objectsCreated", allocation.provisioned_at)]
+        if managed_volumes(
+            allocation.strategy, allocation.replicas, artifacts=allocation.has_artifacts
+        ):
+            steps.append(("volumesBound", allocation.volumes_bound_at))
+        steps.append(("podsScheduled", allocation.pods_scheduled_at))
+    steps = [("accepted", allocation.requested_at), *steps, ("ready", allocation.ready_at)]
+    return [
+        {
+            "phase": phase,
+            "at": _timestamp(at) if at else None,
+            "seconds": round((at - allocation.requested_at).total_seconds(), 3) if at else None,
+        }
+        for phase, at in steps
+    ]
+
+
+def pool_response(
+    allocation: Allocation, *, default_namespace: str, phases: bool = False
+) -> dict[str, Any]:
     workspace: dict[str, Any] = {
         "size": allocation.workspace_size,
         "accessMode": allocation.workspace_access_mode,
@@ -278,7 +316,7 @@ def pool_response(allocation: Allocation, *, default_namespace: str) -> dict[str
     if allocation.namespace != default_namespace:
         body["namespace"] = allocation.namespace
     if allocation.expires_at is not None:
-        body["expiresAt"] = allocation.expires_at.isoformat().replace("+00:00", "Z")
+        body["expiresAt"] = _timestamp(allocation.expires_at)
     if allocation.has_artifacts:
         artifacts: dict[str, Any] = {
             "size": allocation.artifacts_size,
@@ -289,6 +327,11 @@ def pool_response(allocation: Allocation, *, default_namespace: str) -> dict[str
         if allocation.artifacts_storage_class:
             artifacts["storageClass"] = allocation.artifacts_storage_class
         body["artifacts"] = artifacts
+    if phases:
+        # Asked for with ?detail=phases: where the time to ready went.
+        body["phases"] = pool_phases(allocation)
+        if allocation.strategy == Strategy.WARMPOOL and allocation.claims_bound_at:
+            body["claims"] = {"warm": allocation.warm_claims, "cold": allocation.cold_claims}
     return body
 
 

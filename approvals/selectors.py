@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -150,6 +150,17 @@ def approvals_pending_count() -> int:
 def approvals_decided() -> QuerySet[ApprovalRequest]:
     """Every request a human approved or denied (``created_at`` → ``decided_at``)."""
     return ApprovalRequest.objects.filter(status__in=[Status.APPROVED, Status.DENIED])
+
+
+def decision_times(*, since: datetime, limit: int = 5000) -> list[tuple[datetime, datetime]]:
+    """(created_at, decided_at) of the newest human decisions since ``since``."""
+    rows = (
+        approvals_decided()
+        .filter(decided_at__gte=since)
+        .order_by("-decided_at")
+        .values_list("created_at", "decided_at")[:limit]
+    )
+    return [(created, decided) for created, decided in rows if decided is not None]
 
 
 # --- Runs --------------------------------------------------------------------------------------

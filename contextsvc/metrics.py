@@ -106,6 +106,35 @@ class ServiceCollector:
             buckets=buckets,
             sum_value=seconds,
         )
+        by_phase = HistogramMetricFamily(
+            "contextsvc_allocation_phase_seconds",
+            "Request to each readiness phase (objects created, volumes bound, Pods scheduled, "
+            "claims bound, ready), every allocation that reached it.",
+            labels=["phase"],
+        )
+        for phase, field in allocation_selectors.PHASE_FIELDS:
+            buckets, seconds = _histogram(
+                allocation_selectors.allocations_requested(), "requested_at", field, READY_BUCKETS
+            )
+            by_phase.add_metric([phase], buckets, seconds)
+        yield by_phase
+        claims = CounterMetricFamily(
+            "contextsvc_warm_pool_claims",
+            "Claims bound per warm pool, by whether they took a warm Sandbox or cold-started.",
+            labels=["namespace", "pool", "origin"],
+        )
+        hits = GaugeMetricFamily(
+            "contextsvc_warm_pool_hit_ratio",
+            "Share of a warm pool's bound claims that took a warm Sandbox.",
+            labels=["namespace", "pool"],
+        )
+        for namespace, pool, warm, cold in allocation_selectors.warm_claim_counts():
+            claims.add_metric([namespace, pool, "warm"], warm)
+            claims.add_metric([namespace, pool, "cold"], cold)
+            if warm + cold:
+                hits.add_metric([namespace, pool], warm / (warm + cold))
+        yield claims
+        yield hits
 
         yield GaugeMetricFamily(
             "contextsvc_approvals_pending",

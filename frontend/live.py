@@ -10,6 +10,7 @@ from allocations.models import VISIBLE_PHASES, Allocation
 from allocations.selectors import allocation_phase_counts, allocation_row
 from approvals.selectors import approval_json, approval_list_pending, approvals_pending_count
 from contextsvc.core import events
+from frontend.charts import overview_charts
 
 SNAPSHOT_ROWS = 500
 
@@ -44,5 +45,6 @@ def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
         return {
             "counts": allocation_phase_counts(),
             "pending": approvals_pending_count(),
+            "charts": overview_charts(),
         }
     return {}

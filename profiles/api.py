@@ -26,6 +26,18 @@ class TemplateRef(serializers.Serializer):
     name = serializers.CharField()
 
 
+class WarmPoolBounds(serializers.Serializer):
+    min = serializers.IntegerField(min_value=0, max_value=100)
+    max = serializers.IntegerField(min_value=1, max_value=100)
+    namespace = serializers.CharField(
+        required=False, help_text="Where the pool lives (default: CS_NAMESPACE)"
+    )
+
+
+class WarmPool(WarmPoolBounds):
+    name = serializers.CharField(help_text="The SandboxWarmPool and SandboxTemplate made")
+
+
 class _ProfileFields(serializers.Serializer):
     description = serializers.CharField()
     enabled = serializers.BooleanField()
@@ -50,6 +62,7 @@ class _ProfileFields(serializers.Serializer):
 
 class Profile(_ProfileFields):
     name = serializers.CharField()
+    warmPool = WarmPool(allow_null=True, help_text="Warm capacity the service owns, or null")
     template = TemplateRef(required=False)
     updatedAt = serializers.DateTimeField(allow_null=True)
     updatedBy = serializers.CharField()
@@ -85,6 +98,11 @@ class ProfileRequest(serializers.Serializer):
     ingress = serializers.ListField(child=serializers.DictField(), required=False)
     rules = serializers.DictField(required=False)
     sources = serializers.DictField(required=False)
+    warmPool = WarmPoolBounds(
+        required=False,
+        allow_null=True,
+        help_text="A warm pool the service makes, owns and sizes from demand; null removes it",
+    )
 
 
 class ProfileList(serializers.Serializer):

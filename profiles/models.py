@@ -71,6 +71,13 @@ class SandboxProfile(models.Model):
         help_text='Who may connect in: [{"namespace": "serverless-harness"}, {"cidr": …}]',
     )
 
+    # Warm capacity the service makes and owns for the profile (docs/profiles.md, "Warm
+    # pools"): a SandboxTemplate and a SandboxWarmPool in warm_pool_namespace, scaled from
+    # demand between min and max. No max: no warm pool.
+    warm_pool_min = models.PositiveSmallIntegerField(null=True, blank=True)
+    warm_pool_max = models.PositiveSmallIntegerField(null=True, blank=True)
+    warm_pool_namespace = models.CharField(max_length=63, blank=True)
+
     # The agent type's settings.json (operation rules) and sources.json
     rules = models.JSONField(default=dict, blank=True)
     sources = models.JSONField(default=dict, blank=True)
@@ -88,10 +95,19 @@ class SandboxProfile(models.Model):
             models.CheckConstraint(
                 condition=Q(source__in=["builtin", "template"]), name="profile_source"
             ),
+            models.CheckConstraint(
+                condition=Q(warm_pool_max__isnull=True)
+                | Q(warm_pool_min__lte=models.F("warm_pool_max"), warm_pool_max__gte=1),
+                name="profile_warm_pool_bounds",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def has_warm_pool(self) -> bool:
+        return self.warm_pool_max is not None
 
 
 RUNTIME_CLASS: dict[str, str] = {Isolation.GVISOR: "gvisor", Isolation.KATA: "kata"}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.db.models import ProtectedError
 
-from contextsvc.core import capabilities
+from contextsvc.core import capabilities, namespaces
 from contextsvc.core.errors import (
     AlreadyExists,
     Conflict,
@@ -19,7 +20,7 @@ from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_dns1123_label
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from profiles import validation
+from profiles import queue, validation
 from profiles.models import (
     ExecutorIsolation,
     Isolation,
@@ -36,7 +37,11 @@ API_FIELDS = {
     "template_namespace": "template",
     "template_name": "template",
     "executor_isolation": "executorIsolation",
+    "warm_pool_min": "warmPool",
+    "warm_pool_max": "warmPool",
+    "warm_pool_namespace": "warmPool",
 }
+MAX_WARM_POOL = 100
 
 
 class ProfileInvalid(InvalidRequest):
@@ -155,6 +160,7 @@ def profile_problems(profile: SandboxProfile, *, check_cluster: bool = True) -> 
             f"must be one of {', '.join(ExecutorIsolation.values)}",
         )
     validation.check_relaxations(problems, profile.relaxations)
+    _warm_pool_problems(profile, problems)
     validation.check_network(problems, "egress", profile.egress, namespaces=False)
     validation.check_network(problems, "ingress", profile.ingress, namespaces=True)
     validation.check_rules(problems, profile.rules)
@@ -164,8 +170,28 @@ def profile_problems(profile: SandboxProfile, *, check_cluster: bool = True) -> 
     return problems
 
 
+def _warm_pool_problems(profile: SandboxProfile, problems: validation.Problems) -> None:
+    low, high = profile.warm_pool_min, profile.warm_pool_max
+    if low is None and high is None:
+        return
+    if low is None or high is None or not 0 <= low <= high or not 1 <= high <= MAX_WARM_POOL:
+        validation._add(
+            problems,
+            "warm_pool_max",
+            f"min and max must satisfy 0 <= min <= max, 1 <= max <= {MAX_WARM_POOL}",
+        )
+    try:
+        namespaces.check_managed(profile.warm_pool_namespace)
+    except InvalidRequest as exc:
+        validation._add(problems, "warm_pool_namespace", exc.message)
+
+
 def _cluster_problems(profile: SandboxProfile, problems: validation.Problems) -> None:
     found = capabilities.current()
+    if profile.has_warm_pool:
+        problem = found.extensions_problem()
+        if problem:
+            validation._add(problems, "warm_pool_max", f"a warm pool needs {problem}")
     runtime_class = runtime_class_for(profile.isolation)
     if runtime_class and runtime_class not in found.runtime_classes:
         have = ", ".join(found.runtime_classes) or "none"
@@ -206,6 +232,9 @@ FIELDS = (
     "ingress",
     "rules",
     "sources",
+    "warm_pool_min",
+    "warm_pool_max",
+    "warm_pool_namespace",
 )
 # The fields that hold JSON documents (lists and objects), as the model declares them.
 JSON_FIELDS = tuple(
@@ -231,6 +260,8 @@ def profile_save(*, name: str, values: dict[str, Any], actor: str, create: bool)
         if key not in FIELDS:
             raise InvalidRequest(f'unknown profile field "{key}"')
         setattr(profile, key, value)
+    if profile.has_warm_pool and not profile.warm_pool_namespace:
+        profile.warm_pool_namespace = settings.CS_NAMESPACE
     profile.updated_by = actor
     problems = profile_problems(profile)
     if problems:
@@ -252,6 +283,8 @@ def profile_save(*, name: str, values: dict[str, Any], actor: str, create: bool)
                     key: values[key] for key in sorted(values) if key not in ("rules", "sources")
                 },
             )
+            # The warm pool follows the profile (made, changed, or removed) once committed.
+            queue.sync_warm_pool(name)
     except IntegrityError:
         raise AlreadyExists(f'profile "{name}" already exists') from None
     return profile
@@ -270,6 +303,7 @@ def profile_delete(*, name: str, actor: str) -> None:
             in_use = len(exc.protected_objects)
             raise Conflict(f'profile "{name}" is used by {in_use} active allocation(s)') from None
         audit_record(actor=actor, action="profile.delete", target_type="profile", target=name)
+        queue.sync_warm_pool(name)
 
 
 def profile_for_allocation(name: str) -> SandboxProfile | None:

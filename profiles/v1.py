@@ -7,6 +7,7 @@ from typing import Any
 from contextsvc.core import jsonbody
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import reject_unknown_fields
+from contextsvc.kube.objects import profile_warm_pool_name
 from profiles.models import SandboxProfile
 
 # API field → (model field, JSON type name, Python type)
@@ -31,7 +32,11 @@ FIELDS: dict[str, tuple[str, str, type]] = {
     "rules": ("rules", "an object (settings.json)", dict),
     "sources": ("sources", "an object (sources.json)", dict),
 }
-KNOWN = frozenset({"name", "template", *FIELDS})
+KNOWN = frozenset({"name", "template", "warmPool", *FIELDS})
+WARM_POOL_FIELDS = frozenset({"min", "max", "namespace"})
+WARM_POOL_MESSAGE = (
+    "warmPool must be null or an object with min and max (integers) and optionally namespace"
+)
 
 
 def parse_profile(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -56,7 +61,29 @@ def parse_profile(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                 raise InvalidRequest(f"template.{key} must be a string")
         values["template_namespace"] = template["namespace"]
         values["template_name"] = template["name"]
+    if "warmPool" in body:
+        values.update(_warm_pool(body["warmPool"]))
     return name, values
+
+
+def _warm_pool(raw: Any) -> dict[str, Any]:
+    """warmPool: null removes the profile's warm pool; bounds are checked by the service."""
+    if raw is None:
+        return {"warm_pool_min": None, "warm_pool_max": None, "warm_pool_namespace": ""}
+    if not isinstance(raw, dict):
+        raise InvalidRequest(WARM_POOL_MESSAGE)
+    reject_unknown_fields(raw, WARM_POOL_FIELDS, "warmPool.")
+    bounds = [raw.get("min"), raw.get("max")]
+    if not all(isinstance(value, int) and not isinstance(value, bool) for value in bounds):
+        raise InvalidRequest(WARM_POOL_MESSAGE)
+    namespace = raw.get("namespace", "")
+    if not isinstance(namespace, str):
+        raise InvalidRequest("warmPool.namespace must be a string")
+    return {
+        "warm_pool_min": bounds[0],
+        "warm_pool_max": bounds[1],
+        "warm_pool_namespace": namespace,
+    }
 
 
 def profile_response(profile: SandboxProfile) -> dict[str, Any]:
@@ -65,6 +92,16 @@ def profile_response(profile: SandboxProfile) -> dict[str, Any]:
         body[key] = getattr(profile, field)
     if profile.source == "template":
         body["template"] = {"namespace": profile.template_namespace, "name": profile.template_name}
+    body["warmPool"] = (
+        {
+            "min": profile.warm_pool_min,
+            "max": profile.warm_pool_max,
+            "namespace": profile.warm_pool_namespace,
+            "name": profile_warm_pool_name(profile.name),
+        }
+        if profile.has_warm_pool
+        else None
+    )
     body["updatedAt"] = profile.updated_at.isoformat() if profile.updated_at else None
     body["updatedBy"] = profile.updated_by
     return body

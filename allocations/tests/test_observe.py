@@ -8,10 +8,14 @@ from typing import Any
 
 from allocations.models import Strategy
 from allocations.observe import (
+    Milestones,
     Observation,
     PoolObjects,
+    Seen,
     compute_count,
     group_by_pool,
+    managed_volumes,
+    milestones,
     observe,
     pool_key,
     ready_replicas,
@@ -194,3 +198,72 @@ def test_compute_count_leaves_out_what_is_being_deleted() -> None:
 
     assert compute_count(Strategy.DEDICATED, pool) == 1
     assert compute_count(Strategy.WARMPOOL, pool) == 3
+
+
+# --- Readiness phases ----------------------------------------------------------------------
+
+
+def pvc(name: str, phase: str, **metadata: Any) -> dict[str, Any]:
+    found = obj("PersistentVolumeClaim", name, **metadata)
+    found["status"]["phase"] = phase
+    return found
+
+
+def scheduled_pod(name: str, scheduled: bool) -> dict[str, Any]:
+    found = pod(name, ready="False")
+    if scheduled:
+        found["status"]["conditions"].append({"type": "PodScheduled", "status": "True"})
+    return found
+
+
+def seen(replicas: int, volumes: int) -> Seen:
+    return Seen(replicas=replicas, ready_replicas=0, reason="", message="", volumes=volumes)
+
+
+def test_managed_volumes_are_the_pvcs_each_strategy_makes() -> None:
+    assert [
+        managed_volumes(strategy, 3, artifacts=artifacts)
+        for artifacts in (False, True)
+        for strategy in (Strategy.DEDICATED, Strategy.SHARED, Strategy.EXISTING, Strategy.WARMPOOL)
+    ] == [3, 1, 0, 0, 4, 2, 1, 1]
+
+
+def test_a_phase_is_reached_only_when_all_it_waits_for_is_there() -> None:
+    partly = PoolObjects(
+        pvcs=[pvc("a-workspace-0", "Bound"), pvc("a-workspace-1", "Pending")],
+        pods=[scheduled_pod("sandbox-a-0", True), scheduled_pod("sandbox-a-1", False)],
+    )
+    all_there = PoolObjects(
+        pvcs=[pvc("a-workspace-0", "Bound"), pvc("a-workspace-1", "Bound")],
+        pods=[scheduled_pod("sandbox-a-0", True), scheduled_pod("sandbox-a-1", True)],
+    )
+    # A Bound PVC that is being deleted does not count (a scale-down's leftover).
+    leaving = PoolObjects(
+        pvcs=[
+            pvc("a-workspace-0", "Bound"),
+            pvc("a-workspace-1", "Bound", deletionTimestamp="2026-01-01T12:01:00Z"),
+        ],
+    )
+
+    assert milestones(Strategy.DEDICATED, partly, seen(2, 2)) == Milestones()
+    assert milestones(Strategy.DEDICATED, all_there, seen(2, 2)) == Milestones(
+        frozenset({"volumes_bound", "pods_scheduled"})
+    )
+    assert milestones(Strategy.DEDICATED, leaving, seen(2, 2)).reached == frozenset()
+    # Nothing to bind (a caller's PVC): the phase does not apply, so it is never reached.
+    assert milestones(Strategy.EXISTING, all_there, seen(2, 0)).reached == {"pods_scheduled"}
+
+
+def test_claims_are_bound_when_each_names_its_sandbox_warm_or_cold() -> None:
+    pool = PoolObjects(
+        claims=[
+            claim("claim-a-0", sandbox="warm-x7k2p"),
+            claim("claim-a-1", sandbox="claim-a-1"),
+            claim("claim-a-2"),
+        ]
+    )
+
+    assert milestones(Strategy.WARMPOOL, pool, seen(3, 0)) == Milestones(frozenset(), 1, 1)
+    assert milestones(Strategy.WARMPOOL, pool, seen(2, 0)) == Milestones(
+        frozenset({"claims_bound"}), warm=1, cold=1
+    )

@@ -24,9 +24,12 @@ USES: dict[ApiKind, frozenset[str]] = {
     # Suspend and resume, and the expiry backstop, patch a Sandbox's lifecycle fields.
     objects.SANDBOX: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
     objects.SANDBOX_CLAIM: frozenset({"get", "list", "watch", "create", "delete"}),
-    # Checked on create, listed for the dashboard; never written.
-    objects.SANDBOX_WARM_POOL: frozenset({"get", "list"}),
-    objects.SANDBOX_TEMPLATE: frozenset({"get", "list"}),
+    # Checked on create, listed for the dashboard; a profile's own (warmPool) are created,
+    # kept in step with the profile (their spec replaced, the pool's scale and the time of
+    # its last scaling patched) and deleted with it.
+    objects.SANDBOX_WARM_POOL: frozenset({"get", "list", "create", "delete", "patch"}),
+    objects.SANDBOX_WARM_POOL_SCALE: frozenset({"patch"}),
+    objects.SANDBOX_TEMPLATE: frozenset({"get", "list", "create", "delete", "patch"}),
     # Cluster-scoped: isolation modes and expandability.
     objects.RUNTIME_CLASS: frozenset({"list"}),
     objects.STORAGE_CLASS: frozenset({"get"}),

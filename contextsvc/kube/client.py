@@ -291,6 +291,40 @@ def patch_object(kind: ApiKind, namespace: str | None, name: str, patch: Obj) ->
     return patched
 
 
+def replace_spec(kind: ApiKind, namespace: str | None, name: str, spec: Obj) -> Obj:
+    """Replace the object's whole spec (a JSON patch: what the new spec leaves out goes,
+    which a merge patch would keep)."""
+    access.check(kind, "patch")
+    try:
+        patched: Obj = _call(
+            "PATCH",
+            _path(kind, namespace, name),
+            body=[{"op": "replace", "path": "/spec", "value": spec}],
+            content_type="application/json-patch+json",
+        )
+    except Exception as exc:
+        raise kube_error(exc, f"replacing the spec of {kind.kind} {namespace}/{name}") from exc
+    return patched
+
+
+def scale(kind: ApiKind, namespace: str, name: str, replicas: int) -> Obj:
+    """Set the replicas through the object's scale subresource (``kind`` names it, e.g.
+    objects.SANDBOX_WARM_POOL_SCALE)."""
+    access.check(kind, "patch")
+    parent = kind.plural.removesuffix("/scale")
+    path = _path(kind, namespace).removesuffix(f"/{kind.plural}") + f"/{parent}/{name}/scale"
+    try:
+        scaled: Obj = _call(
+            "PATCH",
+            path,
+            body=objects.scale_patch(replicas),
+            content_type="application/merge-patch+json",
+        )
+    except Exception as exc:
+        raise kube_error(exc, f"scaling {parent} {namespace}/{name}") from exc
+    return scaled
+
+
 # --- List and watch, for the watcher ----------------------------------------------------------
 
 

@@ -59,6 +59,10 @@ SANDBOX_WARM_POOL = ApiKind(
     EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION, "sandboxwarmpools", "SandboxWarmPool"
 )
 SANDBOX_CLAIM = ApiKind(EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION, "sandboxclaims", "SandboxClaim")
+# A warm pool's scale subresource (what RBAC grants as sandboxwarmpools/scale).
+SANDBOX_WARM_POOL_SCALE = ApiKind(
+    EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION, "sandboxwarmpools/scale", "Scale"
+)
 EXTENSION_KINDS = (SANDBOX_TEMPLATE, SANDBOX_WARM_POOL, SANDBOX_CLAIM)
 
 # --- Labels and annotations (the v1 contract) ---------------------------------------------------
@@ -730,6 +734,122 @@ def warm_pool_fence(template: Mapping[str, Any]) -> dict[str, list[Manifest]]:
     }
 
 
+# --- Warm pools the service owns (a profile's warmPool) ------------------------------------
+
+PROFILE_LABEL = f"{LABEL_DOMAIN}/profile"
+SCALED_AT_ANNOTATION = f"{LABEL_DOMAIN}/scaled-at"
+
+
+def profile_warm_pool_name(profile: str) -> str:
+    """The SandboxWarmPool (and its SandboxTemplate) a profile's warmPool makes."""
+    return f"profile-{profile}"
+
+
+def profile_warm_pool_selector(profile: str) -> str:
+    return f"{MANAGED_SELECTOR},{PROFILE_LABEL}={profile}"
+
+
+def _profile_labels(profile: str) -> dict[str, str]:
+    return {MANAGED_BY_LABEL: MANAGED_BY, PROFILE_LABEL: profile}
+
+
+def profile_template_manifest(profile: str, namespace: str, blueprint: Blueprint) -> Manifest:
+    """The profile's hardened blueprint as a SandboxTemplate. A warm Sandbox has no
+    workspace PVC (claims carry none): /workspace is scratch space of its own. The
+    template's network rules are the profile's, which the fence of each allocation that
+    claims from it copies (warm_pool_fence); the controller makes no policy of its own."""
+    pod_spec: Manifest = copy.deepcopy(dict(blueprint.pod_spec))
+    for container in pod_spec.get("containers") or []:
+        container["volumeMounts"] = [
+            {"name": WORKSPACE_VOLUME, "mountPath": WORKSPACE_MOUNT_PATH},
+            *(container.get("volumeMounts") or []),
+        ]
+    scratch = {"name": WORKSPACE_VOLUME, "emptyDir": {}}
+    pod_spec["volumes"] = [scratch, *(pod_spec.get("volumes") or [])]
+    if blueprint.runtime_class:
+        pod_spec["runtimeClassName"] = blueprint.runtime_class
+    harden(pod_spec, blueprint.relaxations)
+    pod_metadata: Manifest = {"labels": dict(blueprint.labels)}
+    if blueprint.annotations:
+        pod_metadata["annotations"] = dict(blueprint.annotations)
+    ingress = [_peer_rule(rule, "from") for rule in blueprint.ingress]
+    egress = [_peer_rule(rule, "to") for rule in blueprint.egress]
+    spec: Manifest = {
+        "podTemplate": {"metadata": pod_metadata, "spec": pod_spec},
+        "networkPolicyManagement": "Unmanaged",
+        "networkPolicy": {"ingress": ingress, "egress": egress},
+    }
+    if blueprint.volume_claim_templates:
+        spec["volumeClaimTemplates"] = copy.deepcopy(list(blueprint.volume_claim_templates))
+    return {
+        "apiVersion": SANDBOX_TEMPLATE.api_version,
+        "kind": SANDBOX_TEMPLATE.kind,
+        "metadata": {
+            "name": profile_warm_pool_name(profile),
+            "namespace": namespace,
+            "labels": _profile_labels(profile),
+        },
+        "spec": spec,
+    }
+
+
+def profile_warm_pool_manifest(
+    profile: str, namespace: str, replicas: int, relaxations: frozenset[str]
+) -> Manifest:
+    """The profile's SandboxWarmPool. Recreate: when the profile (so the template) changes,
+    the controller replaces the unclaimed Sandboxes, so warm capacity is never stale."""
+    annotations = {}
+    if relaxations:
+        # What the profile relaxes, said as a pool owner says it (the allocation-time check
+        # of the pool's template accepts these, audited).
+        annotations[WARM_POOL_RELAXATIONS_ANNOTATION] = ",".join(sorted(relaxations))
+    return {
+        "apiVersion": SANDBOX_WARM_POOL.api_version,
+        "kind": SANDBOX_WARM_POOL.kind,
+        "metadata": {
+            "name": profile_warm_pool_name(profile),
+            "namespace": namespace,
+            "labels": _profile_labels(profile),
+            "annotations": annotations,
+        },
+        "spec": profile_warm_pool_spec(profile, replicas),
+    }
+
+
+def profile_warm_pool_spec(profile: str, replicas: int) -> Manifest:
+    return {
+        "replicas": replicas,
+        "sandboxTemplateRef": {"name": profile_warm_pool_name(profile)},
+        "updateStrategy": {"type": "Recreate"},
+    }
+
+
+def warm_pool_replicas(pool: Mapping[str, Any]) -> int:
+    return int((pool.get("spec") or {}).get("replicas", 1))
+
+
+def warm_pool_ready(pool: Mapping[str, Any]) -> int:
+    return int((pool.get("status") or {}).get("readyReplicas") or 0)
+
+
+def warm_pool_scaled_at(pool: Mapping[str, Any]) -> datetime | None:
+    """When the service last changed the pool's size (None: never, or not by the service)."""
+    raw = annotations_of(pool).get(SCALED_AT_ANNOTATION)
+    try:
+        return datetime.fromisoformat(str(raw)) if raw else None
+    except ValueError:
+        return None
+
+
+def scale_patch(replicas: int) -> Manifest:
+    """The scale subresource's body (a merge patch of autoscaling/v1 Scale)."""
+    return {"spec": {"replicas": replicas}}
+
+
+def scaled_at_patch(at: datetime) -> Manifest:
+    return {"metadata": {"annotations": {SCALED_AT_ANNOTATION: at.isoformat()}}}
+
+
 def claim_warm_pool(claim: Mapping[str, Any]) -> str:
     """The SandboxWarmPool a claim draws from."""
     return str(((claim.get("spec") or {}).get("warmPoolRef") or {}).get("name") or "")
@@ -888,8 +1008,25 @@ def pod_is_ready(pod: Mapping[str, Any]) -> bool:
 def claim_is_ready(claim: Mapping[str, Any]) -> bool:
     """Ready condition True and a Sandbox named in status (agent-sandbox rule of thumb 1)."""
     ready = condition(claim, "Ready")
-    sandbox = ((claim.get("status") or {}).get("sandbox") or {}).get("name")
-    return bool(ready is not None and ready.get("status") == "True" and sandbox)
+    return bool(ready is not None and ready.get("status") == "True" and claim_sandbox(claim))
+
+
+def claim_sandbox(claim: Mapping[str, Any]) -> str:
+    """The Sandbox a claim is bound to ("" while it is not)."""
+    return str(((claim.get("status") or {}).get("sandbox") or {}).get("name") or "")
+
+
+def claim_is_cold(claim: Mapping[str, Any]) -> bool:
+    """A bound claim whose Sandbox was started for it: the controller names such a Sandbox
+    after the claim, while a warm one keeps its pool's generated name."""
+    return claim_sandbox(claim) == name_of(claim)
+
+
+def pod_is_scheduled(pod: Mapping[str, Any]) -> bool:
+    scheduled = condition(pod, "PodScheduled")
+    return bool(scheduled is not None and scheduled.get("status") == "True") or bool(
+        (pod.get("spec") or {}).get("nodeName")
+    )
 
 
 # Reasons after which no retry helps (agent-sandbox.md, rule of thumb 2).

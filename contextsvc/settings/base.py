@@ -131,6 +131,10 @@ CHANNEL_LAYERS = {
 
 # How often beat recomputes every allocation from list calls (the watcher's safety net).
 CS_RESYNC_INTERVAL_SECONDS = env_int("CS_RESYNC_INTERVAL_SECONDS", 30, minimum=1)
+# Profiles' warm pools: demand is the claims asked for over the window; a pool shrinks only
+# once its last change is older than the cool-down.
+CS_WARM_POOL_WINDOW_SECONDS = env_int("CS_WARM_POOL_WINDOW_SECONDS", 600, minimum=1)
+CS_WARM_POOL_COOLDOWN_SECONDS = env_int("CS_WARM_POOL_COOLDOWN_SECONDS", 300, minimum=0)
 
 # How long an operation waits for a human before it expires (= denied), and the most an
 # agent may ask for.
@@ -183,6 +187,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "allocations.tasks.resync",
         "schedule": float(CS_RESYNC_INTERVAL_SECONDS),
     },
+    # Profiles' warm pools made, kept in step and sized from demand.
+    "allocations-warm-pools": {
+        "task": "allocations.tasks.warm_pools",
+        "schedule": 15.0,
+    },
     # An allocation is released within this many seconds of its expiry.
     "allocations-expire": {
         "task": "allocations.tasks.expire",
@@ -218,6 +227,11 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
+# Pinned front-end assets, installed from frontend/package-lock.json (scripts/bootstrap, or
+# the image's assets stage): served as static files, never fetched from elsewhere.
+STATICFILES_DIRS = [
+    ("vendor/chart.js", BASE_DIR / "frontend" / "node_modules" / "chart.js" / "dist"),
+]
 STATIC_ROOT: Path | None = Path(env_str("CS_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -8,6 +8,7 @@ from allocations.selectors import allocation_needs_attention, allocation_phase_c
 from approvals.selectors import approval_pending_summary
 from contextsvc.core.selectors import audit_recent, heartbeat_list_recent
 from frontend.access import viewer_required
+from frontend.charts import overview_charts
 
 
 @viewer_required
@@ -23,6 +24,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             ),
             "recent": audit_recent(limit=15),
             "heartbeats": heartbeat_list_recent(),
+            "charts": overview_charts(),
             "live_topic": "overview",
         },
     )

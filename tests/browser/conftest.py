@@ -105,3 +105,30 @@ def live_page(web_server: str) -> Callable[[Any, str], Any]:
         return page
 
     return open_page
+
+
+# axe-core, pinned in frontend/package-lock.json (a dev dependency: only the tests use it).
+AXE = REPO_DIR / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
+# What an accessibility check may not find on any page.
+BLOCKING_IMPACTS = ("serious", "critical")
+
+
+@pytest.fixture
+def accessibility_problems() -> Callable[[Any], list[str]]:
+    """axe-core's serious and critical violations on the page as it is now (WCAG 2.1 A and
+    AA rules), one line each: rule, impact, and the elements it names."""
+
+    def check(page: Any) -> list[str]:
+        page.add_script_tag(path=str(AXE))
+        result = page.evaluate(
+            """() => axe.run(document, {runOnly: {type: "tag",
+                values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}})"""
+        )
+        return [
+            f"{violation['id']} ({violation['impact']}): "
+            + ", ".join(" ".join(node["target"]) for node in violation["nodes"][:5])
+            for violation in result["violations"]
+            if violation["impact"] in BLOCKING_IMPACTS
+        ]
+
+    return check

@@ -94,15 +94,20 @@ def test_nothing_overflows_the_window(
     assert right_edge(page, ".card table") <= right_edge(page, ".card") + 0.5
     screenshot(page, f"audit-{width}")
 
-    # The cluster page's CRD table stays inside its card, "served" badges included.
+    # The cluster page's CRD table stays inside its card, "served" badges included, and
+    # nothing of it hides behind a scroll bar (the badges were cut off at 1280 px).
     page.goto(f"{web_server}/cluster/")
     capabilities = page.locator("section.card", has_text="Capabilities")
     capabilities_box = capabilities.bounding_box()
     assert capabilities_box is not None
-    for badge in capabilities.locator("dd table .badge").all():
+    badges = capabilities.locator("table.crds .badge").all()
+    assert len(badges) == 4
+    for badge in badges:
         box = badge.bounding_box()
         assert box is not None
         assert box["x"] + box["width"] <= capabilities_box["x"] + capabilities_box["width"]
+    hidden = capabilities.locator(".scroll").evaluate("(e) => e.scrollWidth - e.clientWidth")
+    assert hidden == 0
     screenshot(page, f"cluster-{width}")
 
     # The form's radio buttons sit beside their labels, on one line each.

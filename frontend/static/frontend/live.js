@@ -328,6 +328,7 @@ function overviewHandlers() {
       }
       const pending = document.querySelector('[data-count="pending-approvals"]');
       if (pending) pending.textContent = state.pending;
+      if (window.Charts) window.Charts.render(state.charts);
     },
     "allocation.created": soon, "allocation.changed": soon,
     "approval.created": soon, "approval.decided": soon,
@@ -340,7 +341,11 @@ document.addEventListener("DOMContentLoaded", () => {
   const topic = document.body.dataset.liveTopic || "";
   if (topic === "allocations" || topic.startsWith("allocation:")) Live.handlers = allocationHandlers();
   else if (topic === "approvals") Live.handlers = approvalHandlers();
-  else if (topic === "overview") Live.handlers = overviewHandlers();
+  else if (topic === "overview") {
+    Live.handlers = overviewHandlers();
+    // Warm pools are resized by beat, not by an event this page hears: look again now and then.
+    setInterval(() => Live.socket && Live.socket.readyState === 1 && Live.socket.send(JSON.stringify({ type: "resync" })), 30000);
+  }
   Live.start();
 
   document.querySelectorAll("article.approval").forEach(wireCard);

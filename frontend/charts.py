@@ -1,0 +1,150 @@
+"""The overview's plots as data: what frontend/static/frontend/charts.js hands to Chart.js.
+
+Each is computed from rows the service keeps anyway (allocation timestamps, approval
+decisions, the warm pools' audit entries), so the plots need no samples of their own and
+every web replica draws the same. They come with the overview's live snapshot, so they are
+redrawn whenever the tiles are."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from allocations import selectors as allocations
+from approvals import selectors as approvals
+from contextsvc.core import selectors as core
+
+# Upper bounds (seconds) of the distributions' bars; the last bar is everything above.
+READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300)
+DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
+PHASE_LABELS = {
+    "objects_created": "objects created",
+    "volumes_bound": "volumes bound",
+    "pods_scheduled": "Pods scheduled",
+    "claims_bound": "claims bound",
+    "ready": "ready",
+}
+TIMELINE_MINUTES = 60
+PHASE_NAMES = ("provisioning", "ready", "failed")
+WARM_WINDOW = timedelta(hours=1)
+
+
+def _labels(bounds: Sequence[int]) -> list[str]:
+    def text(seconds: int) -> str:
+        return f"{seconds // 60} min" if seconds >= 60 and seconds % 60 == 0 else f"{seconds} s"
+
+    return [f"≤ {text(bound)}" for bound in bounds] + [f"> {text(bounds[-1])}"]
+
+
+def _histogram(seconds: Iterable[float], bounds: Sequence[int]) -> list[int]:
+    counts = [0] * (len(bounds) + 1)
+    for value in seconds:
+        counts[next((i for i, bound in enumerate(bounds) if value <= bound), len(bounds))] += 1
+    return counts
+
+
+def time_to_phase(now: datetime) -> dict[str, Any]:
+    """How long allocations of the last 24 hours took to reach each phase (a distribution
+    per phase, in the same buckets)."""
+    rows = allocations.phase_timings(since=now - timedelta(hours=24))
+    series = {}
+    for index, (phase, label) in enumerate(PHASE_LABELS.items(), start=1):
+        seconds = [(row[index] - row[0]).total_seconds() for row in rows if row[index]]
+        if seconds or phase in ("objects_created", "ready"):
+            series[label] = _histogram(seconds, READY_BUCKETS)
+    return {"labels": _labels(READY_BUCKETS), "series": series, "allocations": len(rows)}
+
+
+def _minute(at: datetime) -> datetime:
+    return at.replace(second=0, microsecond=0)
+
+
+def phases_over_time(now: datetime) -> dict[str, Any]:
+    """How many allocations were provisioning, ready or failed at the end of each minute of
+    the last hour (from their timestamps: one being released no longer counts)."""
+    first = _minute(now) - timedelta(minutes=TIMELINE_MINUTES - 1)
+    count = TIMELINE_MINUTES
+
+    def index(at: datetime | None) -> int:
+        """The first minute whose end is at or after ``at`` (``count`` if none, or never)."""
+        if at is None:
+            return count
+        seconds = (at - first).total_seconds() - 59.999999
+        return min(max(math.ceil(seconds / 60), 0), count)
+
+    # Each allocation adds one to a run of minutes per phase: difference arrays keep this
+    # linear in rows and minutes.
+    runs: dict[str, list[int]] = {name: [0] * (count + 1) for name in PHASE_NAMES}
+    for requested, ready, failed, releasing, released in allocations.phase_intervals(since=first):
+        start, end = index(requested), index(releasing or released)
+        failing = min(index(failed), end)
+        becomes_ready = min(index(ready), failing)
+        for name, begin, stop in (
+            ("provisioning", start, becomes_ready),
+            ("ready", max(start, becomes_ready), failing),
+            ("failed", max(start, failing), end),
+        ):
+            if begin < stop:
+                runs[name][begin] += 1
+                runs[name][stop] -= 1
+    series = {name: list(itertools.accumulate(diffs))[:count] for name, diffs in runs.items()}
+    labels = [
+        timezone.localtime(first + timedelta(minutes=i)).strftime("%H:%M") for i in range(count)
+    ]
+    return {"labels": labels, "series": series}
+
+
+def warm_pools(now: datetime) -> dict[str, Any]:
+    """Per warm pool the service sized in the last hour: its size after each change (from
+    the audit log) against the claims asked of it per minute."""
+    since = now - WARM_WINDOW
+    minutes = [_minute(since) + timedelta(minutes=i) for i in range(61)]
+    sizes: dict[str, list[tuple[datetime, int]]] = defaultdict(list)
+    for entry in core.audit_of_actions(
+        actions=("warmpool.create", "warmpool.scale"), since=now - timedelta(days=7)
+    ):
+        replicas = entry.payload.get("replicas")
+        size = replicas[-1] if isinstance(replicas, list) else replicas
+        if isinstance(size, int):
+            sizes[entry.target].append((entry.at, size))
+    demand: dict[str, list[int]] = defaultdict(lambda: [0] * len(minutes))
+    for namespace, pool, requested, replicas in allocations.warm_pool_requests(since=since):
+        index = min(int((requested - minutes[0]).total_seconds() // 60), len(minutes) - 1)
+        demand[f"{namespace}/{pool}"][index] += replicas
+    pools = []
+    for target in sorted(sizes):
+        changes = sizes[target]
+        size_at = []
+        for minute in minutes:
+            known = [size for at, size in changes if at <= minute + timedelta(seconds=59)]
+            size_at.append(known[-1] if known else None)
+        pools.append({"pool": target, "size": size_at, "demand": demand[target]})
+    labels = [timezone.localtime(m).strftime("%H:%M") for m in minutes]
+    return {"labels": labels, "pools": pools}
+
+
+def decision_time(now: datetime) -> dict[str, Any]:
+    """How long people took to decide approvals over the last 7 days."""
+    rows = approvals.decision_times(since=now - timedelta(days=7))
+    seconds = [(decided - created).total_seconds() for created, decided in rows]
+    return {
+        "labels": _labels(DECISION_BUCKETS),
+        "counts": _histogram(seconds, DECISION_BUCKETS),
+        "decisions": len(seconds),
+    }
+
+
+def overview_charts(now: datetime | None = None) -> dict[str, Any]:
+    now = now or timezone.now()
+    return {
+        "timeToPhase": time_to_phase(now),
+        "phasesOverTime": phases_over_time(now),
+        "warmPools": warm_pools(now),
+        "decisionTime": decision_time(now),
+    }
