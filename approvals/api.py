@@ -53,6 +53,10 @@ DECISION_FIELDS = frozenset({"decision", "reason", "scope", "expiresInSeconds", 
 _NOT_BLANK = r"\S"
 
 
+# The largest list offset taken (far past any real list; keeps OFFSET inside a bigint).
+MAX_OFFSET = 1_000_000_000
+
+
 class ShellOperation(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["shell"])
     command = serializers.CharField(
@@ -253,7 +257,14 @@ class ApprovalCollectionApi(ServiceAPIView):
             OpenApiParameter(name, OpenApiTypes.STR)
             for name in ("status", "agentType", "contextId", "allocation")
         ]
-        + [OpenApiParameter(name, OpenApiTypes.INT) for name in ("limit", "offset")],
+        + [
+            OpenApiParameter("limit", OpenApiTypes.INT),
+            OpenApiParameter(
+                "offset",
+                {"type": "integer", "maximum": MAX_OFFSET},
+                description="Items to skip (at most 1,000,000,000)",
+            ),
+        ],
         responses=responses({200: ApprovalList}),
     )
     def get(self, request: Request) -> Response:
@@ -270,6 +281,9 @@ class ApprovalCollectionApi(ServiceAPIView):
             offset = max(int(params.get("offset", 0)), 0)
         except ValueError:
             raise InvalidRequest("limit and offset must be integers") from None
+        if offset > MAX_OFFSET:
+            # PostgreSQL's OFFSET is a bigint: a larger one was a database error (a 500).
+            raise InvalidRequest(f"offset must be at most {MAX_OFFSET}")
         page = found.select_related("grant")[offset : offset + limit]
         return Response(
             {"items": [selectors.approval_json(item) for item in page], "count": found.count()}

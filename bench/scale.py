@@ -7,7 +7,9 @@ allocations (a NetworkPolicy, a PVC, a Sandbox and its Pod each):
    threads, until every Pod is Ready;
 2. the service: N POSTs from 8 concurrent callers (each POST's latency), until every
    allocation reads ``ready``; the watcher's CPU over it and its resident memory at the end;
-3. with the N live: one resync cycle (duration and CPU), GET throughput and latency at 1, 8
+3. with the N live: a resync cycle that examines every pool (their fingerprints cleared, as
+   before the fingerprint existed) and then a steady one (nothing changed since), each with
+   its duration and CPU; GET throughput and latency at 1, 8
    and 32 connections (wrk, 10 s each), the dashboard's allocations page;
 4. release of all N, until every allocation is ``released``.
 
@@ -61,6 +63,8 @@ class Round:
     posts: list[float] = field(default_factory=list)
     watcher_cpu: float = 0.0
     watcher_rss: float = 0.0
+    resync_cold: float = 0.0
+    resync_cold_cpu: float = 0.0
     resync: float = 0.0
     resync_cpu: float = 0.0
     get: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # rps, p50, p99
@@ -234,6 +238,13 @@ def _dashboard_ms() -> float:
     return percentile(samples, 50) * 1000
 
 
+def _timed(call: Any) -> tuple[float, float]:
+    """Wall and CPU seconds of call() in this process."""
+    cpu, wall = time.process_time(), time.monotonic()
+    call()
+    return time.monotonic() - wall, time.process_time() - cpu
+
+
 def _round(stack: Stack, token: str, n: int) -> Round:
     from allocations import resync
     from allocations.models import Allocation
@@ -275,9 +286,9 @@ def _round(stack: Stack, token: str, n: int) -> Round:
     result.watcher_cpu = _cpu_seconds(watcher) - cpu_before
     result.watcher_rss = _rss_mb(watcher)
 
-    cpu, wall = time.process_time(), time.monotonic()
-    resync.resync_all(adopt=False)
-    result.resync, result.resync_cpu = time.monotonic() - wall, time.process_time() - cpu
+    live.update(resync_fingerprint="")
+    result.resync_cold, result.resync_cold_cpu = _timed(lambda: resync.resync_all(adopt=False))
+    result.resync, result.resync_cpu = _timed(lambda: resync.resync_all(adopt=False))
     url = f"{stack.web_url}/v1/sandbox-pools/{names[n // 2]}"
     for connections in GET_CONNECTIONS:
         result.get[connections] = _wrk(url, token, connections)
@@ -359,7 +370,8 @@ def _plot(rounds: list[Round]) -> None:
     a.plot(ns, [r.release / r.n * 1000 for r in rounds], "^-", label="release")
     a.set_title("wall time per allocation (ms)")
     b.plot(ns, [r.watcher_cpu / r.n * 1000 for r in rounds], "o-", label="watcher CPU (burst)")
-    b.plot(ns, [r.resync_cpu / r.n * 1000 for r in rounds], "s-", label="resync CPU (one cycle)")
+    b.plot(ns, [r.resync_cold_cpu / r.n * 1000 for r in rounds], "s-", label="resync CPU (all)")
+    b.plot(ns, [r.resync_cpu / r.n * 1000 for r in rounds], "d-", label="resync CPU (steady)")
     b.set_title("CPU per allocation (ms)")
     for connections in GET_CONNECTIONS:
         c.plot(ns, [r.get[connections][0] for r in rounds], "o-", label=f"{connections} conn.")
@@ -382,7 +394,8 @@ def _plot(rounds: list[Round]) -> None:
 def _table(rounds: list[Round]) -> str:
     rows = [
         "| N | direct → ready | service → ready | ratio | POST p50 / p99 | watcher CPU / RSS "
-        "| resync (CPU) | GET 1 / 8 / 32 conn. (req/s; p99 ms) | dashboard | release |",
+        "| resync all / steady (CPU) | GET 1 / 8 / 32 conn. (req/s; p99 ms) | dashboard "
+        "| release |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rounds:
@@ -392,7 +405,8 @@ def _table(rounds: list[Round]) -> str:
             f"| {r.n} | {r.direct:.1f} s | {r.service:.1f} s | {r.service / r.direct:.2f}× "
             f"| {percentile(ms, 50):.0f} / {percentile(ms, 99):.0f} ms "
             f"| {r.watcher_cpu:.1f} s / {r.watcher_rss:.0f} MB "
-            f"| {r.resync:.2f} s ({r.resync_cpu:.2f} s) | {gets} | {r.dashboard:.0f} ms "
+            f"| {r.resync_cold:.2f} s ({r.resync_cold_cpu:.2f} s) / {r.resync:.2f} s "
+            f"({r.resync_cpu:.2f} s) | {gets} | {r.dashboard:.0f} ms "
             f"| {r.release:.1f} s |"
         )
     return "\n".join(rows)
@@ -412,10 +426,15 @@ def run() -> None:
             pushed = _push_latency(stack, token) if PUSHED else []
             for n in SIZES:
                 rounds.append(_round(stack, token, n))
-                print(_table(rounds), flush=True)
+                # Written after every N, so that what was measured survives a larger N that
+                # does not fit the machine.
+                _report(rounds, pushed)
     finally:
         if cluster.started_here:
             cluster.stop()
+
+
+def _report(rounds: list[Round], pushed: list[float]) -> None:
     _plot(rounds)
     body = f"""
 ## Scale
@@ -431,7 +450,7 @@ dedicated allocations (NetworkPolicy, PVC, Sandbox, Pod each); {CALLERS} concurr
 
 {_pushed(pushed)}"""
     write_section("scale", body)
-    print(body)
+    print(body, flush=True)
 
 
 def _pushed(pushed: list[float]) -> str:

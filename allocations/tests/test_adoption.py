@@ -115,12 +115,20 @@ def legacy_context_pvc(namespace: str, pvc_name: str, name: str, context_type: s
 
 def test_adopt_command_turns_legacy_objects_into_an_allocation(namespace: str) -> None:
     legacy_shared_pool(namespace, "legacy", 2)
+    # Ready before the adoption reads them: the adopted row takes its readiness from that
+    # read, and no later Pod event would come to correct it (the resync would, in time).
     wait_until(
         lambda: (
-            len(kube.list_objects(objects.POD, namespace, objects.pool_selector("legacy"))) == 2
+            sum(
+                objects.pod_is_ready(pod)
+                for pod in kube.list_objects(
+                    objects.POD, namespace, objects.pool_selector("legacy")
+                )
+            )
+            == 2
         ),
         timeout=60,
-        message="the legacy pods",
+        message="the legacy pods to be ready",
     )
     out = StringIO()
 

@@ -182,11 +182,19 @@ def test_the_stream_shows_every_change_and_resumes_from_its_cursor(
     wait_for_phase("later", Phase.READY, timeout=90)
 
     resumed = stream_of(since=cursor)
-    lines = resumed.until(
-        lambda line: (
-            line.get("pool", {}).get("name") == "later" and line["pool"]["status"] == "ready"
-        )
-    )
+    # Each pool comes once, as it is now, in the order of its last change: "live" was last
+    # changed when its release finished, which may be after "later" became ready.
+    wanted = {("delete", "live"), ("upsert", "later", "ready")}
+    found: set[tuple[str, ...]] = set()
+
+    def seen_both(line: dict[str, Any]) -> bool:
+        if line["type"] == "delete":
+            found.add((line["type"], line["name"]))
+        elif line["type"] == "upsert":
+            found.add((line["type"], line["pool"]["name"], line["pool"]["status"]))
+        return wanted <= found
+
+    lines = resumed.until(seen_both)
     assert {"type": "delete", "name": "live", "namespace": namespace} in [
         {key: line[key] for key in ("type", "name", "namespace")}
         for line in lines

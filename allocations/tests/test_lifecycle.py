@@ -283,6 +283,60 @@ def test_scaling_adds_and_removes_exactly_the_highest_replicas(
     assert Allocation.objects.get(name="elastic").replicas == 2
 
 
+def test_a_shared_allocation_scales_its_sandboxes_and_keeps_its_one_workspace(
+    api: ApiClient, namespace: str
+) -> None:
+    created(api, body("team", namespace, replicas=2, mode="ReadWriteMany"))
+    wait_for_phase("team", Phase.READY, timeout=90)
+    workspace = uid(objects.PVC, namespace, "team-workspace")
+
+    assert patch(api, "team", {"replicas": 3}).status_code == 200
+    assert wait_for_phase("team", Phase.READY, timeout=90).ready_replicas == 3
+    assert patch(api, "team", {"replicas": 1}).status_code == 200
+    wait_until(
+        lambda: (
+            pool_objects(namespace, "team")
+            == {
+                "sandboxes": ["sandbox-team-0"],
+                "claims": [],
+                "pvcs": ["team-workspace"],
+                "pods": ["sandbox-team-0"],
+            }
+        ),
+        timeout=60,
+        message="replicas 1 and 2 to be gone",
+    )
+    # The shared workspace is the same PVC throughout: scaling never touches it.
+    assert uid(objects.PVC, namespace, "team-workspace") == workspace
+
+
+def test_a_warm_pool_allocation_scales_by_its_claims(api: ApiClient, namespace: str) -> None:
+    make_warm_pool(namespace, "agents", replicas=3)
+    created(
+        api, {"name": "claimed", "replicas": 1, "namespace": namespace, "warmPoolRef": "agents"}
+    )
+    wait_for_phase("claimed", Phase.READY, timeout=90)
+    first = uid(objects.SANDBOX_CLAIM, namespace, objects.claim_name("claimed", 0))
+
+    assert patch(api, "claimed", {"replicas": 3}).status_code == 200
+    assert wait_for_phase("claimed", Phase.READY, timeout=90).ready_replicas == 3
+    assert pool_objects(namespace, "claimed")["claims"] == [
+        objects.claim_name("claimed", i) for i in range(3)
+    ]
+
+    assert patch(api, "claimed", {"replicas": 2}).status_code == 200
+    wait_until(
+        lambda: (
+            pool_objects(namespace, "claimed")["claims"]
+            == [objects.claim_name("claimed", i) for i in range(2)]
+        ),
+        timeout=60,
+        message="the third claim to be gone",
+    )
+    assert uid(objects.SANDBOX_CLAIM, namespace, objects.claim_name("claimed", 0)) == first
+    assert Allocation.objects.get(name="claimed").replicas == 2
+
+
 def test_the_resync_finishes_a_scale_down_whose_prune_was_lost(
     api: ApiClient, namespace: str
 ) -> None:

@@ -412,6 +412,18 @@ def test_list_filters(agent: ApiClient, approver: ApiClient) -> None:
     assert approver.get("/v1/approvals", status="nope").status_code == 400
 
 
+def test_list_offsets_past_a_bigint_are_refused_not_a_500(approver: ApiClient) -> None:
+    # Found by schemathesis: OFFSET 150374180800430526676598784 was a database error.
+    huge = approver.get("/v1/approvals", offset="150374180800430526676598784")
+    last = approver.get("/v1/approvals", offset="1000000000")
+
+    assert (huge.status_code, huge.json()) == (
+        400,
+        {"error": "invalid_request", "message": "offset must be at most 1000000000"},
+    )
+    assert (last.status_code, last.json()) == (200, {"items": [], "count": 0})
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
