@@ -114,4 +114,7 @@ class RoleForm(forms.Form):
 
 
 class DocumentUploadForm(forms.Form):
-    document = forms.FileField(help_text="settings.json or sources.json")
+    document = forms.FileField(
+        help_text="settings.json or sources.json",
+        widget=forms.ClearableFileInput(attrs={"aria-label": "Document to import"}),
+    )

@@ -181,7 +181,7 @@ def _warm_pool_problems(profile: SandboxProfile, problems: validation.Problems) 
             f"min and max must satisfy 0 <= min <= max, 1 <= max <= {MAX_WARM_POOL}",
         )
     try:
-        namespaces.check_managed(profile.warm_pool_namespace)
+        namespaces.check_managed(profile.warm_pool_namespace or settings.CS_NAMESPACE)
     except InvalidRequest as exc:
         validation._add(problems, "warm_pool_namespace", exc.message)
 

@@ -149,9 +149,12 @@ def _ensure(profile: SandboxProfile, report: Report) -> None:
         if kube.create_if_absent(objects.SANDBOX_TEMPLATE, template):
             _audit("warmpool.create_template", namespace, name, profile=profile.name)
             report.created += 1
-    elif found.get("spec") != template["spec"]:
+    elif objects.spec_hash_of(found) != objects.spec_hash(template["spec"]):
         # The profile changed: the pool's Recreate strategy replaces its unclaimed Sandboxes.
         kube.replace_spec(objects.SANDBOX_TEMPLATE, namespace, name, template["spec"])
+        kube.patch_object(
+            objects.SANDBOX_TEMPLATE, namespace, name, objects.spec_hash_patch(template["spec"])
+        )
         _audit("warmpool.update_template", namespace, name, profile=profile.name)
         report.updated += 1
     low, high = _bounds(profile)

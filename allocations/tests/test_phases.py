@@ -130,8 +130,12 @@ def test_a_claim_is_warm_when_the_pool_has_a_sandbox_and_cold_when_it_is_empty(
         for sample in family.samples
     }
     pool = (("namespace", namespace), ("pool", "agents"))
-    assert samples[("contextsvc_warm_pool_claims_total", (*pool, ("origin", "warm")))] == 1
-    assert samples[("contextsvc_warm_pool_claims_total", (*pool, ("origin", "cold")))] == 1
+
+    def claims(origin: str) -> float:
+        labels = (("namespace", namespace), ("origin", origin), ("pool", "agents"))
+        return samples[("contextsvc_warm_pool_claims_total", labels)]
+
+    assert (claims("warm"), claims("cold")) == (1, 1)
     assert samples[("contextsvc_warm_pool_hit_ratio", pool)] == 0.5
     assert samples[("contextsvc_allocation_phase_seconds_count", (("phase", "claims_bound"),))] == 2
     assert samples[("contextsvc_allocation_phase_seconds_count", (("phase", "ready"),))] == 2

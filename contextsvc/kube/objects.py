@@ -9,6 +9,8 @@ desired state into plain manifest dicts and reads observed state back out of obj
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -707,7 +709,16 @@ def warm_pool_summary(pool: Mapping[str, Any]) -> dict[str, Any]:
         "template": warm_pool_template_name(pool),
         "replicas": spec.get("replicas", 1),
         "readyReplicas": status.get("readyReplicas", 0),
+        # The profile whose warmPool made it (the service owns it), or "" (a platform team's).
+        "profile": profile_of_warm_pool(pool),
     }
+
+
+def profile_of_warm_pool(pool: Mapping[str, Any]) -> str:
+    """The profile whose warmPool made the pool (the service owns it), or "" (a platform
+    team's own)."""
+    labels = labels_of(pool)
+    return str(labels.get(PROFILE_LABEL, "")) if labels.get(MANAGED_BY_LABEL) == MANAGED_BY else ""
 
 
 def warm_pool_relaxations(pool: Mapping[str, Any]) -> frozenset[str]:
@@ -738,6 +749,22 @@ def warm_pool_fence(template: Mapping[str, Any]) -> dict[str, list[Manifest]]:
 
 PROFILE_LABEL = f"{LABEL_DOMAIN}/profile"
 SCALED_AT_ANNOTATION = f"{LABEL_DOMAIN}/scaled-at"
+# The hash of the spec the service last wrote: the API server adds defaults to a stored
+# spec, so comparing specs would see a change on every run.
+SPEC_HASH_ANNOTATION = f"{LABEL_DOMAIN}/spec-hash"
+
+
+def spec_hash(spec: Mapping[str, Any]) -> str:
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def spec_hash_of(obj: Mapping[str, Any]) -> str:
+    return str(annotations_of(obj).get(SPEC_HASH_ANNOTATION, ""))
+
+
+def spec_hash_patch(spec: Mapping[str, Any]) -> Manifest:
+    return {"metadata": {"annotations": {SPEC_HASH_ANNOTATION: spec_hash(spec)}}}
 
 
 def profile_warm_pool_name(profile: str) -> str:
@@ -788,6 +815,7 @@ def profile_template_manifest(profile: str, namespace: str, blueprint: Blueprint
             "name": profile_warm_pool_name(profile),
             "namespace": namespace,
             "labels": _profile_labels(profile),
+            "annotations": {SPEC_HASH_ANNOTATION: spec_hash(spec)},
         },
         "spec": spec,
     }

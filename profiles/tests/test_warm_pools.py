@@ -47,11 +47,14 @@ def wait_pool(namespace: str, replicas: int) -> None:
 
 
 def unclaimed_images(namespace: str) -> list[str]:
-    """The image of each Sandbox the pool holds in reserve (named after the pool)."""
+    """The image of each Sandbox the pool holds in reserve (owned by the pool: a claimed
+    one belongs to its claim)."""
     return sorted(
         sandbox["spec"]["podTemplate"]["spec"]["containers"][0]["image"]
         for sandbox in kube.list_objects(objects.SANDBOX, namespace)
-        if objects.name_of(sandbox).startswith(f"{POOL}-") and not objects.is_deleting(sandbox)
+        if not objects.is_deleting(sandbox)
+        and [owner["kind"] for owner in sandbox["metadata"].get("ownerReferences", [])]
+        == ["SandboxWarmPool"]
     )
 
 
@@ -111,10 +114,12 @@ def test_a_profile_warm_pool_follows_demand_the_profile_and_goes_with_it(
     wait_pool(namespace, 1)
     made = template(namespace)
     assert made is not None
-    assert objects.labels_of(made) == {
-        "app.kubernetes.io/managed-by": "context-service",
-        "context.rossoctl.io/profile": "coder",
-    }
+    labels = objects.labels_of(made)
+    # (The controller adds a label of its own, the template's hash.)
+    assert (labels["app.kubernetes.io/managed-by"], labels["context.rossoctl.io/profile"]) == (
+        "context-service",
+        "coder",
+    )
     pod_spec = made["spec"]["podTemplate"]["spec"]
     assert pod_spec["securityContext"]["runAsNonRoot"] is True
     assert pod_spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True

@@ -291,6 +291,7 @@ def test_warm_pool_summary_and_claim_pool() -> None:
         "template": "python",
         "replicas": 3,
         "readyReplicas": 2,
+        "profile": "",
     }
     assert objects.warm_pool_summary({"metadata": {"namespace": "a", "name": "b"}}) == {
         "namespace": "a",
@@ -298,7 +299,14 @@ def test_warm_pool_summary_and_claim_pool() -> None:
         "template": None,
         "replicas": 1,
         "readyReplicas": 0,
+        "profile": "",
     }
+    # A profile's own pool says whose it is; the label alone, without ours, does not.
+    labels = {"app.kubernetes.io/managed-by": "context-service", objects.PROFILE_LABEL: "coder"}
+    owned = {"metadata": {"namespace": "a", "name": "profile-coder", "labels": labels}}
+    foreign = {"metadata": {"namespace": "a", "name": "x", "labels": {objects.PROFILE_LABEL: "c"}}}
+    assert objects.warm_pool_summary(owned)["profile"] == "coder"
+    assert objects.warm_pool_summary(foreign)["profile"] == ""
     assert objects.claim_warm_pool({"spec": {"warmPoolRef": {"name": "warm"}}}) == "warm"
     assert objects.claim_warm_pool({}) == ""
 

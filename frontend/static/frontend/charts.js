@@ -57,8 +57,8 @@ const Charts = {
     ));
     const warm = data.warmPools;
     this.line("chart-warm-pools", warm.labels, warm.pools.flatMap((pool) => [
-      { label: `${pool.pool} size`, data: pool.size, stepped: true },
-      { label: `${pool.pool} claims/min`, data: pool.demand, borderDash: [4, 4] },
+      { label: `${pool.pool} size`, data: pool.size, stepped: true, pointRadius: 2 },
+      { label: `${pool.pool} claims/min`, data: pool.demand, borderDash: [4, 4], pointRadius: 2 },
     ]));
     const decisions = data.decisionTime;
     this.bar("chart-decision-time", decisions.labels, { decisions: decisions.counts });
