@@ -139,6 +139,7 @@ def test_a_pool_request_is_one_of_the_strategies(schema: dict[str, Any]) -> None
             {"$ref": "#/components/schemas/ManagedPoolRequest"},
             {"$ref": "#/components/schemas/ExistingPoolRequest"},
             {"$ref": "#/components/schemas/WarmPoolRequest"},
+            {"$ref": "#/components/schemas/ProfileWarmPoolRequest"},
         ]
     }
     required = {name: sorted(item.get("required", [])) for name, item in components.items()}
@@ -146,6 +147,7 @@ def test_a_pool_request_is_one_of_the_strategies(schema: dict[str, Any]) -> None
     assert required["ManagedWorkspace"] == ["accessMode", "size"]
     assert required["ExistingWorkspace"] == ["claimName", "readOnly"]
     assert required["WarmPoolRequest"] == ["name", "replicas", "warmPoolRef"]
+    assert required["ProfileWarmPoolRequest"] == ["name", "profile", "replicas"]
     for name in ("ManagedPoolRequest", "ManagedWorkspace", "ContextRequest", "ProfileRequest"):
         assert components[name]["additionalProperties"] is False, name
 

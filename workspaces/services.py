@@ -37,6 +37,9 @@ DELETE_POLLS = 60
 STALLED_AFTER = timedelta(minutes=1)
 
 
+MAX_BYTES = 2**63 - 1  # 8Ei less one byte: the largest a bigint column holds
+
+
 def _bytes(text: str) -> int:
     return int(parse_quantity(text))
 
@@ -60,6 +63,9 @@ def _check_request(
     for field, value in (("initialSize", initial), ("maxSize", maximum)):
         if not is_positive_quantity(value):
             raise InvalidRequest(f"{field} must be a positive Kubernetes quantity")
+        if _bytes(value) > MAX_BYTES:
+            # Sizes are kept in bytes in a bigint: a larger one was a database error.
+            raise InvalidRequest(f"{field} must be at most 8Ei")
     if _bytes(maximum) < _bytes(initial):
         raise InvalidRequest("maxSize must not be smaller than initialSize")
     if storage_class and not is_dns1123_subdomain(storage_class):

@@ -118,6 +118,20 @@ def test_unsafe_context_ids_are_refused(
             {"agentType": "weather-service", "namespace": "Team_1"},
             "namespace must be a DNS-1123 label",
         ),
+        # Found by schemathesis: sizes past a bigint of bytes were a 500.
+        (
+            {
+                "agentType": "weather-service",
+                "namespace": "team1",
+                "initialSize": "+86231.50294Pi",
+                "maxSize": "+2789350261117853365023302Ki",
+            },
+            "initialSize must be at most 8Ei",
+        ),
+        (
+            {"agentType": "weather-service", "namespace": "team1", "maxSize": "9Ei"},
+            "maxSize must be at most 8Ei",
+        ),
     ],
 )
 def test_missing_fields_are_named(rossoctl: ApiClient, body: dict[str, Any], message: str) -> None:

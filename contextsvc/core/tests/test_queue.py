@@ -12,6 +12,7 @@ from django.conf import settings
 from allocations import queue as allocation_queue
 from contextsvc.celery import app
 from contextsvc.core import locks, queue
+from profiles import queue as profile_queue
 from workspaces import queue as workspace_queue
 from workspaces.tasks import expand_workspace
 from workspaces.tests.factories import AgentWorkspaceFactory
@@ -28,7 +29,7 @@ def _names(module: object) -> set[str]:
 def test_every_queued_name_is_a_registered_task_and_every_task_is_named_once() -> None:
     app.loader.import_default_modules()
     registered = {name for name in app.tasks if not name.startswith("celery.")}
-    named = _names(allocation_queue) | _names(workspace_queue)
+    named = _names(allocation_queue) | _names(workspace_queue) | _names(profile_queue)
 
     assert named <= registered
     # The rest are beat's own (heartbeats, capabilities) and the approvals' expiry.
