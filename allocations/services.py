@@ -723,6 +723,16 @@ def allocation_note_retry(*, allocation_id: int, message: str) -> None:
 KEPT_FOR_INSPECTION = "it had been ready, so its objects are kept until it is released"
 
 
+def _locked_while_observed(allocation_id: int) -> Allocation | None:
+    """The allocation, locked for this transaction, while observations still change it
+    (requested, provisioning, ready); None once it has moved on."""
+    return (
+        Allocation.objects.select_for_update()
+        .filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
+        .first()
+    )
+
+
 def allocation_fail(
     *, allocation_id: int, reason: str, message: str, actor: str = SYSTEM_ACTOR
 ) -> bool:
@@ -731,11 +741,7 @@ def allocation_fail(
     An allocation that had been ready keeps its objects: its workspaces may hold the
     caller's work, and a Pod that exited is worth inspecting. Its DELETE releases them."""
     with transaction.atomic():
-        allocation = (
-            Allocation.objects.select_for_update()
-            .filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
-            .first()
-        )
+        allocation = _locked_while_observed(allocation_id)
         if allocation is None:
             return False
         keep = allocation.ready_at is not None
@@ -840,11 +846,7 @@ def allocation_note_milestones(*, allocation_id: int, milestones: Milestones) ->
     whoever saw it first: the watcher or the resync), with a timeline event each. A warm-pool
     allocation's warm and cold counts are those of the moment its claims were all bound."""
     with transaction.atomic():
-        allocation = (
-            Allocation.objects.select_for_update()
-            .filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
-            .first()
-        )
+        allocation = _locked_while_observed(allocation_id)
         if allocation is None:
             return False
         now = timezone.now()

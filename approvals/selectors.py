@@ -152,15 +152,9 @@ def approvals_decided() -> QuerySet[ApprovalRequest]:
     return ApprovalRequest.objects.filter(status__in=[Status.APPROVED, Status.DENIED])
 
 
-def decision_times(*, since: datetime, limit: int = 5000) -> list[tuple[datetime, datetime]]:
-    """(created_at, decided_at) of the newest human decisions since ``since``."""
-    rows = (
-        approvals_decided()
-        .filter(decided_at__gte=since)
-        .order_by("-decided_at")
-        .values_list("created_at", "decided_at")[:limit]
-    )
-    return [(created, decided) for created, decided in rows if decided is not None]
+def approvals_decided_since(since: datetime) -> QuerySet[ApprovalRequest]:
+    """The human decisions made from ``since`` on (``created_at`` → ``decided_at``)."""
+    return approvals_decided().filter(decided_at__gte=since)
 
 
 # --- Runs --------------------------------------------------------------------------------------

@@ -384,6 +384,8 @@ def _plot(rounds: list[Round]) -> None:
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8)
         axes.set_xscale("log")
+        # Only the measured N as ticks (the log scale's own minor labels overlap them).
+        axes.minorticks_off()
         axes.set_xticks(ns, [str(n) for n in ns])
     figure.suptitle("Cost per allocation against N (make bench BENCH=scale)")
     figure.tight_layout()

@@ -9,10 +9,8 @@ Needs a bearer token with the ``read`` scope (Prometheus: ``authorization: crede
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -28,6 +26,7 @@ from allocations import selectors as allocation_selectors
 from approvals import selectors as approval_selectors
 from contextsvc.core.auth import SH_AUTH_HEADER, InvalidCredentials, principal_from_headers
 from contextsvc.core.models import Scope
+from contextsvc.core.selectors import duration_histogram
 from workspaces import selectors as workspace_selectors
 
 READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
@@ -37,18 +36,11 @@ DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 def _histogram(
     queryset: Any, start: str, end: str, buckets: tuple[int, ...]
 ) -> tuple[list[tuple[str, float]], float]:
-    """Cumulative bucket counts and the sum of ``end - start`` over ``queryset``."""
-    duration = ExpressionWrapper(F(end) - F(start), output_field=DurationField())
-    found = queryset.filter(**{f"{end}__isnull": False}).annotate(duration=duration)
-    aggregates = {
-        f"le_{bucket}": Count("pk", filter=Q(duration__lte=timedelta(seconds=bucket)))
-        for bucket in buckets
-    }
-    result = found.aggregate(total=Count("pk"), seconds=Sum("duration"), **aggregates)
-    counts = [(str(float(bucket)), float(result[f"le_{bucket}"])) for bucket in buckets]
-    counts.append(("+Inf", float(result["total"])))
-    total = result["seconds"]
-    return counts, total.total_seconds() if total else 0.0
+    """Prometheus' cumulative buckets ("le" labels, then "+Inf") and the sum of
+    ``end - start`` over ``queryset``."""
+    counts, total, seconds = duration_histogram(queryset, start, end, buckets)
+    labelled = zip((str(float(bucket)) for bucket in buckets), map(float, counts), strict=True)
+    return [*labelled, ("+Inf", float(total))], seconds
 
 
 class ServiceCollector:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,23 +42,24 @@ def _labels(bounds: Sequence[int]) -> list[str]:
     return [f"≤ {text(bound)}" for bound in bounds] + [f"> {text(bounds[-1])}"]
 
 
-def _histogram(seconds: Iterable[float], bounds: Sequence[int]) -> list[int]:
-    counts = [0] * (len(bounds) + 1)
-    for value in seconds:
-        counts[next((i for i, bound in enumerate(bounds) if value <= bound), len(bounds))] += 1
-    return counts
+def _per_bucket(cumulative: list[int], total: int) -> list[int]:
+    """Bars from cumulative counts: each bucket's own, and the rest above the last."""
+    bounded = [count - below for count, below in zip(cumulative, [0, *cumulative], strict=False)]
+    return [*bounded, total - (cumulative[-1] if cumulative else 0)]
 
 
 def time_to_phase(now: datetime) -> dict[str, Any]:
     """How long allocations of the last 24 hours took to reach each phase (a distribution
-    per phase, in the same buckets)."""
-    rows = allocations.phase_timings(since=now - timedelta(hours=24))
+    per phase, in the same buckets; counted by PostgreSQL)."""
+    requested = allocations.allocations_requested_since(now - timedelta(hours=24))
     series = {}
-    for index, (phase, label) in enumerate(PHASE_LABELS.items(), start=1):
-        seconds = [(row[index] - row[0]).total_seconds() for row in rows if row[index]]
-        if seconds or phase in ("objects_created", "ready"):
-            series[label] = _histogram(seconds, READY_BUCKETS)
-    return {"labels": _labels(READY_BUCKETS), "series": series, "allocations": len(rows)}
+    for phase, field in allocations.PHASE_FIELDS:
+        cumulative, total, _ = core.duration_histogram(
+            requested, "requested_at", field, READY_BUCKETS
+        )
+        if total or phase in ("objects_created", "ready"):
+            series[PHASE_LABELS[phase]] = _per_bucket(cumulative, total)
+    return {"labels": _labels(READY_BUCKETS), "series": series, "allocations": requested.count()}
 
 
 def _minute(at: datetime) -> datetime:
@@ -131,12 +132,14 @@ def warm_pools(now: datetime) -> dict[str, Any]:
 
 def decision_time(now: datetime) -> dict[str, Any]:
     """How long people took to decide approvals over the last 7 days."""
-    rows = approvals.decision_times(since=now - timedelta(days=7))
-    seconds = [(decided - created).total_seconds() for created, decided in rows]
+    decided = approvals.approvals_decided_since(now - timedelta(days=7))
+    cumulative, total, _ = core.duration_histogram(
+        decided, "created_at", "decided_at", DECISION_BUCKETS
+    )
     return {
         "labels": _labels(DECISION_BUCKETS),
-        "counts": _histogram(seconds, DECISION_BUCKETS),
-        "decisions": len(seconds),
+        "counts": _per_bucket(cumulative, total),
+        "decisions": total,
     }
 
 
