@@ -40,7 +40,7 @@ def run() -> None:
     from contextsvc.core.users import user_set_role
 
     call_command("migrate", verbosity=0)
-    started = timezone.now() - timedelta(hours=1)
+    an_hour_ago = timezone.now() - timedelta(hours=1)
     Allocation.objects.bulk_create(
         (
             Allocation(
@@ -54,10 +54,10 @@ def run() -> None:
                 ready_replicas=i % 4,
                 requester="api:serverless-harness",
                 # Spread over the last hour, with the phases of a few seconds' start.
-                provisioned_at=started + timedelta(seconds=i * 0.36 + 0.2),
-                volumes_bound_at=started + timedelta(seconds=i * 0.36 + 1.5),
-                pods_scheduled_at=started + timedelta(seconds=i * 0.36 + 0.8),
-                ready_at=(started + timedelta(seconds=i * 0.36 + 3 + i % 7))
+                provisioned_at=an_hour_ago + timedelta(seconds=i * 0.36 + 0.2),
+                volumes_bound_at=an_hour_ago + timedelta(seconds=i * 0.36 + 1.5),
+                pods_scheduled_at=an_hour_ago + timedelta(seconds=i * 0.36 + 0.8),
+                ready_at=(an_hour_ago + timedelta(seconds=i * 0.36 + 3 + i % 7))
                 if i % 3 == 0
                 else None,
             )
