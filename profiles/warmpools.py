@@ -75,25 +75,20 @@ class Report:
     scaled: int = 0
 
 
-def _ours(profile: str | None = None) -> list[dict[str, Any]]:
+def _ours(profile: str | None = None) -> list[tuple[objects.ApiKind, dict[str, Any]]]:
     """Every template and pool the service made for profiles (or for ``profile``), in every
-    managed namespace."""
+    managed namespace, each with the kind it was listed as."""
     selector = (
         objects.profile_warm_pool_selector(profile)
         if profile
         else f"{objects.MANAGED_SELECTOR},{objects.PROFILE_LABEL}"
     )
     return [
-        obj
+        (kind, obj)
         for kind in KINDS
         for scope in namespaces.scopes()
         for obj in kube.list_objects(kind, scope, selector)
     ]
-
-
-def _kind(obj: Mapping[str, Any]) -> objects.ApiKind:
-    is_pool = objects.kind_of(obj) == objects.SANDBOX_WARM_POOL.kind
-    return objects.SANDBOX_WARM_POOL if is_pool else objects.SANDBOX_TEMPLATE
 
 
 def warm_pools_sync(
@@ -106,16 +101,19 @@ def warm_pools_sync(
     if profile_name is not None:
         profiles = profiles.filter(name=profile_name)
     wanted = {profile.name: profile for profile in profiles}
-    for obj in _ours(profile_name):
+    ours = _ours(profile_name)
+    # What the list found is what the rest of the run reads: no second GET per object.
+    found = {(kind.kind, *objects.object_key(obj)): obj for kind, obj in ours}
+    for kind, obj in ours:
         owner = objects.labels_of(obj).get(objects.PROFILE_LABEL, "")
         profile = wanted.get(owner)
         if profile is not None and objects.namespace_of(obj) == profile.warm_pool_namespace:
             continue
         # Disabled, deleted, its warm pool removed, or moved to another namespace. Deleting
         # the pool removes only its unclaimed Sandboxes: claimed ones belong to allocations.
-        if kube.delete_object(_kind(obj), objects.namespace_of(obj), objects.name_of(obj)):
+        if kube.delete_object(kind, objects.namespace_of(obj), objects.name_of(obj)):
             _audit(
-                f"warmpool.delete_{objects.kind_of(obj).lower()}",
+                f"warmpool.delete_{kind.kind.lower()}",
                 objects.namespace_of(obj),
                 objects.name_of(obj),
                 profile=owner,
@@ -123,14 +121,14 @@ def warm_pools_sync(
             report.deleted += 1
     for profile in wanted.values():
         try:
-            _ensure(profile, report)
+            pool = _ensure(profile, found, report)
         except (InvalidRequest, kube.KubeError) as exc:
             # One profile the cluster refuses (its template vanished, say) must not stop
             # the others; the next run tries it again.
             logger.warning("warm pool of profile %s: %s", profile.name, exc)
             continue
-        if demand is not None:
-            _scale(profile, demand, now or timezone.now(), report)
+        if demand is not None and pool is not None:
+            _scale(profile, pool, demand, now or timezone.now(), report)
     return report
 
 
@@ -138,31 +136,38 @@ def _bounds(profile: SandboxProfile) -> tuple[int, int]:
     return profile.warm_pool_min or 0, profile.warm_pool_max or 0
 
 
-def _ensure(profile: SandboxProfile, report: Report) -> None:
+def _ensure(
+    profile: SandboxProfile, found: Mapping[tuple[str, str, str], dict[str, Any]], report: Report
+) -> dict[str, Any] | None:
+    """The profile's template and pool made or brought in step (``found``: ours, as listed
+    at the start of the run). Returns the pool as it now is (None: another run made it)."""
     namespace, name = profile.warm_pool_namespace, objects.profile_warm_pool_name(profile.name)
     blueprint = services.profile_blueprint(
         profile, service_account=settings.CS_SANDBOX_SERVICE_ACCOUNT
     )
     template = objects.profile_template_manifest(profile.name, namespace, blueprint)
-    found = kube.get_object(objects.SANDBOX_TEMPLATE, namespace, name)
-    if found is None:
+    existing_template = found.get((objects.SANDBOX_TEMPLATE.kind, namespace, name))
+    if existing_template is None:
         if kube.create_if_absent(objects.SANDBOX_TEMPLATE, template):
             _audit("warmpool.create_template", namespace, name, profile=profile.name)
             report.created += 1
-    elif objects.spec_hash_of(found) != objects.spec_hash(template["spec"]):
+    elif objects.spec_hash_of(existing_template) != objects.spec_hash(template["spec"]):
         # The profile changed: the pool's Recreate strategy replaces its unclaimed Sandboxes.
-        kube.replace_spec(objects.SANDBOX_TEMPLATE, namespace, name, template["spec"])
-        kube.patch_object(
-            objects.SANDBOX_TEMPLATE, namespace, name, objects.spec_hash_patch(template["spec"])
+        kube.replace_spec(
+            objects.SANDBOX_TEMPLATE,
+            namespace,
+            name,
+            template["spec"],
+            annotations=template["metadata"]["annotations"],
         )
         _audit("warmpool.update_template", namespace, name, profile=profile.name)
         report.updated += 1
     low, high = _bounds(profile)
     pool = objects.profile_warm_pool_manifest(profile.name, namespace, low, blueprint.relaxations)
-    existing = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, name)
+    existing = found.get((objects.SANDBOX_WARM_POOL.kind, namespace, name))
     if existing is None:
         if not kube.create_if_absent(objects.SANDBOX_WARM_POOL, pool):
-            return  # made meanwhile by another run
+            return None  # made meanwhile by another run
         _audit(
             "warmpool.create",
             namespace,
@@ -172,7 +177,7 @@ def _ensure(profile: SandboxProfile, report: Report) -> None:
             bounds=[low, high],
         )
         report.created += 1
-        return
+        return pool
     annotations = dict(objects.annotations_of(existing))
     wanted_annotations = pool["metadata"]["annotations"]
     relaxations = objects.WARM_POOL_RELAXATIONS_ANNOTATION
@@ -185,13 +190,13 @@ def _ensure(profile: SandboxProfile, report: Report) -> None:
         )
         _audit("warmpool.update", namespace, name, profile=profile.name)
         report.updated += 1
+    return existing
 
 
-def _scale(profile: SandboxProfile, demand: Demand, now: datetime, report: Report) -> None:
+def _scale(
+    profile: SandboxProfile, pool: Mapping[str, Any], demand: Demand, now: datetime, report: Report
+) -> None:
     namespace, name = profile.warm_pool_namespace, objects.profile_warm_pool_name(profile.name)
-    pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, name)
-    if pool is None:
-        return
     low, high = _bounds(profile)
     current = objects.warm_pool_replicas(pool)
     asked = demand.get((namespace, name), 0)

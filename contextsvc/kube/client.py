@@ -291,15 +291,23 @@ def patch_object(kind: ApiKind, namespace: str | None, name: str, patch: Obj) ->
     return patched
 
 
-def replace_spec(kind: ApiKind, namespace: str | None, name: str, spec: Obj) -> Obj:
-    """Replace the object's whole spec (a JSON patch: what the new spec leaves out goes,
-    which a merge patch would keep)."""
+def replace_spec(
+    kind: ApiKind, namespace: str | None, name: str, spec: Obj, *, annotations: Obj
+) -> Obj:
+    """Replace the object's whole spec and set ``annotations`` in one JSON patch (what the
+    new spec leaves out goes, which a merge patch would keep). The object must already
+    carry annotations (a JSON patch adds keys only to a map that exists)."""
     access.check(kind, "patch")
+    operations: list[Obj] = [{"op": "replace", "path": "/spec", "value": spec}]
+    for key, value in annotations.items():
+        # RFC 6901: "~" and "/" in a key are escaped as "~0" and "~1".
+        pointer = key.replace("~", "~0").replace("/", "~1")
+        operations.append({"op": "add", "path": f"/metadata/annotations/{pointer}", "value": value})
     try:
         patched: Obj = _call(
             "PATCH",
             _path(kind, namespace, name),
-            body=[{"op": "replace", "path": "/spec", "value": spec}],
+            body=operations,
             content_type="application/json-patch+json",
         )
     except Exception as exc:

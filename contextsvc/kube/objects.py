@@ -763,10 +763,6 @@ def spec_hash_of(obj: Mapping[str, Any]) -> str:
     return str(annotations_of(obj).get(SPEC_HASH_ANNOTATION, ""))
 
 
-def spec_hash_patch(spec: Mapping[str, Any]) -> Manifest:
-    return {"metadata": {"annotations": {SPEC_HASH_ANNOTATION: spec_hash(spec)}}}
-
-
 def profile_warm_pool_name(profile: str) -> str:
     """The SandboxWarmPool (and its SandboxTemplate) a profile's warmPool makes."""
     return f"profile-{profile}"
