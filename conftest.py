@@ -23,6 +23,7 @@ from tests.support.processes import (
     wait_until,
     web_process,
 )
+from tests.support.receivers import HttpReceiver, MailServer
 
 
 @pytest.hookimpl(trylast=True)
@@ -73,11 +74,46 @@ kube_namespace = namespace
 
 
 @pytest.fixture(scope="session")
+def mail_server() -> Iterator[MailServer]:
+    """A real SMTP server (aiosmtpd) on loopback, which the service processes send to."""
+    server = MailServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def mail(mail_server: MailServer, settings: Any) -> MailServer:
+    """E-mail on for this test (in this process too: requests it makes send e-mail), the
+    inbox empty at its start."""
+    mail_server.clear()
+    settings.CS_EMAIL_HOST = "127.0.0.1"
+    settings.EMAIL_HOST = "127.0.0.1"
+    settings.EMAIL_PORT = mail_server.port
+    return mail_server
+
+
+@pytest.fixture
+def webhook_receiver() -> Iterator[HttpReceiver]:
+    """A real HTTP server on loopback recording the webhook POSTs it gets."""
+    receiver = HttpReceiver().start()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
+
+
+@pytest.fixture(scope="session")
 def celery_worker_process(
-    kube_cluster: ClusterHandle, django_db_setup: None, django_db_blocker: object
+    kube_cluster: ClusterHandle,
+    django_db_setup: None,
+    django_db_blocker: object,
+    mail_server: MailServer,
 ) -> Iterator[ManagedProcess]:
     """A real ``celery worker`` consuming this run's queue from the real Redis broker,
-    writing to this run's PostgreSQL test database, driving the real cluster."""
+    writing to this run's PostgreSQL test database, driving the real cluster, sending
+    e-mail to the suite's SMTP server."""
     nodename = f"cs-test-{os.getpid()}"
     worker = ManagedProcess(
         "celery-worker",
@@ -90,7 +126,7 @@ def celery_worker_process(
             "--without-gossip",
             "--without-mingle",
         ),
-        child_env(),
+        child_env(mail_server.env),
     ).start()
     full_name = f"{nodename}@{socket.gethostname()}"
 
@@ -125,9 +161,12 @@ def watcher_process(
 
 
 @pytest.fixture(scope="session")
-def web_server(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
-    """The real web process, shared by the session's tests. Yields its base URL."""
-    with web_process() as url:
+def web_server(
+    django_db_setup: None, django_db_blocker: object, mail_server: MailServer
+) -> Iterator[str]:
+    """The real web process, shared by the session's tests (requests made through it
+    e-mail the approvers who have an address). Yields its base URL."""
+    with web_process(extra_env=mail_server.env) as url:
         yield url
 
 

@@ -329,3 +329,8 @@ def warm_pool_requests(*, since: datetime) -> list[tuple[str, str, datetime, int
         .order_by("requested_at")
         .values_list("namespace", "warm_pool", "requested_at", "replicas")[:CHART_ROWS]
     )
+
+
+def allocation_active_by_name(*, name: str) -> Allocation | None:
+    """The allocation that holds ``name`` now (names are unique until released)."""
+    return Allocation.objects.filter(name=name, phase__in=ACTIVE_PHASES).first()

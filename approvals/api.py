@@ -45,7 +45,9 @@ CHECK_FIELDS = frozenset(
         "deadlineSeconds",
     }
 )
-DECISION_FIELDS = frozenset({"decision", "reason", "scope", "expiresInSeconds", "rule"})
+DECISION_FIELDS = frozenset(
+    {"decision", "reason", "scope", "expiresInSeconds", "rule", "operation"}
+)
 
 
 # One serializer per kind of operation, so that the document says what each one needs
@@ -147,13 +149,33 @@ class GrantList(serializers.Serializer):
     items = Grant(many=True)
 
 
+class Edit(serializers.Serializer):
+    """A reviewer's version of the operation, approved instead of the one asked."""
+
+    operation = serializers.DictField(help_text="What the agent runs instead")
+    normalised = serializers.CharField()
+    evaluation = serializers.DictField(help_text="The rules' judgement of the edit")
+    risk = serializers.ChoiceField(choices=["low", "medium", "high"])
+    riskNotes = serializers.ListField(child=serializers.CharField())
+    by = serializers.CharField()
+    at = serializers.DateTimeField()
+
+
+class Signoff(serializers.Serializer):
+    by = serializers.CharField()
+    at = serializers.DateTimeField()
+
+
 class Approval(serializers.Serializer):
     id = serializers.UUIDField()
     status = serializers.ChoiceField(
         choices=["pending", "approved", "denied", "expired", "cancelled"]
     )
-    decision = serializers.CharField(
-        allow_null=True, help_text="What the agent must do: allow, deny, or null while pending"
+    decision = serializers.ChoiceField(
+        choices=["allow", "allow_edited", "deny"],
+        allow_null=True,
+        help_text="What the agent must do: allow; allow_edited (run edit.operation, not the "
+        "operation asked); deny; null while pending",
     )
     contextId = serializers.CharField()
     agentType = serializers.CharField()
@@ -171,6 +193,15 @@ class Approval(serializers.Serializer):
     reason = serializers.CharField(allow_null=True)
     grant = Grant(allow_null=True)
     execution = Execution()
+    riskNotes = serializers.ListField(
+        child=serializers.CharField(), help_text="What it touches in its sandbox's topology"
+    )
+    edit = Edit(allow_null=True)
+    approvalsRequired = serializers.IntegerField(
+        min_value=1, max_value=2, help_text="Two under the profile's two-person rule"
+    )
+    approvals = Signoff(many=True, help_text="Who approved it so far")
+    escalatedAt = serializers.DateTimeField(allow_null=True)
 
 
 class ApprovalList(serializers.Serializer):
@@ -179,13 +210,22 @@ class ApprovalList(serializers.Serializer):
 
 
 class DecisionRequest(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=["approve", "deny", "approve_similar"])
+    decision = serializers.ChoiceField(
+        choices=["approve", "deny", "approve_edited", "approve_similar"]
+    )
     reason = serializers.CharField(required=False)
     scope = serializers.ChoiceField(
         choices=["context", "agent_type"], required=False, help_text="With approve_similar"
     )
     expiresInSeconds = serializers.IntegerField(required=False, min_value=1, max_value=315360000)
     rule = serializers.CharField(required=False, help_text="With approve_similar")
+    operation = PolymorphicProxySerializer(
+        component_name="EditedOperation",
+        serializers=[ShellOperation, FileOperation, NetworkHostOperation, NetworkUrlOperation],
+        resource_type_field_name=None,
+        required=False,
+        help_text="With approve_edited: the operation to approve instead (same kind)",
+    )
 
 
 class Similar(serializers.Serializer):
@@ -284,7 +324,7 @@ class ApprovalCollectionApi(ServiceAPIView):
         if offset > MAX_OFFSET:
             # PostgreSQL's OFFSET is a bigint: a larger one was a database error (a 500).
             raise InvalidRequest(f"offset must be at most {MAX_OFFSET}")
-        page = found.select_related("grant")[offset : offset + limit]
+        page = found.select_related("grant").prefetch_related("signoffs")[offset : offset + limit]
         return Response(
             {"items": [selectors.approval_json(item) for item in page], "count": found.count()}
         )
@@ -322,7 +362,7 @@ class ApprovalDecisionApi(ServiceAPIView):
     @extend_schema(
         operation_id="approvals_decide",
         request=DecisionRequest,
-        responses=responses({200: Approval}, 404, 409),
+        responses=responses({200: Approval}, 403, 404, 409),
     )
     def post(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
@@ -336,6 +376,7 @@ class ApprovalDecisionApi(ServiceAPIView):
             scope=text(body, "scope") or None,
             expires_in_seconds=integer(body, "expiresInSeconds"),
             rule=text(body, "rule") or None,
+            operation=body.get("operation"),
         )
         return Response(selectors.approval_json(decided))
 

@@ -21,7 +21,7 @@ from channels.generic.http import AsyncHttpConsumer
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from approvals import access, selectors, services
+from approvals import access, live, selectors, services
 from contextsvc.core import longpoll
 from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
@@ -73,7 +73,7 @@ class ApprovalWaitConsumer(AsyncHttpConsumer):
 
     async def _wait(self, request_id: UUID, own_only: str | None, wait: float) -> dict[str, Any]:
         layer = get_channel_layer()
-        group = services.request_group(request_id)
+        group = live.request_group(request_id)
         channel = await longpoll.subscribe(layer, group)
         try:
             state = await _read(request_id, own_only)

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -43,17 +45,52 @@ class ApprovalRequest(models.Model):
     grant = models.ForeignKey(
         "Grant", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # What the operation touches in its allocation's topology, for the reviewer (risk.py).
+    risk_notes = models.JSONField(default=list, blank=True)
+    # Two for a high-risk operation under a profile's two-person rule (its signoffs).
+    approvals_required = models.PositiveSmallIntegerField(default=1)
+    # A reviewer's edit, approved instead of what was asked: {"operation", "normalised",
+    # "evaluation", "risk", "by", "at"}. The asked operation above never changes.
+    edit = models.JSONField(null=True, blank=True)
+    # Escalation (the profile's escalateAfter): when the escalation group is told, and when
+    # it was.
+    escalate_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["status", "deadline"], name="approval_status_deadline"),
+            models.Index(fields=["status", "escalate_at"], name="approval_status_escalate"),
             models.Index(fields=["agent_type", "-created_at"], name="approval_agent_type"),
             models.Index(fields=["context_id", "-created_at"], name="approval_context"),
         ]
 
     def __str__(self) -> str:
         return f"{self.id} {self.kind} {self.status}"
+
+    @property
+    def effective_operation(self) -> dict[str, Any]:
+        """What may run once approved: the reviewer's edit, or what was asked."""
+        return dict(self.edit["operation"]) if self.edit else dict(self.operation)
+
+
+class ApprovalSignoff(models.Model):
+    """One approver's approval of a request that needs two (the two-person rule)."""
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="signoffs")
+    actor = models.CharField(max_length=200)
+    at = models.DateTimeField(auto_now_add=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["request", "actor"], name="signoff_once_per_actor")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.request_id} {self.actor}"
 
 
 class GrantQuerySet(models.QuerySet["Grant"]):
@@ -84,6 +121,10 @@ class Grant(models.Model):
     )
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_by = models.CharField(max_length=200, blank=True)
+    # Operations this grant allowed (a part of each was allowed by its rule), counted in
+    # the transaction that audits the allow.
+    hits = models.PositiveBigIntegerField(default=0)
+    last_hit_at = models.DateTimeField(null=True, blank=True)
 
     objects = GrantQuerySet.as_manager()
 
@@ -144,3 +185,172 @@ class OperationRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} {self.outcome}"
+
+
+class RuleDecisionCount(models.Model):
+    """How often a rule decided at once, per agent type: the analytics' and /metrics' count
+    of immediate decisions (the audit log has each one, but counting it at every scrape
+    would read every row ever written)."""
+
+    agent_type = models.CharField(max_length=63)
+    decision = models.CharField(max_length=8)  # allow | deny
+    rule_sha256 = models.CharField(max_length=64)
+    rule = models.TextField(help_text="The deciding rule as written, or empty for none.")
+    count = models.PositiveBigIntegerField(default=0)
+    last_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-count"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent_type", "decision", "rule_sha256"], name="rule_decision_count_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_type} {self.decision} {self.rule} {self.count}"
+
+
+# --- Notifications ----------------------------------------------------------------------------
+
+
+class NotificationEvent(models.TextChoices):
+    CREATED = "approval.created", "A request waits for a decision"
+    ESCALATED = "approval.escalated", "A request is escalated"
+    DECIDED = "approval.decided", "A request is decided, expired or cancelled"
+    TEST = "test", "A test message"
+
+
+class NotificationChannel(models.Model):
+    """An outbound webhook: JSON signed with HMAC-SHA256, or a Slack-compatible incoming
+    webhook. Its URL and secret are stored encrypted (contextsvc.core.secrets) and shown
+    once, when made."""
+
+    class Kind(models.TextChoices):
+        WEBHOOK = "webhook", "Webhook (JSON, signed)"
+        SLACK = "slack", "Slack-compatible incoming webhook"
+
+    name = models.SlugField(max_length=64, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    url_sealed = models.TextField()
+    url_display = models.CharField(max_length=300, help_text="Scheme and host only.")
+    secret_sealed = models.TextField(blank=True)
+    agent_types = models.JSONField(default=list, help_text='Agent types (profiles), or ["*"].')
+    events = models.JSONField(default=list)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Delivery(models.Model):
+    """One message to one place (an e-mail to one person, a POST to one channel) about one
+    request, with its retries. The body is fixed when it is made, so every attempt sends
+    the same message."""
+
+    class Medium(models.TextChoices):
+        EMAIL = "email", "E-mail"
+        WEBHOOK = "webhook", "Webhook"
+        SLACK = "slack", "Slack"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    request = models.ForeignKey(
+        ApprovalRequest,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="deliveries",
+    )
+    event = models.CharField(max_length=32, choices=NotificationEvent.choices)
+    medium = models.CharField(max_length=16, choices=Medium.choices)
+    channel = models.ForeignKey(
+        NotificationChannel,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deliveries",
+    )
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    target = models.CharField(max_length=200, help_text="The channel's name or the username.")
+    address = models.CharField(max_length=320, help_text="The e-mail address, or the URL's host.")
+    message = models.JSONField(help_text="What is sent (a webhook's body, an e-mail's parts).")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "deliveries"
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.target} ({self.status})"
+
+
+class DeliveryAttempt(models.Model):
+    """One try of a delivery: what the other end answered, or why it could not be asked."""
+
+    class Outcome(models.TextChoices):
+        DELIVERED = "delivered", "Delivered"
+        RETRY = "retry", "Failed; will retry"
+        FAILED = "failed", "Failed; given up"
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    at = models.DateTimeField(auto_now_add=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id} {self.outcome}"
+
+
+class ApprovalLink(models.Model):
+    """A signed approve or deny link in one person's e-mail: usable once, until the
+    request's deadline, and only by that person signed in (the link alone decides
+    nothing)."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        DENY = "deny", "Deny"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="links")
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    decision = models.CharField(max_length=8, choices=Decision.choices)
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.decision} {self.request_id} for {self.recipient_id}"

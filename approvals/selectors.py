@@ -8,10 +8,19 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, Min, Q, QuerySet
+from django.db.models import Case, CharField, Count, F, Min, Q, QuerySet, Value, When
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest, Grant, OperationRun, Status
+from approvals.models import (
+    ApprovalRequest,
+    Delivery,
+    Grant,
+    NotificationChannel,
+    NotificationEvent,
+    OperationRun,
+    RuleDecisionCount,
+    Status,
+)
 from contextsvc.core.errors import InvalidRequest, NotFound
 
 
@@ -24,7 +33,11 @@ def parse_request_id(raw: str) -> UUID:
 
 def approval_get(*, request_id: UUID, requested_by: str | None = None) -> ApprovalRequest:
     """``requested_by`` limits the lookup to one caller's own requests (agents)."""
-    found = ApprovalRequest.objects.select_related("grant").filter(pk=request_id)
+    found = (
+        ApprovalRequest.objects.select_related("grant")
+        .prefetch_related("signoffs")
+        .filter(pk=request_id)
+    )
     if requested_by is not None:
         found = found.filter(requested_by=requested_by)
     request = found.first()
@@ -62,6 +75,7 @@ def approval_list_pending() -> QuerySet[ApprovalRequest]:
     return (
         ApprovalRequest.objects.filter(status=Status.PENDING)
         .select_related("grant")
+        .prefetch_related("signoffs", "deliveries")
         .order_by("deadline")
     )
 
@@ -102,13 +116,22 @@ def grant_json(grant: Grant) -> dict[str, Any]:
     }
 
 
+def decision_of(request: ApprovalRequest) -> str | None:
+    """What the agent must do. An approved edit is ``allow_edited``: run the edit's
+    operation, not the one asked (a client that knows only ``allow`` refuses it)."""
+    if request.status == Status.APPROVED and request.edit:
+        return "allow_edited"
+    return DECISION.get(Status(request.status))
+
+
 def approval_json(request: ApprovalRequest) -> dict[str, Any]:
     """What agents and reviewers see of a request. ``decision`` is what the agent must do:
-    null while pending, allow when approved, deny otherwise (an expired request is denied)."""
+    null while pending, allow when approved (allow_edited: run ``edit.operation``), deny
+    otherwise (an expired request is denied)."""
     return {
         "id": str(request.pk),
         "status": request.status,
-        "decision": DECISION.get(Status(request.status)),
+        "decision": decision_of(request),
         "contextId": request.context_id,
         "agentType": request.agent_type,
         "agentInstance": request.agent_instance or None,
@@ -125,6 +148,36 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
         "reason": request.reason or None,
         "grant": grant_json(request.grant) if request.grant else None,
         "execution": request.execution,
+        "riskNotes": request.risk_notes,
+        "edit": request.edit,
+        "approvalsRequired": request.approvals_required,
+        "approvals": [
+            {"by": signoff.actor, "at": signoff.at.isoformat()}
+            for signoff in request.signoffs.all()
+        ],
+        "escalatedAt": request.escalated_at.isoformat() if request.escalated_at else None,
+    }
+
+
+def delivery_summary(delivery: Delivery) -> dict[str, Any]:
+    return {
+        "event": delivery.event,
+        "medium": delivery.medium,
+        "target": delivery.target,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "at": delivery.created_at.isoformat(),
+        "deliveredAt": delivery.delivered_at.isoformat() if delivery.delivered_at else None,
+    }
+
+
+def approval_review_json(request: ApprovalRequest) -> dict[str, Any]:
+    """The request as reviewers see it: as the API shows it, and whom it was sent to (for
+    the card's "notified" and "escalated" lines; agents are not told who reviews them)."""
+    deliveries = sorted(request.deliveries.all(), key=lambda d: (d.created_at, d.target))
+    return {
+        **approval_json(request),
+        "notifications": [delivery_summary(delivery) for delivery in deliveries],
     }
 
 
@@ -195,3 +248,97 @@ def run_get(*, run_id: UUID) -> OperationRun:
     if run is None:
         raise NotFound(f"run {run_id} not found")
     return run
+
+
+# --- Notifications -----------------------------------------------------------------------------
+
+
+def channels_for(*, agent_type: str, event: str) -> list[NotificationChannel]:
+    """The enabled channels that want ``event`` for this agent type."""
+    return [
+        channel
+        for channel in NotificationChannel.objects.filter(enabled=True).order_by("name")
+        if event in channel.events
+        and ("*" in channel.agent_types or agent_type in channel.agent_types)
+    ]
+
+
+def delivery_list(*, status: str | None = None, limit: int = 200) -> QuerySet[Delivery]:
+    """The delivery log, newest first."""
+    found = Delivery.objects.select_related("request", "channel").prefetch_related("attempt_log")
+    if status:
+        if status not in Delivery.Status.values:
+            raise InvalidRequest(f"status must be one of {', '.join(Delivery.Status.values)}")
+        found = found.filter(status=status)
+    return found.order_by("-created_at")[:limit]
+
+
+def deliveries_due(*, now: datetime) -> list[UUID]:
+    return list(
+        Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:500]
+    )
+
+
+def events_wanted() -> list[str]:
+    """The events a channel may subscribe to."""
+    return [event for event in NotificationEvent.values if event != NotificationEvent.TEST]
+
+
+# --- Analytics (the dashboard's and /metrics') -------------------------------------------------
+
+OUTCOMES = ("approved", "approved_edited", "denied", "expired", "cancelled")
+
+
+def outcome_counts(*, since: datetime | None = None) -> list[tuple[str, str, int]]:
+    """(agent type, outcome, count) of the requests people finished (or let expire);
+    ``approved_edited``: approved as a reviewer rewrote it."""
+    found = ApprovalRequest.objects.exclude(status=Status.PENDING)
+    if since is not None:
+        found = found.filter(created_at__gte=since)
+    rows = (
+        found.annotate(
+            outcome=Case(
+                When(status=Status.APPROVED, edit__isnull=False, then=Value("approved_edited")),
+                default=F("status"),
+                output_field=CharField(),
+            )
+        )
+        .values_list("agent_type", "outcome")
+        .annotate(count=Count("pk"))
+        .order_by("agent_type", "outcome")
+    )
+    return [(agent_type, outcome, count) for agent_type, outcome, count in rows]
+
+
+def rule_decision_counts(*, limit: int | None = None) -> QuerySet[RuleDecisionCount]:
+    """Immediate decisions by rule and agent type, the most frequent first."""
+    found = RuleDecisionCount.objects.order_by("-count", "agent_type", "rule")
+    return found[:limit] if limit else found
+
+
+def grants_by_hits(*, limit: int | None = None) -> QuerySet[Grant]:
+    """Grants that allowed something, the busiest first."""
+    found = Grant.objects.filter(hits__gt=0).order_by("-hits", "pk")
+    return found[:limit] if limit else found
+
+
+def escalation_counts() -> list[tuple[str, int]]:
+    rows = (
+        ApprovalRequest.objects.filter(escalated_at__isnull=False)
+        .values_list("agent_type")
+        .annotate(count=Count("pk"))
+        .order_by("agent_type")
+    )
+    return [(agent_type, count) for agent_type, count in rows]
+
+
+def delivery_counts() -> list[tuple[str, str, int]]:
+    """(medium, status, count) of every delivery."""
+    rows = (
+        Delivery.objects.values_list("medium", "status")
+        .annotate(count=Count("pk"))
+        .order_by("medium", "status")
+    )
+    return [(medium, status, count) for medium, status, count in rows]

@@ -1,34 +1,50 @@
 """Operation checks, the approval queue, and grants. Every request, decision, expiry,
-cancellation, grant and revocation is written with its audit entry in one transaction and
-announced after commit (to the dashboard and to the agent waiting on the request)."""
+cancellation, escalation, grant and revocation is written with its audit entry in one
+transaction and announced after commit (to the dashboard and to the agent waiting on the
+request); the notifications it causes are written in the same transaction and sent after
+it (approvals/notifications.py)."""
 
 from __future__ import annotations
 
 import dataclasses
-import posixpath
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.contrib.auth.models import User
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest, Grant, OperationRun, RunOutcome, Status
-from approvals.selectors import approval_json, grant_list_active_for, operation_digest
-from contextsvc.core import events
-from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
+from approvals import links, live, notifications
+from approvals.models import (
+    ApprovalRequest,
+    ApprovalSignoff,
+    Grant,
+    NotificationEvent,
+    OperationRun,
+    RunOutcome,
+    Status,
+)
+from approvals.risk import risk_notes, surroundings
+from approvals.selectors import grant_list_active_for, operation_digest
+from contextsvc.core.auth import Role
+from contextsvc.core.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from contextsvc.core.models import AuditEntry
 from contextsvc.core.services import audit_record
+from contextsvc.core.users import people_with_role
+from profiles.approvalpolicy import ApprovalPolicy
 from profiles.models import SandboxProfile
-from profiles.selectors import profile_execution
+from profiles.selectors import profile_approval_policy, profile_execution
 from rules import (
     Decision,
     Evaluation,
     FileOperation,
     NetworkOperation,
-    Operation,
     OperationError,
     RuleSet,
     RuleSyntaxError,
@@ -42,12 +58,10 @@ from rules import (
     rule_matches,
 )
 from rules.model import check_context_id
+from rules.risk import assess
 
 SYSTEM_ACTOR = "system:approvals"
-
-
-def request_group(request_id: UUID) -> str:
-    return f"approval.{request_id}"
+request_group = live.request_group
 
 
 # --- Policy ------------------------------------------------------------------------------------
@@ -59,6 +73,10 @@ class Policy:
     sources: Sources | None
     # How the agent's executor runs what is allowed (profiles.selectors.profile_execution).
     execution: dict[str, Any] = dataclasses.field(default_factory=dict)
+    approval: ApprovalPolicy = dataclasses.field(default_factory=ApprovalPolicy)
+    # Rule text → the grant that added it (only rules the profile does not have itself:
+    # an allow by those is the profile's, not the grant's).
+    grants: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def policy_for(*, agent_type: str, context_id: str) -> Policy:
@@ -69,26 +87,22 @@ def policy_for(*, agent_type: str, context_id: str) -> Policy:
         raise InvalidRequest(f'agent type "{agent_type}" has no enabled profile')
     rules = parse_settings(profile.rules) if profile.rules else RuleSet()
     sources = parse_sources(profile.sources) if profile.sources else None
-    granted = tuple(
-        parse_rule(grant.rule)
-        for grant in grant_list_active_for(agent_type=agent_type, context_id=context_id)
+    own = {rule.text for rule in rules.allow}
+    # This context's grants before the agent type's: a hit is counted on the narrower one.
+    active = sorted(
+        grant_list_active_for(agent_type=agent_type, context_id=context_id),
+        key=lambda grant: (grant.scope != Grant.Scope.CONTEXT, grant.pk),
     )
+    granted = tuple(parse_rule(grant.rule) for grant in active)
     if granted:
         rules = dataclasses.replace(rules, allow=rules.allow + granted)
-    return Policy(rules, sources, profile_execution(profile))
-
-
-def risk_of(operation: Operation, evaluation: Evaluation, workspace: str) -> str:
-    """A reviewer's first hint: network and anything outside the workspace is high."""
-    if isinstance(operation, NetworkOperation) or "\\u" in evaluation.normalised:
-        return "high"
-    if isinstance(operation, FileOperation):
-        path = posixpath.normpath(posixpath.join(workspace, operation.path))
-        inside = path == workspace or path.startswith(workspace + "/")
-        if not inside:
-            return "high"
-        return "low" if operation.action.value == "read" else "medium"
-    return "medium"
+    grants: dict[str, int] = {}
+    for grant in active:
+        if grant.rule not in own:
+            grants.setdefault(grant.rule, grant.pk)
+    return Policy(
+        rules, sources, profile_execution(profile), profile_approval_policy(profile), grants
+    )
 
 
 # --- Check -------------------------------------------------------------------------------------
@@ -120,6 +134,31 @@ def _deadline_seconds(requested: int | None) -> int:
     return requested
 
 
+def _count_rule_decision(*, agent_type: str, decision: str, rule: str | None) -> None:
+    """One more immediate decision by ``rule`` (an upsert: no read-modify-write)."""
+    text = rule or ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO approvals_ruledecisioncount"
+            " (agent_type, decision, rule_sha256, rule, count, last_at)"
+            " VALUES (%s, %s, %s, %s, 1, now())"
+            " ON CONFLICT (agent_type, decision, rule_sha256) DO UPDATE"
+            " SET count = approvals_ruledecisioncount.count + 1, last_at = now()",
+            [agent_type, decision, hashlib.sha256(text.encode()).hexdigest(), text],
+        )
+
+
+def _grants_hit(policy: Policy, evaluation: Evaluation) -> list[int]:
+    """The grants whose rule allowed a part of this operation."""
+    return sorted(
+        {
+            policy.grants[part.rule]
+            for part in evaluation.parts
+            if part.decision == Decision.ALLOW and part.rule in policy.grants
+        }
+    )
+
+
 def approval_check(
     *,
     operation: dict[str, Any],
@@ -144,26 +183,41 @@ def approval_check(
     seconds = _deadline_seconds(deadline_seconds)
     policy = policy_for(agent_type=agent_type, context_id=context_id)
     # The directory the rules judged paths against: the executor runs there or not at all.
-    execution = {**policy.execution, "workspace": policy.rules.workspace(context_id)}
+    workspace = policy.rules.workspace(context_id)
+    execution = {**policy.execution, "workspace": workspace}
     evaluation = evaluate(parsed, rules=policy.rules, sources=policy.sources, context_id=context_id)
     explanation = evaluation.to_dict()
     if evaluation.decision in (Decision.ALLOW, Decision.DENY):
         # Allows too: after an incident the question is which rule let the agent do it.
         allowed = evaluation.decision == Decision.ALLOW
-        entry = audit_record(
-            actor=actor,
-            action="approval.allow" if allowed else "approval.refuse",
-            target_type="context",
-            target=context_id,
-            payload={
-                "agent_type": agent_type,
-                "operation": evaluation.normalised,
-                "rule": evaluation.rule,
-                "sources_entry": evaluation.sources_entry,
-                # What a run report is held to: exactly this operation (run_record).
-                "judged_sha256": operation_digest(parsed.to_dict()),
-            },
-        )
+        hit = _grants_hit(policy, evaluation) if allowed else []
+        payload: dict[str, Any] = {
+            "agent_type": agent_type,
+            "operation": evaluation.normalised,
+            "rule": evaluation.rule,
+            "sources_entry": evaluation.sources_entry,
+            # What a run report is held to: exactly this operation (run_record).
+            "judged_sha256": operation_digest(parsed.to_dict()),
+        }
+        if hit:
+            payload["grants"] = hit
+        with transaction.atomic():
+            entry = audit_record(
+                actor=actor,
+                action="approval.allow" if allowed else "approval.refuse",
+                target_type="context",
+                target=context_id,
+                payload=payload,
+            )
+            _count_rule_decision(
+                agent_type=agent_type,
+                decision=evaluation.decision.value,
+                rule=evaluation.rule or evaluation.sources_entry,
+            )
+            if hit:
+                Grant.objects.filter(pk__in=hit).update(
+                    hits=F("hits") + 1, last_hit_at=timezone.now()
+                )
         return CheckResult(
             "allow" if allowed else "deny",
             explanation,
@@ -171,6 +225,10 @@ def approval_check(
             check_id=entry.pk,
             execution=execution,
         )
+    risk = assess(parsed, evaluation, workspace).value
+    around = surroundings(allocation=allocation, namespace=namespace, agent_type=agent_type)
+    now = timezone.now()
+    after = policy.approval.escalate_after
     with transaction.atomic():
         request = ApprovalRequest.objects.create(
             context_id=context_id,
@@ -182,10 +240,13 @@ def approval_check(
             kind=parsed.kind.value,
             normalised=evaluation.normalised,
             evaluation=explanation,
-            risk=risk_of(parsed, evaluation, policy.rules.workspace(context_id)),
+            risk=risk,
+            risk_notes=risk_notes(parsed, evaluation, workspace=workspace, around=around),
+            approvals_required=policy.approval.approvals_required(risk),
             execution=execution,
             requested_by=actor,
-            deadline=timezone.now() + timedelta(seconds=seconds),
+            deadline=now + timedelta(seconds=seconds),
+            escalate_at=now + timedelta(seconds=seconds * after) if after else None,
         )
         audit_record(
             actor=actor,
@@ -198,33 +259,36 @@ def approval_check(
                 "operation": evaluation.normalised,
             },
         )
-        _announce(request, "approval.created")
+        approvers = (
+            people_with_role(Role.APPROVER)
+            if policy.approval.emails_approvers(risk)
+            else User.objects.none()
+        )
+        notifications.notify(request, NotificationEvent.CREATED, people=approvers)
+        live.announce(request, live.CREATED)
     return CheckResult("ask", explanation, request)
 
 
 # --- Decisions ---------------------------------------------------------------------------------
 
 
-def _announce(request: ApprovalRequest, event_type: str) -> None:
-    """To every reviewer's queue and to the agents waiting on this request. The event
-    carries the request as the API shows it, so a waiting agent needs no second read."""
-    events.publish(
-        events.APPROVALS,
-        request_group(request.pk),
-        event_type=event_type,
-        data=approval_json(request),
-    )
-
-
 def _not_pending(request_id: UUID) -> Exception:
     current = ApprovalRequest.objects.filter(pk=request_id).first()
     if current is None:
         return NotFound(f'approval request "{request_id}" not found')
+    if current.status == Status.PENDING:
+        return Conflict(f"approval request {request_id} is past its deadline")
     return Conflict(f"approval request {request_id} is already {current.status}")
 
 
 def _finish(
-    request_id: UUID, *, status: str, actor: str, reason: str = "", action: str
+    request_id: UUID,
+    *,
+    status: str,
+    actor: str,
+    reason: str = "",
+    action: str,
+    details: dict[str, Any] | None = None,
 ) -> ApprovalRequest:
     """Move a pending request to ``status``, exactly once. Must run inside a transaction."""
     now = timezone.now()
@@ -240,18 +304,34 @@ def _finish(
         action=action,
         target_type="approval",
         target=str(request.pk),
-        payload={"status": status, "reason": reason, "operation": request.normalised},
+        payload={
+            "status": status,
+            "reason": reason,
+            "operation": request.normalised,
+            **(details or {}),
+        },
     )
-    _announce(request, "approval.decided")
+    notifications.notify(request, NotificationEvent.DECIDED)
+    live.announce(request, live.DECIDED)
+    return request
+
+
+def _pending_locked(request_id: UUID) -> ApprovalRequest:
+    """The request, locked for this transaction, if it may still be decided."""
+    request = ApprovalRequest.objects.select_for_update(of=("self",)).filter(pk=request_id).first()
+    if request is None or request.status != Status.PENDING or request.deadline <= timezone.now():
+        raise _not_pending(request_id)
     return request
 
 
 def _decide(
-    request_id: UUID, *, status: str, actor: str, reason: str, action: str
+    request_id: UUID, work: Callable[[ApprovalRequest], ApprovalRequest]
 ) -> ApprovalRequest:
+    """``work`` on the locked pending request, in one transaction. Concurrent deciders take
+    turns on the row lock; the second finds the request decided (409)."""
     try:
         with transaction.atomic():
-            return _finish(request_id, status=status, actor=actor, reason=reason, action=action)
+            return work(_pending_locked(request_id))
     except Conflict:
         # Still pending but past its deadline: it expires now, and the answer says so.
         if expire_if_due(request_id):
@@ -259,16 +339,174 @@ def _decide(
         raise
 
 
-def approval_deny(*, request_id: UUID, actor: str, reason: str) -> ApprovalRequest:
-    return _decide(
-        request_id, status=Status.DENIED, actor=actor, reason=reason, action="approval.deny"
+def _refuse_own(request: ApprovalRequest, actor: str) -> None:
+    # An agent's token that also holds the approver scope, or a person who asked through the
+    # API: the one who asks never approves, and never counts as one of two approvers.
+    if actor == request.requested_by:
+        raise Forbidden(f"{actor} asked for this operation and cannot approve it")
+
+
+def _approve(request: ApprovalRequest, *, actor: str, reason: str, via: str) -> ApprovalRequest:
+    """One approver's approval of the locked pending request: it is approved when it has
+    as many distinct approvers as it requires, and waits for the next one otherwise."""
+    try:
+        with transaction.atomic():
+            ApprovalSignoff.objects.create(request=request, actor=actor, reason=reason)
+    except IntegrityError:
+        raise Conflict(
+            f"{actor} has already approved approval request {request.pk}: it needs another approver"
+        ) from None
+    approvers = list(
+        ApprovalSignoff.objects.filter(request=request)
+        .order_by("at", "id")
+        .values_list("actor", flat=True)
+    )
+    edited = {"edited": request.edit["normalised"]} if request.edit else {}
+    if len(approvers) < request.approvals_required:
+        audit_record(
+            actor=actor,
+            action="approval.signoff",
+            target_type="approval",
+            target=str(request.pk),
+            payload={
+                "approvals": len(approvers),
+                "required": request.approvals_required,
+                "operation": request.normalised,
+                "via": via,
+                **edited,
+            },
+        )
+        live.announce(ApprovalRequest.objects.get(pk=request.pk), live.CHANGED)
+        return request
+    return _finish(
+        request.pk,
+        status=Status.APPROVED,
+        actor=actor,
+        reason=reason,
+        action="approval.approve",
+        details={"approvers": approvers, "via": via, **edited},
     )
 
 
-def approval_approve(*, request_id: UUID, actor: str, reason: str = "") -> ApprovalRequest:
+def approval_deny(
+    *, request_id: UUID, actor: str, reason: str, via: str = "api"
+) -> ApprovalRequest:
     return _decide(
-        request_id, status=Status.APPROVED, actor=actor, reason=reason, action="approval.approve"
+        request_id,
+        lambda request: _finish(
+            request.pk,
+            status=Status.DENIED,
+            actor=actor,
+            reason=reason,
+            action="approval.deny",
+            details={"via": via},
+        ),
     )
+
+
+def approval_approve(
+    *, request_id: UUID, actor: str, reason: str = "", via: str = "api"
+) -> ApprovalRequest:
+    def work(request: ApprovalRequest) -> ApprovalRequest:
+        _refuse_own(request, actor)
+        return _approve(request, actor=actor, reason=reason, via=via)
+
+    return _decide(request_id, work)
+
+
+def _judge_edit(request: ApprovalRequest, raw: Any) -> tuple[dict[str, Any], Policy]:
+    """The reviewer's edit judged by the agent type's rules now, exactly as an agent's
+    request is: a deny (a deny rule, sources.json) refuses the edit, since an edit can
+    never allow what the rules forbid."""
+    if not isinstance(raw, dict):
+        raise InvalidRequest("operation must be an object: the operation to approve instead")
+    try:
+        edited = operation_from_dict(raw)
+    except OperationError as exc:
+        raise InvalidRequest(f"operation.{exc}") from None
+    asked = operation_from_dict(request.operation)
+    if edited.kind != asked.kind:
+        raise InvalidRequest(f"an edit keeps the operation's kind ({asked.kind.value})")
+    if isinstance(asked, FileOperation) and edited.action != asked.action:  # type: ignore[union-attr]
+        raise InvalidRequest(f"an edit keeps a file operation's action ({asked.action.value})")
+    if isinstance(asked, NetworkOperation) and edited.direction != asked.direction:  # type: ignore[union-attr]
+        raise InvalidRequest(
+            f"an edit keeps a network operation's direction ({asked.direction.value})"
+        )
+    if edited.to_dict() == asked.to_dict():
+        raise InvalidRequest("the edit is the operation as asked: approve it instead")
+    policy = policy_for(agent_type=request.agent_type, context_id=request.context_id)
+    evaluation = evaluate(
+        edited, rules=policy.rules, sources=policy.sources, context_id=request.context_id
+    )
+    if evaluation.decision == Decision.DENY:
+        raise InvalidRequest(
+            f"the edited operation is denied by {evaluation.rule or evaluation.sources_entry}: "
+            "an edit cannot allow what the rules deny"
+        )
+    workspace = policy.rules.workspace(request.context_id)
+    around = surroundings(
+        allocation=request.allocation, namespace=request.namespace, agent_type=request.agent_type
+    )
+    return {
+        "operation": edited.to_dict(),
+        "normalised": evaluation.normalised,
+        "evaluation": evaluation.to_dict(),
+        "risk": assess(edited, evaluation, workspace).value,
+        "riskNotes": risk_notes(edited, evaluation, workspace=workspace, around=around),
+    }, policy
+
+
+def approval_edit_check(*, request_id: UUID, operation: Any) -> dict[str, Any]:
+    """How the rules judge a reviewer's edit, before it is approved (nothing is written):
+    the edit as ``edit`` would hold it, or the refusal approving it would get."""
+    found = ApprovalRequest.objects.filter(pk=request_id).first()
+    if found is None:
+        raise NotFound(f'approval request "{request_id}" not found')
+    edit, _ = _judge_edit(found, operation)
+    return edit
+
+
+def approval_approve_edited(
+    *, request_id: UUID, actor: str, operation: Any, reason: str = "", via: str = "api"
+) -> ApprovalRequest:
+    """Approve the reviewer's version of the operation instead of the agent's: the agent
+    is told to run the edit (decision ``allow_edited``); the request keeps both."""
+    found = ApprovalRequest.objects.filter(pk=request_id).first()
+    if found is None:
+        raise NotFound(f'approval request "{request_id}" not found')
+    edit, policy = _judge_edit(found, operation)
+
+    def work(request: ApprovalRequest) -> ApprovalRequest:
+        _refuse_own(request, actor)
+        given = ApprovalSignoff.objects.filter(request=request).count()
+        if given:
+            raise Conflict(
+                f"approval request {request_id} already has {given} of "
+                f"{request.approvals_required} approvals: approve it as it stands, or deny it"
+            )
+        request.edit = {**edit, "by": actor, "at": timezone.now().isoformat()}
+        # An edit never lowers what the asked operation required: a reviewer alone cannot
+        # turn a two-person operation into a one-person one by rewriting it.
+        request.approvals_required = max(
+            request.approvals_required, policy.approval.approvals_required(edit["risk"])
+        )
+        request.save(update_fields=["edit", "approvals_required"])
+        audit_record(
+            actor=actor,
+            action="approval.edit",
+            target_type="approval",
+            target=str(request.pk),
+            payload={
+                "operation": request.normalised,
+                "edited": edit["normalised"],
+                "edited_operation": edit["operation"],
+                "risk": edit["risk"],
+            },
+        )
+        return _approve(request, actor=actor, reason=reason, via=via)
+
+    return _decide(request_id, work)
 
 
 def approval_decide(
@@ -280,13 +518,24 @@ def approval_decide(
     scope: str | None = None,
     expires_in_seconds: int | None = None,
     rule: str | None = None,
+    operation: Any = None,
+    via: str = "api",
 ) -> ApprovalRequest:
-    """A reviewer's decision, from the API or the dashboard: approve, deny, or approve and
-    allow similar (which alone reads ``scope``, ``expires_in_seconds`` and ``rule``)."""
+    """A reviewer's decision, from the API, the dashboard or an e-mail link: approve, deny,
+    approve an edited operation (which alone reads ``operation``), or approve and allow
+    similar (which alone reads ``scope``, ``expires_in_seconds`` and ``rule``)."""
+    if operation is not None and decision != "approve_edited":
+        raise InvalidRequest("operation goes only with approve_edited")
     if decision == "approve":
-        return approval_approve(request_id=request_id, actor=actor, reason=reason)
+        return approval_approve(request_id=request_id, actor=actor, reason=reason, via=via)
     if decision == "deny":
-        return approval_deny(request_id=request_id, actor=actor, reason=reason)
+        return approval_deny(request_id=request_id, actor=actor, reason=reason, via=via)
+    if decision == "approve_edited":
+        if operation is None:
+            raise InvalidRequest("operation is required with approve_edited")
+        return approval_approve_edited(
+            request_id=request_id, actor=actor, operation=operation, reason=reason, via=via
+        )
     if decision == "approve_similar":
         if not scope:
             raise InvalidRequest("scope is required")
@@ -297,9 +546,33 @@ def approval_decide(
             expires_in_seconds=expires_in_seconds,
             rule=rule,
             reason=reason,
+            via=via,
         )
         return decided
-    raise InvalidRequest("decision must be approve, deny or approve_similar")
+    raise InvalidRequest("decision must be approve, deny, approve_edited or approve_similar")
+
+
+def approval_decide_by_link(
+    *, token: str, request_id: UUID, user: User, reason: str = ""
+) -> ApprovalRequest:
+    """The decision an e-mail's link names, confirmed by the person it was sent to, signed
+    in; the link is used up with it (in one transaction)."""
+    try:
+        with transaction.atomic():
+            link = links.link_open(token=token, request_id=request_id, user=user, for_update=True)
+            link.used_at = timezone.now()
+            link.save(update_fields=["used_at"])
+            return approval_decide(
+                request_id=request_id,
+                actor=f"user:{user.get_username()}",
+                decision=link.decision,
+                reason=reason,
+                via="email link",
+            )
+    except Conflict:
+        if expire_if_due(request_id):
+            raise Conflict(f"approval request {request_id} is already expired") from None
+        raise
 
 
 def approval_approve_similar(
@@ -310,6 +583,7 @@ def approval_approve_similar(
     expires_in_seconds: int | None = None,
     rule: str | None = None,
     reason: str = "",
+    via: str = "api",
 ) -> tuple[ApprovalRequest, Grant]:
     """Approve, and allow operations like this one from now on: the proposed narrow rule
     (or one the reviewer wrote, which must match this operation), for this context or this
@@ -318,32 +592,32 @@ def approval_approve_similar(
         raise InvalidRequest("scope must be context or agent_type")
     if expires_in_seconds is not None and not 1 <= expires_in_seconds <= MAX_GRANT_SECONDS:
         raise InvalidRequest(f"expiresInSeconds must be between 1 and {MAX_GRANT_SECONDS}")
-    if expire_if_due(request_id):
-        raise Conflict(f"approval request {request_id} is already expired")
-    with transaction.atomic():
-        request = _finish(
-            request_id,
-            status=Status.APPROVED,
-            actor=actor,
-            reason=reason,
-            action="approval.approve",
-        )
+    made: list[Grant] = []
+
+    def work(request: ApprovalRequest) -> ApprovalRequest:
+        _refuse_own(request, actor)
+        if request.approvals_required > 1:
+            # A grant would let the next such operation through with no approver at all.
+            raise InvalidRequest(
+                "an operation that needs two approvers is approved once, never allowed as similar"
+            )
         chosen = rule or proposed_rule(request)
         if chosen is None:
             raise InvalidRequest("no narrower rule can allow this operation; approve it once")
         _check_grant_rule(chosen, request)
+        decided = _approve(request, actor=actor, reason=reason, via=via)
         grant = Grant.objects.create(
             rule=chosen,
             scope=scope,
-            agent_type=request.agent_type,
-            context_id=request.context_id if scope == Grant.Scope.CONTEXT else "",
+            agent_type=decided.agent_type,
+            context_id=decided.context_id if scope == Grant.Scope.CONTEXT else "",
             expires_at=timezone.now() + timedelta(seconds=expires_in_seconds)
             if expires_in_seconds
             else None,
             created_by=actor,
-            source=request,
+            source=decided,
         )
-        ApprovalRequest.objects.filter(pk=request.pk).update(grant=grant)
+        ApprovalRequest.objects.filter(pk=decided.pk).update(grant=grant)
         audit_record(
             actor=actor,
             action="grant.create",
@@ -357,8 +631,12 @@ def approval_approve_similar(
                 "expires_at": grant.expires_at.isoformat() if grant.expires_at else None,
             },
         )
-    request.refresh_from_db()
-    return request, grant
+        made.append(grant)
+        return decided
+
+    decided = _decide(request_id, work)
+    decided.refresh_from_db()
+    return decided, made[0]
 
 
 def _workspace_template(agent_type: str) -> str | None:
@@ -422,6 +700,55 @@ def expire_due() -> int:
         ).values_list("pk", flat=True)[:500]
     )
     return sum(expire_if_due(request_id) for request_id in ids)
+
+
+# --- Escalation --------------------------------------------------------------------------------
+
+
+def escalate_if_due(request_id: UUID) -> bool:
+    """Tell the agent type's escalation group (e-mail, and the channels that want
+    escalations) about a request still undecided past its profile's ``escalateAfter``.
+    Once per request."""
+    now = timezone.now()
+    with transaction.atomic():
+        due = ApprovalRequest.objects.filter(
+            pk=request_id,
+            status=Status.PENDING,
+            escalated_at__isnull=True,
+            escalate_at__lte=now,
+            deadline__gt=now,
+        )
+        if not due.update(escalated_at=now):
+            return False
+        request = ApprovalRequest.objects.get(pk=request_id)
+        policy = profile_approval_policy(
+            SandboxProfile.objects.filter(name=request.agent_type).first()
+        )
+        group = people_with_role(Role.APPROVER).filter(username__in=policy.escalate_to)
+        made = notifications.notify(request, NotificationEvent.ESCALATED, people=group)
+        audit_record(
+            actor=SYSTEM_ACTOR,
+            action="approval.escalate",
+            target_type="approval",
+            target=str(request.pk),
+            payload={
+                "emailed": sorted(d.target for d in made if d.medium == d.Medium.EMAIL),
+                "channels": sorted(d.target for d in made if d.medium != d.Medium.EMAIL),
+                "operation": request.normalised,
+            },
+        )
+        live.announce(request, live.CHANGED)
+    return True
+
+
+def escalate_due() -> int:
+    now = timezone.now()
+    ids = list(
+        ApprovalRequest.objects.filter(
+            status=Status.PENDING, escalated_at__isnull=True, escalate_at__lte=now
+        ).values_list("pk", flat=True)[:500]
+    )
+    return sum(escalate_if_due(request_id) for request_id in ids)
 
 
 # --- Grants ------------------------------------------------------------------------------------
@@ -510,7 +837,7 @@ def _allowed_operation(
             raise Conflict(f"approval request {request_id} is {request.status}, not approved")
         if request.context_id != context_id:
             raise InvalidRequest(f"contextId: approval request {request_id} is for another context")
-        return request, None, request.agent_type, operation_digest(request.operation)
+        return request, None, request.agent_type, operation_digest(request.effective_operation)
     assert check_id is not None  # exactly one of the two was given
     entry = AuditEntry.objects.filter(pk=check_id, actor=actor).first()
     if entry is None or entry.action not in ("approval.allow", "approval.refuse"):

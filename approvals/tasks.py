@@ -1,11 +1,34 @@
+"""Celery tasks for approvals: each only calls its service (approvals/services.py,
+approvals/notifications.py)."""
+
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
 
-from approvals import services
+from approvals import notifications, services
+from approvals.queue import DELIVER
+from contextsvc.core import queue
 
 
 @shared_task(name="approvals.tasks.expire_due", ignore_result=True)
 def expire_due() -> int:
     """Scheduled by beat: requests past their deadline expire (which means deny)."""
     return services.expire_due()
+
+
+@shared_task(name="approvals.tasks.escalate_due", ignore_result=True)
+def escalate_due() -> int:
+    """Scheduled by beat: requests past their profile's escalateAfter are escalated."""
+    return services.escalate_due()
+
+
+# The service counts the attempts and stops; Celery only carries the waits between them.
+@shared_task(bind=True, name=DELIVER, max_retries=None, ignore_result=True)
+def deliver(self: Task, delivery_id: str) -> str:
+    return queue.run(self, notifications.delivery_attempt, delivery_id)
+
+
+@shared_task(name="approvals.tasks.deliveries_due", ignore_result=True)
+def deliveries_due() -> int:
+    """Scheduled by beat: deliveries whose next try is due (a task lost with its worker)."""
+    return notifications.deliveries_sweep()

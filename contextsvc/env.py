@@ -127,3 +127,13 @@ def check_redis_url(name: str, url: str) -> str:
     if not parts.hostname:
         raise ConfigError(f"{name} must name a host, e.g. redis://127.0.0.1:6379/0")
     return url
+
+
+def check_public_url(name: str, url: str) -> str:
+    """An absolute http(s) URL without a path's trailing slash (links append to it)."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ConfigError(f"{name} must be an http(s) URL such as https://cs.example.com")
+    if parts.query or parts.fragment:
+        raise ConfigError(f"{name} must not have a query or fragment")
+    return url.rstrip("/")

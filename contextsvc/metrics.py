@@ -146,6 +146,8 @@ class ServiceCollector:
             sum_value=seconds,
         )
 
+        yield from _approval_analytics()
+
         errors = CounterMetricFamily(
             "contextsvc_reconcile_errors", "Reconcile failures by reason.", labels=["reason"]
         )
@@ -154,6 +156,51 @@ class ServiceCollector:
         for reason, count in failed:
             errors.add_metric([reason], count)
         yield errors
+
+
+def _approval_analytics() -> Iterator[Any]:
+    """Who decides what: rules at once, people later, the grants they made, escalations
+    and the messages sent (the approvals analytics page shows the same counts)."""
+    rules = CounterMetricFamily(
+        "contextsvc_rule_decisions",
+        "Operations a rule decided at once, by agent type, decision and rule.",
+        labels=["agent_type", "decision", "rule"],
+    )
+    for row in approval_selectors.rule_decision_counts():
+        rules.add_metric([row.agent_type, row.decision, row.rule], row.count)
+    yield rules
+    outcomes = CounterMetricFamily(
+        "contextsvc_approval_outcomes",
+        "Requests people finished (or let expire), by agent type and outcome.",
+        labels=["agent_type", "outcome"],
+    )
+    for agent_type, outcome, count in approval_selectors.outcome_counts():
+        outcomes.add_metric([agent_type, outcome], count)
+    yield outcomes
+    grants = CounterMetricFamily(
+        "contextsvc_grant_hits",
+        "Operations each grant (approve and allow similar) allowed.",
+        labels=["grant", "agent_type", "scope", "rule"],
+    )
+    for grant in approval_selectors.grants_by_hits():
+        grants.add_metric([str(grant.pk), grant.agent_type, grant.scope, grant.rule], grant.hits)
+    yield grants
+    escalations = CounterMetricFamily(
+        "contextsvc_approval_escalations",
+        "Requests escalated to their agent type's escalation group.",
+        labels=["agent_type"],
+    )
+    for agent_type, count in approval_selectors.escalation_counts():
+        escalations.add_metric([agent_type], count)
+    yield escalations
+    deliveries = GaugeMetricFamily(
+        "contextsvc_notification_deliveries",
+        "Notification messages by medium and status (pending ones are still being tried).",
+        labels=["medium", "status"],
+    )
+    for medium, status, count in approval_selectors.delivery_counts():
+        deliveries.add_metric([medium, status], count)
+    yield deliveries
 
 
 @never_cache

@@ -48,6 +48,10 @@ class Verdict:
     execution: dict[str, Any] = field(default_factory=dict)
     # An immediate rule decision's audit record (a queued one is known by request_id).
     check_id: int | None = None
+    # A reviewer rewrote the operation and approved the rewrite: ``operation`` is theirs
+    # (what to run), ``asked`` what the agent asked.
+    edited: bool = False
+    asked: dict[str, Any] = field(default_factory=dict)
 
 
 class ServiceClient:
@@ -219,14 +223,38 @@ class ApprovalClient(ServiceClient):
                 return Verdict(False, "timeout", f"no decision within {timeout:.0f}s", request_id)
         except ApprovalError as exc:
             return Verdict(False, "error", str(exc), request_id)
+        return self.verdict_of(state)
+
+    @staticmethod
+    def verdict_of(state: dict[str, Any]) -> Verdict:
+        """The verdict a decided request states. ``allow_edited``: run the reviewer's edit
+        (``edit.operation``), never what was asked; without an edit to run it is refused."""
+        decision, edit = state.get("decision"), state.get("edit")
+        request_id = state.get("id")
+        asked = state.get("operation") or {}
+        if decision == "allow_edited":
+            if not isinstance(edit, dict) or not isinstance(edit.get("operation"), dict):
+                return Verdict(False, "error", "an edited approval without its edit", request_id)
+            return Verdict(
+                True,
+                state["status"],
+                state.get("reason"),
+                request_id,
+                edit.get("evaluation") or {},
+                operation=edit["operation"],
+                execution=state.get("execution") or {},
+                edited=True,
+                asked=asked,
+            )
         return Verdict(
-            state["decision"] == "allow",
+            decision == "allow",
             state["status"],
             state.get("reason"),
             request_id,
             state.get("evaluation") or {},
-            operation=state.get("operation") or {},
+            operation=asked,
             execution=state.get("execution") or {},
+            asked=asked,
         )
 
     def report_run(

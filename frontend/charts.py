@@ -151,3 +151,35 @@ def overview_charts(now: datetime | None = None) -> dict[str, Any]:
         "warmPools": warm_pools(now),
         "decisionTime": decision_time(now),
     }
+
+
+OUTCOME_LABELS = {
+    "approved": "approved",
+    "approved_edited": "approved as edited",
+    "denied": "denied",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+
+
+def approval_outcomes(since: datetime) -> dict[str, Any]:
+    """Requests people finished since ``since``, per agent type and outcome (a stacked
+    bar per agent type)."""
+    rows = approvals.outcome_counts(since=since)
+    agent_types = sorted({agent_type for agent_type, _, _ in rows})
+    counts = {(agent_type, outcome): count for agent_type, outcome, count in rows}
+    series = {
+        label: [counts.get((agent_type, outcome), 0) for agent_type in agent_types]
+        for outcome, label in OUTCOME_LABELS.items()
+    }
+    return {"labels": agent_types, "series": series}
+
+
+def approval_analytics(now: datetime | None = None) -> dict[str, Any]:
+    """The approvals analytics page's plots: time to decision and outcomes by agent type
+    over the last 7 days."""
+    now = now or timezone.now()
+    return {
+        "decisionTime": decision_time(now),
+        "outcomes": approval_outcomes(now - timedelta(days=7)),
+    }

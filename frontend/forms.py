@@ -5,10 +5,12 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
+from approvals.models import NotificationChannel, NotificationEvent
 from contextsvc.core.auth import Role
 from contextsvc.core.fields import AgentTypesField
 from contextsvc.core.models import Scope
 from profiles.models import SandboxProfile
+from rules.model import MAX_OPERATION_TEXT
 
 STRATEGIES = [
     ("dedicated", "Dedicated: one ReadWriteOnce PVC per sandbox"),
@@ -80,6 +82,7 @@ class DecisionForm(forms.Form):
         choices=[
             ("approve", "Approve"),
             ("deny", "Deny"),
+            ("approve_edited", "Approve edited"),
             ("approve_similar", "Approve and allow similar"),
         ]
     )
@@ -94,6 +97,19 @@ class DecisionForm(forms.Form):
         empty_value=None,
     )
     rule = forms.CharField(max_length=4096, required=False)
+    # The reviewer's edit (approve_edited): the field of the request's kind.
+    command = forms.CharField(max_length=MAX_OPERATION_TEXT, required=False, strip=False)
+    path = forms.CharField(max_length=MAX_OPERATION_TEXT, required=False, strip=False)
+    host = forms.CharField(max_length=MAX_OPERATION_TEXT, required=False)
+
+    def edited_operation(self, asked: dict[str, Any]) -> dict[str, Any]:
+        """The edit as an operation of the asked one's kind (the service judges it)."""
+        data = self.cleaned_data
+        if asked["kind"] == "shell":
+            return {"kind": "shell", "command": data["command"]}
+        if asked["kind"] == "file":
+            return {"kind": "file", "action": asked["action"], "path": data["path"]}
+        return {"kind": "network", "host": data["host"], "direction": asked["direction"]}
 
 
 class ApiClientForm(forms.Form):
@@ -107,6 +123,31 @@ class UserForm(forms.Form):
     username = forms.CharField(max_length=150)
     password = forms.CharField(widget=forms.PasswordInput, min_length=12)
     role = forms.ChoiceField(choices=[(role, role) for role in Role.ALL])
+    email = forms.CharField(
+        max_length=254, required=False, help_text="Approval requests and escalations go here"
+    )
+
+
+class EmailForm(forms.Form):
+    email = forms.CharField(max_length=254, required=False)
+
+
+class ChannelForm(forms.Form):
+    name = forms.SlugField(max_length=64)
+    kind = forms.ChoiceField(choices=NotificationChannel.Kind.choices)
+    url = forms.CharField(max_length=2000, help_text="Where to POST (kept encrypted)")
+    agent_types = AgentTypesField(
+        initial="*", help_text="Agent types (profiles) whose requests it tells of, or * for all"
+    )
+    events = forms.MultipleChoiceField(
+        choices=[
+            (value, label)
+            for value, label in NotificationEvent.choices
+            if value != NotificationEvent.TEST
+        ],
+        widget=forms.CheckboxSelectMultiple,
+        initial=[NotificationEvent.CREATED, NotificationEvent.ESCALATED],
+    )
 
 
 class RoleForm(forms.Form):

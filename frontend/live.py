@@ -8,7 +8,11 @@ from typing import Any
 
 from allocations.models import VISIBLE_PHASES, Allocation
 from allocations.selectors import allocation_phase_counts, allocation_row
-from approvals.selectors import approval_json, approval_list_pending, approvals_pending_count
+from approvals.selectors import (
+    approval_list_pending,
+    approval_review_json,
+    approvals_pending_count,
+)
 from contextsvc.core import events
 from frontend.charts import overview_charts
 
@@ -40,7 +44,7 @@ def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
         return {"rows": {str(allocation.pk): allocation_row(allocation)} if allocation else {}}
     if topic == "approvals":
         pending = approval_list_pending()
-        return {"pending": {str(r.pk): approval_json(r) for r in pending}}
+        return {"pending": {str(r.pk): approval_review_json(r) for r in pending}}
     if topic == "overview":
         return {
             "counts": allocation_phase_counts(),

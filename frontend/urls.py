@@ -1,7 +1,15 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from frontend.views import admin_pages, allocations, approvals, overview, profiles
+from frontend.views import (
+    admin_pages,
+    allocations,
+    analytics,
+    approvals,
+    notifications,
+    overview,
+    profiles,
+)
 
 app_name = "frontend"
 
@@ -33,10 +41,27 @@ urlpatterns = [
         name="allocation-lifecycle",
     ),
     path("approvals/", approvals.approval_queue, name="approvals"),
+    path("approvals/analytics/", analytics.approval_analytics, name="approval-analytics"),
+    path("notifications/", notifications.channel_list, name="notifications"),
+    re_path(
+        r"^notifications/(?P<channel_id>[0-9]+)/(?P<action>enable|disable|rotate|delete|test)/$",
+        notifications.channel_action,
+        name="channel-action",
+    ),
     path("approvals/<str:request_id>/", approvals.approval_detail, name="approval"),
     path("approvals/<str:request_id>/decide/", approvals.approval_decide, name="approval-decide"),
     path(
         "approvals/<str:request_id>/similar/", approvals.approval_similar, name="approval-similar"
+    ),
+    path(
+        "approvals/<str:request_id>/edit-check/",
+        approvals.approval_edit_check,
+        name="approval-edit-check",
+    ),
+    path(
+        "approvals/<str:request_id>/link/<str:token>/",
+        approvals.approval_link,
+        name="approval-link",
     ),
     path("grants/<int:grant_id>/revoke/", approvals.grant_revoke, name="grant-revoke"),
     path("profiles/", profiles.profile_list, name="profiles"),
@@ -59,6 +84,7 @@ urlpatterns = [
     path("users/", admin_pages.user_list, name="users"),
     path("users/<int:user_id>/role/", admin_pages.user_role_change, name="user-role"),
     path("users/<int:user_id>/active/", admin_pages.user_active, name="user-active"),
+    path("users/<int:user_id>/email/", admin_pages.user_email, name="user-email"),
     path("audit/", admin_pages.audit_log, name="audit"),
     path("cluster/", admin_pages.cluster, name="cluster"),
 ]

@@ -38,6 +38,28 @@ class WarmPool(WarmPoolBounds):
     name = serializers.CharField(help_text="The SandboxWarmPool and SandboxTemplate made")
 
 
+class ApprovalPolicy(serializers.Serializer):
+    """How the agent type's operations reach people (docs/approvals.md)."""
+
+    twoPersonRule = serializers.BooleanField(
+        required=False, help_text="High-risk operations need two distinct approvers"
+    )
+    escalateAfter = serializers.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text="Share of the deadline after which an undecided request is escalated",
+    )
+    escalateTo = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Usernames of approvers"
+    )
+    email = serializers.ChoiceField(
+        choices=["all", "high", "none"],
+        required=False,
+        help_text="Which new requests e-mail the approvers",
+    )
+
+
 class _ProfileFields(serializers.Serializer):
     description = serializers.CharField()
     enabled = serializers.BooleanField()
@@ -58,6 +80,7 @@ class _ProfileFields(serializers.Serializer):
     ingress = serializers.ListField(child=serializers.DictField())
     rules = serializers.DictField(help_text="The agent type's settings.json")
     sources = serializers.DictField(help_text="The agent type's sources.json")
+    approvals = ApprovalPolicy()
 
 
 class Profile(_ProfileFields):
@@ -98,6 +121,7 @@ class ProfileRequest(serializers.Serializer):
     ingress = serializers.ListField(child=serializers.DictField(), required=False)
     rules = serializers.DictField(required=False)
     sources = serializers.DictField(required=False)
+    approvals = ApprovalPolicy(required=False)
     warmPool = WarmPoolBounds(
         required=False,
         allow_null=True,

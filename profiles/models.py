@@ -81,6 +81,14 @@ class SandboxProfile(models.Model):
     # The agent type's settings.json (operation rules) and sources.json
     rules = models.JSONField(default=dict, blank=True)
     sources = models.JSONField(default=dict, blank=True)
+    # How its operations reach people (profiles/approvalpolicy.py): the two-person rule,
+    # escalation, which requests e-mail the approvers.
+    approval_policy = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='{"twoPersonRule": true, "escalateAfter": 0.5, "escalateTo": ["bob"], '
+        '"email": "all"}',
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -5,6 +5,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from contextsvc.core.errors import NotFound
+from profiles.approvalpolicy import ApprovalPolicy, parse_approval_policy
 from profiles.models import SandboxProfile, runtime_class_for
 from rules.sources import parse_sources
 
@@ -30,3 +31,8 @@ def profile_execution(profile: SandboxProfile) -> dict[str, Any]:
         "timeLimitSeconds": runtime.max_execution_time_seconds if runtime else None,
         "memoryLimitMb": runtime.max_memory_mb if runtime else None,
     }
+
+
+def profile_approval_policy(profile: SandboxProfile | None) -> ApprovalPolicy:
+    """The agent type's approval policy (checked when the profile was saved)."""
+    return parse_approval_policy(profile.approval_policy if profile else None)

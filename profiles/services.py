@@ -40,6 +40,7 @@ API_FIELDS = {
     "warm_pool_min": "warmPool",
     "warm_pool_max": "warmPool",
     "warm_pool_namespace": "warmPool",
+    "approval_policy": "approvals",
 }
 MAX_WARM_POOL = 100
 
@@ -165,6 +166,7 @@ def profile_problems(profile: SandboxProfile, *, check_cluster: bool = True) -> 
     validation.check_network(problems, "ingress", profile.ingress, namespaces=True)
     validation.check_rules(problems, profile.rules)
     validation.check_sources(problems, profile.sources)
+    validation.check_approval_policy(problems, profile.approval_policy)
     if check_cluster and not problems:
         _cluster_problems(profile, problems)
     return problems
@@ -232,6 +234,7 @@ FIELDS = (
     "ingress",
     "rules",
     "sources",
+    "approval_policy",
     "warm_pool_min",
     "warm_pool_max",
     "warm_pool_namespace",

@@ -31,6 +31,7 @@ FIELDS: dict[str, tuple[str, str, type]] = {
     "ingress": ("ingress", "a list", list),
     "rules": ("rules", "an object (settings.json)", dict),
     "sources": ("sources", "an object (sources.json)", dict),
+    "approvals": ("approval_policy", "an object", dict),
 }
 KNOWN = frozenset({"name", "template", "warmPool", *FIELDS})
 WARM_POOL_FIELDS = frozenset({"min", "max", "namespace"})

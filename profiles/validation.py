@@ -9,10 +9,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
+
+from contextsvc.core.auth import Role
 from contextsvc.core.errors import InvalidRequest
+from contextsvc.core.users import has_role
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import objects, podsecurity
 from contextsvc.quantity import is_positive_quantity
+from profiles.approvalpolicy import PolicyError, parse_approval_policy
 from rules.model import RuleSyntaxError, SourcesError
 from rules.settings import parse_settings
 from rules.sources import parse_sources
@@ -177,6 +182,28 @@ def check_rules(problems: Problems, rules: Any) -> None:
         parse_settings(rules)
     except RuleSyntaxError as exc:
         _add(problems, "rules", str(exc))
+
+
+def check_approval_policy(problems: Problems, raw: Any) -> None:
+    try:
+        policy = parse_approval_policy(raw)
+    except PolicyError as exc:
+        _add(problems, "approval_policy", str(exc))
+        return
+    found = {
+        person.username: person
+        for person in User.objects.filter(username__in=policy.escalate_to).prefetch_related(
+            "groups"
+        )
+    }
+    for username in policy.escalate_to:
+        person = found.get(username)
+        if person is None or not person.is_active or not has_role(person, Role.APPROVER):
+            _add(
+                problems,
+                "approval_policy",
+                f"escalateTo: {username!r} is not an active person with the approver role",
+            )
 
 
 def check_sources(problems: Problems, sources: Any) -> None:

@@ -31,6 +31,7 @@ def production_env(**overrides: str | None) -> dict[str, str | None]:
         "DJANGO_SECRET_KEY": GOOD_SECRET,
         "DJANGO_ALLOWED_HOSTS": "cs.example.com",
         "CS_SANDBOX_IMAGE": "registry.example.com/sandbox:1",
+        "CS_PUBLIC_URL": "https://cs.example.com",
         "DATABASE_URL": "postgres://u:p@127.0.0.1:1/db",
         "REDIS_URL": settings.REDIS_URL,
         # Set for the browser tests' own thread when they ran first; never in production.

@@ -70,3 +70,8 @@ def contexts_active() -> QuerySet[WorkspaceContext]:
     return WorkspaceContext.objects.filter(status=WorkspaceContext.Status.ACTIVE).select_related(
         "workspace"
     )
+
+
+def workspace_live_for(*, namespace: str, agent_type: str) -> AgentWorkspace | None:
+    """The agent type's live shared workspace in ``namespace``, with ``active_contexts``."""
+    return workspace_list_live(namespace).filter(agent_type=agent_type).first()

@@ -428,7 +428,10 @@ def test_list_offsets_past_a_bigint_are_refused_not_a_500(approver: ApiClient) -
     ("body", "message"),
     [
         ({}, "decision is required"),
-        ({"decision": "maybe"}, "decision must be approve, deny or approve_similar"),
+        (
+            {"decision": "maybe"},
+            "decision must be approve, deny, approve_edited or approve_similar",
+        ),
         ({"decision": "approve_similar"}, "scope is required"),
         ({"decision": "approve", "reason": 7}, "reason must be a string"),
         # Every field is read by its type, whichever decision it comes with.

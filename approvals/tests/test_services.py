@@ -112,7 +112,7 @@ def test_approval_decide_makes_each_decision(
 @pytest.mark.parametrize(
     ("decision", "extra", "message"),
     [
-        ("maybe", {}, "decision must be approve, deny or approve_similar"),
+        ("maybe", {}, "decision must be approve, deny, approve_edited or approve_similar"),
         ("approve_similar", {}, "scope is required"),
         ("approve_similar", {"scope": "everyone"}, "scope must be context or agent_type"),
     ],

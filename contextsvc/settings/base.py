@@ -10,6 +10,7 @@ from typing import Any
 
 from contextsvc.env import (
     ConfigError,
+    check_public_url,
     check_redis_url,
     env_bool,
     env_float,
@@ -141,6 +142,26 @@ CS_WARM_POOL_COOLDOWN_SECONDS = env_int("CS_WARM_POOL_COOLDOWN_SECONDS", 300, mi
 CS_APPROVAL_DEADLINE_SECONDS = env_int("CS_APPROVAL_DEADLINE_SECONDS", 300, minimum=1)
 CS_APPROVAL_MAX_DEADLINE_SECONDS = env_int("CS_APPROVAL_MAX_DEADLINE_SECONDS", 3600, minimum=1)
 
+# Approvals that reach people (approvals/notifications.py). Links in e-mails and webhook
+# messages start with the dashboard's public address.
+CS_PUBLIC_URL = check_public_url("CS_PUBLIC_URL", env_str("CS_PUBLIC_URL", "http://127.0.0.1:8000"))
+# E-mail to approvers is on once a mail server is named (Django's SMTP backend).
+CS_EMAIL_HOST = env_optional("CS_EMAIL_HOST")
+EMAIL_HOST = CS_EMAIL_HOST or "localhost"
+EMAIL_PORT = env_int("CS_EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("CS_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = env_str("CS_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("CS_EMAIL_STARTTLS", False)
+EMAIL_USE_SSL = env_bool("CS_EMAIL_SSL", False)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env_str("CS_EMAIL_FROM", "Context Service <context-service@localhost>")
+# A message that fails is tried again after CS_NOTIFY_RETRY_SECONDS, then three times as
+# long each time, CS_NOTIFY_MAX_ATTEMPTS times in all; each try waits at most
+# CS_NOTIFY_TIMEOUT_SECONDS for the other end.
+CS_NOTIFY_MAX_ATTEMPTS = env_int("CS_NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
+CS_NOTIFY_RETRY_SECONDS = env_float("CS_NOTIFY_RETRY_SECONDS", 10.0, minimum=0.1)
+CS_NOTIFY_TIMEOUT_SECONDS = env_float("CS_NOTIFY_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+
 # Agent workspaces (seed 001): one RWX PVC per agent type per namespace.
 CS_WORKSPACE_STORAGE_CLASS = env_optional("CS_WORKSPACE_STORAGE_CLASS")
 CS_WORKSPACE_INITIAL_SIZE = env_str("CS_WORKSPACE_INITIAL_SIZE", "5Gi")
@@ -178,6 +199,16 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "approvals-expire": {
         "task": "approvals.tasks.expire_due",
         "schedule": 5.0,
+    },
+    # Undecided requests past their profile's escalateAfter: the escalation group is told.
+    "approvals-escalate": {
+        "task": "approvals.tasks.escalate_due",
+        "schedule": 5.0,
+    },
+    # The safety net under each delivery's own retries (a worker lost with the task).
+    "approvals-deliveries": {
+        "task": "approvals.tasks.deliveries_due",
+        "schedule": 30.0,
     },
     "workspaces-housekeeping": {
         "task": "workspaces.tasks.housekeeping",

@@ -1,6 +1,13 @@
 """Production settings: no defaults for secrets, HTTPS-only cookies, JSON logs."""
 
-from contextsvc.env import ConfigError, env_bool, env_int, env_list, env_str
+from contextsvc.env import (
+    ConfigError,
+    check_public_url,
+    env_bool,
+    env_int,
+    env_list,
+    env_str,
+)
 from contextsvc.settings.base import *  # noqa: F403
 from contextsvc.settings.base import LOGGING
 
@@ -10,6 +17,8 @@ if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
     raise ConfigError("DJANGO_SECRET_KEY must be at least 50 characters of random text")
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS")
 CS_SANDBOX_IMAGE = env_str("CS_SANDBOX_IMAGE")
+# E-mails and webhook messages link to the dashboard: its address must be known.
+CS_PUBLIC_URL = check_public_url("CS_PUBLIC_URL", env_str("CS_PUBLIC_URL"))
 
 # TLS ends at the ingress; it tells us the original scheme in X-Forwarded-Proto.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -94,6 +94,8 @@ def test_client_blocks_until_approved(web_server: str) -> None:
             "workspace": "/workspace/ctx-abc123",
         },
         "check_id": None,
+        "edited": False,
+        "asked": {"kind": "shell", "command": "pip install pandas"},
     }
     assert f"waiting for a human: request {request.pk}" in err
     assert list(

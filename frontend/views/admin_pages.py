@@ -18,7 +18,7 @@ from contextsvc.core.models import ApiClient, ApiToken, AuditEntry
 from contextsvc.core.selectors import heartbeat_list_recent
 from contextsvc.kube import objects
 from frontend.access import actor, admin_required, viewer_required
-from frontend.forms import ApiClientForm, RoleForm, UserForm
+from frontend.forms import ApiClientForm, EmailForm, RoleForm, UserForm
 from workspaces import selectors as workspaces
 
 
@@ -79,6 +79,7 @@ def user_list(request: HttpRequest) -> HttpResponse:
                 username=form.cleaned_data["username"],
                 password=form.cleaned_data["password"],
                 role=form.cleaned_data["role"],
+                email=form.cleaned_data["email"],
                 actor=actor(request),
             )
         except ServiceError as exc:
@@ -114,6 +115,25 @@ def user_active(request: HttpRequest, user_id: int) -> HttpResponse:
         messages.error(request, "You cannot deactivate yourself.")
     else:
         users.user_set_active(user=person, active=not person.is_active, actor=actor(request))
+    return redirect("frontend:users")
+
+
+@admin_required
+@require_POST
+def user_email(request: HttpRequest, user_id: int) -> HttpResponse:
+    person = get_object_or_404(User, pk=user_id)
+    form = EmailForm(request.POST)
+    if form.is_valid():
+        try:
+            users.user_set_email(
+                user=person, email=form.cleaned_data["email"], actor=actor(request)
+            )
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(
+                request, f"{person.username}'s e-mail is now {person.email or 'unset'}."
+            )
     return redirect("frontend:users")
 
 

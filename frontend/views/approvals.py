@@ -5,7 +5,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from approvals import selectors, services
+from approvals import links, selectors, services
 from approvals.models import Grant, Status
 from contextsvc.core.errors import InvalidRequest, ServiceError
 from frontend.access import actor, approver_required, viewer_required, wants_json
@@ -42,12 +42,17 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
 
 @viewer_required
 def approval_detail(request: HttpRequest, request_id: str) -> HttpResponse:
-    """One request: what was asked, how the rules saw it, who decided, and what ran."""
+    """One request: what was asked, how the rules saw it, who was told, who decided (and
+    any edit), and what ran."""
     found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
     return render(
         request,
         "frontend/approval_detail.html",
-        {"request": found, "run": selectors.run_of_request(request=found)},
+        {
+            "request": found,
+            "run": selectors.run_of_request(request=found),
+            "deliveries": found.deliveries.order_by("created_at", "target"),
+        },
     )
 
 
@@ -61,6 +66,7 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
+            asked = selectors.approval_get(request_id=parsed)
             decided = services.approval_decide(
                 request_id=parsed,
                 actor=actor(request),
@@ -70,8 +76,15 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
                 scope=data["scope"] or "context",
                 expires_in_seconds=data["expires_in"],
                 rule=data["rule"] or None,
+                operation=form.edited_operation(asked.operation)
+                if data["decision"] == "approve_edited"
+                else None,
+                via="dashboard",
             )
-            status, message = 200, "decided"
+            status = 200
+            message = (
+                "approved: it needs another approver" if decided.status == "pending" else "decided"
+            )
         except ServiceError as exc:
             status, code, message = exc.status, exc.code, exc.message
     if wants_json(request):
@@ -84,6 +97,23 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
 
 
 @approver_required
+@require_POST
+def approval_edit_check(request: HttpRequest, request_id: str) -> JsonResponse:
+    """The rules' judgement of an edit as the reviewer types it (nothing is written)."""
+    form = DecisionForm({**request.POST.dict(), "decision": "approve_edited"})
+    if not form.is_valid():
+        return JsonResponse({"error": "invalid_request", "message": "invalid edit"}, status=400)
+    try:
+        asked = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+        edit = services.approval_edit_check(
+            request_id=asked.pk, operation=form.edited_operation(asked.operation)
+        )
+    except ServiceError as exc:
+        return JsonResponse({"error": exc.code, "message": exc.message}, status=exc.status)
+    return JsonResponse(edit)
+
+
+@approver_required
 def approval_similar(request: HttpRequest, request_id: str) -> JsonResponse:
     found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
     try:
@@ -93,6 +123,42 @@ def approval_similar(request: HttpRequest, request_id: str) -> JsonResponse:
     except InvalidRequest as exc:
         return JsonResponse({"error": exc.code, "message": exc.message}, status=400)
     return JsonResponse(similar)
+
+
+@approver_required
+def approval_link(request: HttpRequest, request_id: str, token: str) -> HttpResponse:
+    """An e-mail's approve or deny link: the person it was sent to, signed in (the
+    decorator sends anyone else to the login page first), confirms here. A GET only
+    shows; the decision is the POST."""
+    parsed = selectors.parse_request_id(request_id)
+    try:
+        link = links.link_open(token=token, request_id=parsed, user=request.user)  # type: ignore[arg-type]
+    except ServiceError as exc:
+        return render(
+            request,
+            "frontend/approval_link.html",
+            {"problem": exc.message, "request_id": parsed},
+            status=exc.status,
+        )
+    if request.method == "POST":
+        try:
+            decided = services.approval_decide_by_link(
+                token=token,
+                request_id=parsed,
+                user=request.user,  # type: ignore[arg-type]
+                reason=request.POST.get("reason", "")[:1000],
+            )
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        else:
+            done = (
+                "approved: it needs another approver"
+                if decided.status == "pending"
+                else decided.status
+            )
+            messages.success(request, f"Request {decided.pk}: {done}.")
+        return redirect("frontend:approval", request_id=str(parsed))
+    return render(request, "frontend/approval_link.html", {"link": link, "request": link.request})
 
 
 @approver_required

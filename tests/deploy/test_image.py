@@ -94,6 +94,7 @@ def image_env(
             "DJANGO_SECRET_KEY": "image-test-" + "k" * 60,
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
             "CS_SANDBOX_IMAGE": "registry.example.com/agents/sandbox:1.0.0",
+            "CS_PUBLIC_URL": "https://context-service.example.com",
             "CS_STATIC_ROOT": str(tmp_path / "staticfiles"),
             "CS_WEB_WORKERS": "1",
             "PYTHONDONTWRITEBYTECODE": "1",

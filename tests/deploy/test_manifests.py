@@ -187,7 +187,7 @@ def test_processes_probes_and_replicas() -> None:
 
 
 # Settings of the README's table that a deployment does not put in the ConfigMap, and why.
-SECRET_SETTINGS = {"DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
+SECRET_SETTINGS = {"DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CS_EMAIL_PASSWORD"}
 NOT_DEPLOYED = {
     "KUBECONFIG": "pods use their service account",
     "CS_DB_POOL": "per process: manage.py serve turns it on for web only",

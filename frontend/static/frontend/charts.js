@@ -47,6 +47,16 @@ const Charts = {
     canvas.dataset.drawn = "true";
   },
 
+  // The approvals analytics page: time to decision, and outcomes stacked per agent type.
+  renderAnalytics(data) {
+    const decisions = data.decisionTime;
+    this.bar("chart-analytics-decision-time", decisions.labels, { decisions: decisions.counts });
+    const outcomes = data.outcomes;
+    this.bar("chart-analytics-outcomes", outcomes.labels, outcomes.series, {
+      scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } } },
+    });
+  },
+
   render(data) {
     if (!data) return;
     const phases = data.timeToPhase;
@@ -73,4 +83,6 @@ window.Charts = Charts;
 document.addEventListener("DOMContentLoaded", () => {
   const initial = document.getElementById("overview-charts");
   if (initial) Charts.render(JSON.parse(initial.textContent));
+  const analytics = document.getElementById("analytics-charts");
+  if (analytics) Charts.renderAnalytics(JSON.parse(analytics.textContent));
 });

@@ -188,10 +188,26 @@ function conditionsTable(conditions) {
 
 // --- approvals queue ---------------------------------------------------------------------------
 
+const MEDIA = { email: "E-mail", webhook: "Webhook", slack: "Slack" };
+const SENDING = { delivered: "delivered", pending: "sending", failed: "failed" };
+
+// The same words as the server's card (frontend/templatetags/approval_cards.py).
+function notificationLine(request, event) {
+  return (request.notifications || [])
+    .filter((n) => n.event === event)
+    .map((n) => `${n.target} (${MEDIA[n.medium] || n.medium}, ${SENDING[n.status] || n.status})`)
+    .join(", ");
+}
+
+function utcTime(iso) {
+  return `${new Date(iso).toISOString().slice(11, 19)} UTC`;
+}
+
 function fillCard(card, request) {
   card.id = `approval-${request.id}`;
   card.dataset.id = request.id;
   card.dataset.deadline = request.deadline;
+  card.dataset.kind = request.operation.kind;
   const field = (name) => card.querySelector(`[data-field="${name}"]`);
   field("risk").textContent = request.risk;
   field("risk").className = `badge risk-${request.risk}`;
@@ -200,6 +216,23 @@ function fillCard(card, request) {
   field("context").textContent = request.contextId;
   field("allocation-wrap").textContent = request.allocation ? `· allocation ${request.allocation}` : "";
   field("operation").textContent = request.normalised;
+  const approvals = request.approvals || [];
+  const signoffs = field("signoffs");
+  signoffs.hidden = (request.approvalsRequired || 1) < 2;
+  signoffs.textContent = `${approvals.length} of ${request.approvalsRequired} approvals` +
+    approvals.map((a) => ` · ${a.by}`).join("");
+  const notes = field("notes");
+  notes.replaceChildren(...(request.riskNotes || []).map((note) => {
+    const li = document.createElement("li");
+    li.textContent = note;
+    return li;
+  }));
+  notes.hidden = !(request.riskNotes || []).length;
+  field("edit").hidden = !request.edit;
+  if (request.edit) {
+    field("edit-by").textContent = request.edit.by;
+    field("edit-operation").textContent = request.edit.normalised;
+  }
   const parts = field("parts");
   parts.replaceChildren();
   for (const part of request.evaluation.parts || []) {
@@ -219,9 +252,26 @@ function fillCard(card, request) {
     tr.append(text, decision, why);
     parts.append(tr);
   }
+  const told = notificationLine(request, "approval.created");
+  field("notified").hidden = !told;
+  field("notified").textContent = `Notified: ${told}`;
+  field("escalated").hidden = !request.escalatedAt;
+  if (request.escalatedAt) {
+    const escalated = notificationLine(request, "approval.escalated") || "nobody (no one to tell)";
+    field("escalated").textContent = `Escalated at ${utcTime(request.escalatedAt)} to ${escalated}`;
+  }
   const form = card.querySelector("form.decision");
   form.action = `/approvals/${request.id}/decide/`;
-  card.querySelector("details.similar").dataset.similarSrc = `/approvals/${request.id}/similar/`;
+  const similar = card.querySelector("details.similar");
+  similar.dataset.similarSrc = `/approvals/${request.id}/similar/`;
+  similar.hidden = request.approvalsRequired > 1;
+  const edit = card.querySelector("details.edit");
+  edit.dataset.checkSrc = `/approvals/${request.id}/edit-check/`;
+  // An edit comes first or not at all: once someone approved, it is approved as it stands.
+  edit.hidden = Boolean(request.edit) || approvals.length > 0;
+  const inputs = { shell: "command", file: "path", network: "host" };
+  const input = edit.querySelector(`[name="${inputs[request.operation.kind]}"]`);
+  if (input && !input.dataset.touched) input.value = request.operation[inputs[request.operation.kind]] || "";
   wireCard(card);
 }
 
@@ -238,10 +288,13 @@ function wireCard(card) {
         headers: { Accept: "application/json", "X-CSRFToken": csrfToken(form) },
       });
       const answer = await response.json().catch(() => ({ message: response.statusText }));
-      if (response.ok || response.status === 409) removeCard(card.dataset.id);
+      // Decided: gone from the queue. Half-approved (two-person rule): the card stays, and
+      // the change event brings who approved.
+      if (response.ok && answer.status !== "pending") removeCard(card.dataset.id);
       if (!response.ok) alert(answer.message);
     });
   }
+  wireEdit(card, form);
   const similar = card.querySelector("details.similar");
   if (similar && !similar.dataset.wired) {
     similar.dataset.wired = "1";
@@ -259,6 +312,38 @@ function wireCard(card) {
     similar.addEventListener("toggle", preview);
     scope.addEventListener("change", preview);
   }
+}
+
+// Edit and approve: only the field of the operation's kind is shown; as the reviewer types,
+// the rules judge the edit (a deny rule still wins; the button says so before it is sent).
+function wireEdit(card, form) {
+  const edit = card.querySelector("details.edit");
+  if (!edit || edit.dataset.wired) return;
+  edit.dataset.wired = "1";
+  const kind = card.dataset.kind;
+  edit.querySelectorAll("[data-for-kind]").forEach((input) => {
+    input.hidden = input.dataset.forKind !== kind;
+    input.addEventListener("input", () => { input.dataset.touched = "1"; soon(); });
+  });
+  const verdict = edit.querySelector('[data-field="edit-check"]');
+  const button = edit.querySelector('button[value="approve_edited"]');
+  let timer = null;
+  const check = async () => {
+    if (!edit.dataset.checkSrc) return;
+    const body = new FormData(form);
+    const response = await fetch(edit.dataset.checkSrc, {
+      method: "POST", body, credentials: "same-origin",
+      headers: { Accept: "application/json", "X-CSRFToken": csrfToken(form) },
+    });
+    const answer = await response.json().catch(() => ({ message: response.statusText }));
+    button.disabled = !response.ok;
+    verdict.classList.toggle("error", !response.ok);
+    verdict.textContent = response.ok
+      ? `The rules: ${answer.evaluation.decision} · risk ${answer.risk}${(answer.riskNotes || []).map((n) => ` · ${n}`).join("")}`
+      : answer.message;
+  };
+  function soon() { clearTimeout(timer); timer = setTimeout(check, 250); }
+  edit.addEventListener("toggle", () => { if (edit.open) check(); });
 }
 
 function removeCard(id) {
@@ -295,10 +380,20 @@ function approvalHandlers() {
       document.querySelectorAll("#queue article.approval").forEach((card) => {
         if (!ids.has(card.dataset.id)) card.remove();
       });
-      Object.values(state.pending).forEach(addCard);
+      Object.values(state.pending).forEach((request) => {
+        const card = document.getElementById(`approval-${request.id}`);
+        if (card) fillCard(card, request);
+        else addCard(request);
+      });
       updateQueueCount();
     },
     "approval.created": addCard,
+    "approval.changed": (request) => {
+      Live.state.pending[request.id] = request;
+      const card = document.getElementById(`approval-${request.id}`);
+      if (card) fillCard(card, request);
+      else addCard(request);
+    },
     "approval.decided": (request) => removeCard(request.id),
   };
 }

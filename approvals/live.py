@@ -1,0 +1,28 @@
+"""Announcing a request's changes (after commit, contextsvc/core/events.py): reviewers'
+queues get the request as reviewers see it (with whom it was sent to), and agents waiting
+on it get it as the API shows them — only when it is made or decided, which is all a
+waiting agent needs to hear."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from approvals.models import ApprovalRequest
+from approvals.selectors import approval_json, approval_review_json
+from contextsvc.core import events
+
+CREATED = "approval.created"
+CHANGED = "approval.changed"  # partially approved, edited, escalated, notified
+DECIDED = "approval.decided"
+
+
+def request_group(request_id: UUID) -> str:
+    return f"approval.{request_id}"
+
+
+def announce(request: ApprovalRequest, event_type: str) -> None:
+    events.publish(events.APPROVALS, event_type=event_type, data=approval_review_json(request))
+    if event_type != CHANGED:
+        events.publish(
+            request_group(request.pk), event_type=event_type, data=approval_json(request)
+        )

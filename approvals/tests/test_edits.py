@@ -1,0 +1,254 @@
+"""Edit before approve: a reviewer approves their own version of an operation; the edit
+is judged by the rules again (a deny rule or sources.json still wins), the agent is told
+to run the edit, the request and the audit log keep both, and a run report is held to
+the edit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from approvals.models import ApprovalRequest, Status
+from approvals.selectors import operation_digest
+from contextsvc.core.models import AuditEntry
+from cs_agent import ApprovalClient
+from profiles.tests.factories import SandboxProfileFactory
+from tests.support.api import ApiClient, issue_token
+from tests.support.unchanged import rows
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("data_agent")]
+SOURCES = json.loads(
+    (
+        Path(__file__).resolve().parents[2] / "rules" / "tests" / "fixtures" / "sources.json"
+    ).read_text()
+)
+
+
+def ask(agent: ApiClient, operation: dict[str, Any], agent_type: str = "data-agent") -> str:
+    response = agent.post(
+        "/v1/approvals", {"contextId": "ctx-1", "agentType": agent_type, "operation": operation}
+    )
+    assert response.status_code == 202, response.json()
+    return str(response.json()["id"])
+
+
+def edit(reviewer: ApiClient, request_id: str, operation: Any, **extra: Any) -> Any:
+    return reviewer.post(
+        f"/v1/approvals/{request_id}/decision",
+        {"decision": "approve_edited", "operation": operation, **extra},
+    )
+
+
+def shell(command: str) -> dict[str, str]:
+    return {"kind": "shell", "command": command}
+
+
+def test_the_agent_is_told_to_run_the_edit_and_both_are_kept(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    request_id = ask(agent, shell("pip install pandas"))
+
+    response = edit(approver, request_id, shell("pip install pandas==2.2.2"), reason="pin it")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["status"], body["decision"], body["decidedBy"], body["reason"]) == (
+        "approved",
+        "allow_edited",
+        "api:alice",
+        "pin it",
+    )
+    # What was asked stays as asked; the edit says what to run instead.
+    assert (body["operation"], body["normalised"]) == (
+        shell("pip install pandas"),
+        "pip install pandas",
+    )
+    assert {key: body["edit"][key] for key in ("operation", "normalised", "risk", "by")} == {
+        "operation": shell("pip install pandas==2.2.2"),
+        "normalised": "pip install pandas==2.2.2",
+        "risk": "medium",
+        "by": "api:alice",
+    }
+    assert body["edit"]["evaluation"]["decision"] == "ask"
+    assert agent.get(f"/v1/approvals/{request_id}").json() == body
+    assert [
+        (entry.action, entry.payload)
+        for entry in AuditEntry.objects.filter(target=request_id).order_by("id")
+        if entry.action in ("approval.edit", "approval.approve")
+    ] == [
+        (
+            "approval.edit",
+            {
+                "operation": "pip install pandas",
+                "edited": "pip install pandas==2.2.2",
+                "edited_operation": shell("pip install pandas==2.2.2"),
+                "risk": "medium",
+            },
+        ),
+        (
+            "approval.approve",
+            {
+                "status": "approved",
+                "reason": "pin it",
+                "operation": "pip install pandas",
+                "approvers": ["api:alice"],
+                "via": "api",
+                "edited": "pip install pandas==2.2.2",
+            },
+        ),
+    ]
+
+    # The agent's client runs the edit, never what it asked.
+    verdict = ApprovalClient.verdict_of(body)
+    assert (verdict.allowed, verdict.edited, verdict.operation, verdict.asked) == (
+        True,
+        True,
+        shell("pip install pandas==2.2.2"),
+        shell("pip install pandas"),
+    )
+
+    # A run report is held to the edit: the command asked for is not what was approved.
+    report = {
+        "requestId": request_id,
+        "contextId": "ctx-1",
+        "outcome": "exited",
+        "exitStatus": 0,
+        "durationMs": 5,
+        "stdoutBytes": 0,
+        "stderrBytes": 0,
+        "truncated": False,
+    }
+    mismatch = agent.post("/v1/runs", {**report, "command": "pip install pandas"})
+    assert (mismatch.status_code, mismatch.json()["message"]) == (
+        409,
+        "the command reported is not the command that was judged",
+    )
+    ran = agent.post("/v1/runs", {**report, "command": "pip install pandas==2.2.2"})
+    assert ran.status_code == 201
+    assert ran.json()["command"] == "pip install pandas==2.2.2"
+    assert ApprovalRequest.objects.get().effective_operation == shell("pip install pandas==2.2.2")
+    assert operation_digest(ApprovalRequest.objects.get().effective_operation) == operation_digest(
+        shell("pip install pandas==2.2.2")
+    )
+
+
+def test_an_edit_can_never_allow_what_the_rules_deny(agent: ApiClient, approver: ApiClient) -> None:
+    SandboxProfileFactory.create(name="sourced-agent", sources=SOURCES)
+    by_rule = ask(agent, shell("pip install pandas"))
+    by_sources = ask(agent, shell("pip install pandas"), agent_type="sourced-agent")
+    before = rows()
+
+    denied_by_rule = edit(approver, by_rule, shell("curl https://pypi.org/simple/"))
+    denied_by_sources = edit(approver, by_sources, shell("pip install pyautogui"))
+
+    assert (denied_by_rule.status_code, denied_by_rule.json()) == (
+        400,
+        {
+            "error": "invalid_request",
+            "message": "the edited operation is denied by shell(curl:*): an edit cannot allow "
+            "what the rules deny",
+        },
+    )
+    assert (denied_by_sources.status_code, denied_by_sources.json()) == (
+        400,
+        {
+            "error": "invalid_request",
+            "message": "the edited operation is denied by "
+            "package_managers.pip.blocked_packages[1]: an edit cannot allow what the rules deny",
+        },
+    )
+    assert rows() == before
+
+
+@pytest.mark.parametrize(
+    ("operation", "message"),
+    [
+        ({"kind": "file", "action": "read", "path": "a"}, "an edit keeps the operation's kind (shell)"),
+        (shell("pip install pandas"), "the edit is the operation as asked: approve it instead"),
+        ({"kind": "shell"}, "operation.command: is required"),
+        ("ls", "operation must be an object: the operation to approve instead"),
+    ],
+)  # fmt: skip
+def test_edits_that_change_the_kind_or_nothing_are_refused(
+    agent: ApiClient, approver: ApiClient, operation: Any, message: str
+) -> None:
+    request_id = ask(agent, shell("pip install pandas"))
+    before = rows()
+
+    refused = edit(approver, request_id, operation)
+
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {"error": "invalid_request", "message": message},
+    )
+    assert rows() == before
+
+
+def test_a_file_edit_keeps_its_action_and_other_decisions_take_no_operation(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    request_id = ask(agent, {"kind": "file", "action": "write", "path": "out/a.csv"})
+    before = rows()
+
+    wrong_action = edit(approver, request_id, {"kind": "file", "action": "delete", "path": "x"})
+    stray = approver.post(
+        f"/v1/approvals/{request_id}/decision",
+        {"decision": "approve", "operation": {"kind": "file", "action": "write", "path": "x"}},
+    )
+    missing = approver.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve_edited"})
+
+    assert [r.json()["message"] for r in (wrong_action, stray, missing)] == [
+        "an edit keeps a file operation's action (write)",
+        "operation goes only with approve_edited",
+        "operation is required with approve_edited",
+    ]
+    assert rows() == before
+    approved = edit(approver, request_id, {"kind": "file", "action": "write", "path": "out/b.csv"})
+    assert approved.json()["edit"]["normalised"] == "write /workspace/ctx-1/out/b.csv"
+
+
+def test_under_the_two_person_rule_an_edit_is_the_first_approval_and_never_lowers_it(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    SandboxProfileFactory.create(
+        name="careful-agent",
+        rules={"permissions": {"deny": ["shell(curl:*)"]}},
+        approval_policy={"twoPersonRule": True},
+    )
+    bob = ApiClient(issue_token("bob", ["approver"]))
+    high = ask(agent, shell("cp a.csv /tmp/a.csv"), agent_type="careful-agent")
+    medium = ask(agent, shell("pip install pandas"), agent_type="careful-agent")
+
+    # Rewritten to stay inside the context: still two approvers, as the asked one needed.
+    first = edit(approver, high, shell("cp a.csv b.csv")).json()
+    assert (first["status"], first["approvalsRequired"], first["edit"]["risk"]) == (
+        "pending",
+        2,
+        "medium",
+    )
+    before = rows()
+    again = edit(bob, high, shell("cp a.csv c.csv"))
+    assert (again.status_code, again.json()["message"]) == (
+        409,
+        f"approval request {high} already has 1 of 2 approvals: approve it as it stands, or "
+        "deny it",
+    )
+    assert rows() == before
+    second = bob.post(f"/v1/approvals/{high}/decision", {"decision": "approve"}).json()
+    assert (second["status"], second["decision"], [a["by"] for a in second["approvals"]]) == (
+        "approved",
+        "allow_edited",
+        ["api:alice", "api:bob"],
+    )
+
+    # An edit that makes a one-person operation high-risk makes it a two-person one.
+    raised = edit(approver, medium, shell("pip install pandas > /tmp/pip.log")).json()
+    assert (raised["status"], raised["approvalsRequired"], raised["edit"]["risk"]) == (
+        "pending",
+        2,
+        "high",
+    )
+    assert ApprovalRequest.objects.get(pk=medium).status == Status.PENDING
