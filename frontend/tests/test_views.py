@@ -30,7 +30,16 @@ from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.cluster]
 
-VIEWER_PAGES = ["/", "/allocations/", "/approvals/", "/profiles/", "/audit/", "/cluster/"]
+VIEWER_PAGES = [
+    "/",
+    "/allocations/",
+    "/approvals/",
+    "/approvals/analytics/",
+    "/notifications/",
+    "/profiles/",
+    "/audit/",
+    "/cluster/",
+]
 ADMIN_PAGES = ["/allocations/new/", "/clients/", "/users/", "/profiles/new/"]
 
 

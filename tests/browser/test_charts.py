@@ -159,6 +159,8 @@ def test_no_page_has_a_serious_accessibility_problem(
         f"/allocations/{coming.pk}/",
         "/approvals/",
         f"/approvals/{pending.pk}/",
+        "/approvals/analytics/",
+        "/notifications/",
         "/profiles/",
         "/profiles/new/",
         "/profiles/data-agent/",

@@ -68,7 +68,16 @@ def test_nothing_overflows_the_window(
     page.set_viewport_size({"width": width, "height": 900})
     make_user("ada", "admin")
     login(page, "ada")
-    for path in ("/", "/approvals/", "/audit/", "/cluster/", "/allocations/new/", "/profiles/"):
+    for path in (
+        "/",
+        "/approvals/",
+        "/approvals/analytics/",
+        "/notifications/",
+        "/audit/",
+        "/cluster/",
+        "/allocations/new/",
+        "/profiles/",
+    ):
         page.goto(f"{web_server}{path}")
         page.wait_for_load_state("networkidle")
         scroll, window = page_width(page)

@@ -363,6 +363,7 @@ function addCard(request) {
   fillCard(card, request);
   queue.append(card);
   updateQueueCount();
+  tickDeadlines();  // the time left at once, not at the next tick
 }
 
 function updateQueueCount() {
