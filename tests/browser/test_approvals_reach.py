@@ -101,6 +101,7 @@ def test_a_reviewer_edits_the_command_and_the_agent_runs_the_edit(
         (True, "approved", True, {"kind": "shell", "command": "pip install pandas==2.2.2"})
     ]
     request.refresh_from_db()
+    assert request.edit is not None
     assert (request.status, request.operation["command"], request.edit["operation"]["command"]) == (
         "approved",
         "pip install pandas",
