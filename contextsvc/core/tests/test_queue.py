@@ -10,6 +10,7 @@ from celery.exceptions import Retry
 from django.conf import settings
 
 from allocations import queue as allocation_queue
+from approvals import queue as approval_queue
 from contextsvc.celery import app
 from contextsvc.core import locks, queue
 from profiles import queue as profile_queue
@@ -29,11 +30,19 @@ def _names(module: object) -> set[str]:
 def test_every_queued_name_is_a_registered_task_and_every_task_is_named_once() -> None:
     app.loader.import_default_modules()
     registered = {name for name in app.tasks if not name.startswith("celery.")}
-    named = _names(allocation_queue) | _names(workspace_queue) | _names(profile_queue)
+    named = (
+        _names(allocation_queue)
+        | _names(workspace_queue)
+        | _names(profile_queue)
+        | _names(approval_queue)
+    )
 
     assert named <= registered
-    # The rest are beat's own (heartbeats, capabilities) and the approvals' expiry.
+    # The rest are beat's own (heartbeats, capabilities) and the approvals' expiry,
+    # escalation and delivery sweep.
     assert sorted(registered - named) == [
+        "approvals.tasks.deliveries_due",
+        "approvals.tasks.escalate_due",
         "approvals.tasks.expire_due",
         "contextsvc.core.tasks.record_heartbeat",
         "contextsvc.core.tasks.refresh_capabilities",
