@@ -16,16 +16,27 @@ STATUS: dict[str, str] = {
 }
 
 
-@register.filter
-def notified(request: ApprovalRequest, event: str) -> str:
-    """ "alice (e-mail, delivered), ops (webhook, sending)" for one event's deliveries."""
+def _sent(request: object, event: str) -> list[Delivery]:
     if not isinstance(request, ApprovalRequest):
-        return ""  # the empty card the page's script fills
-    sent = sorted(
+        return []  # the empty card the page's script fills
+    return sorted(
         (delivery for delivery in request.deliveries.all() if delivery.event == event),
         key=lambda delivery: (delivery.created_at, delivery.target),
     )
+
+
+@register.filter
+def notified(request: ApprovalRequest, event: str) -> str:
+    """ "alice (E-mail, delivered), ops (Webhook, sending)": to whom one event's messages
+    went, and how each fared."""
     return ", ".join(
         f"{delivery.target} ({delivery.get_medium_display()}, {STATUS[delivery.status]})"
-        for delivery in sent
+        for delivery in _sent(request, event)
     )
+
+
+@register.filter
+def notified_at(request: ApprovalRequest, event: str) -> str:
+    """When one event's messages were made ("12:01:05 UTC"), or ""."""
+    sent = _sent(request, event)
+    return f"{sent[0].created_at:%H:%M:%S} UTC" if sent else ""

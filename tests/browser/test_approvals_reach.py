@@ -179,6 +179,15 @@ def test_an_e_mailed_link_leads_through_signing_in_to_a_confirmation(
     thread, verdicts = waiting_agent(web_server, "data-agent", "pip install pandas")
     request = pending()
     (message,) = mail_server.wait_for(1)
+    # A reviewer's queue says who was told, and follows the message until it arrived.
+    make_user("vera", "viewer")
+    queue = page.context.browser.new_context().new_page()  # type: ignore[union-attr]
+    login(queue, "vera")
+    queue.goto(f"{web_server}/approvals/")
+    expect(queue.locator(f'#approval-{request.pk} [data-field="notified"]')).to_contain_text(
+        "alice (E-mail, delivered)", timeout=15_000
+    )
+    queue.close()
     approve = next(
         line.split()[1] for line in text_of(message).splitlines() if line.startswith("Approve:")
     )

@@ -199,6 +199,11 @@ function notificationLine(request, event) {
     .join(", ");
 }
 
+function notifiedAt(request, event) {
+  const first = (request.notifications || []).find((n) => n.event === event);
+  return first ? utcTime(first.at) : "";
+}
+
 function utcTime(iso) {
   return `${new Date(iso).toISOString().slice(11, 19)} UTC`;
 }
@@ -254,7 +259,7 @@ function fillCard(card, request) {
   }
   const told = notificationLine(request, "approval.created");
   field("notified").hidden = !told;
-  field("notified").textContent = `Notified: ${told}`;
+  field("notified").textContent = `Notified at ${notifiedAt(request, "approval.created")}: ${told}`;
   field("escalated").hidden = !request.escalatedAt;
   if (request.escalatedAt) {
     const escalated = notificationLine(request, "approval.escalated") || "nobody (no one to tell)";
