@@ -5,13 +5,16 @@ call it."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Grant, Status
 from approvals.selectors import operation_digest
+from approvals.tests.factories import GrantFactory
 from contextsvc.core.models import ApiClient as Client
 from contextsvc.core.models import AuditEntry
 from profiles.tests.factories import SandboxProfileFactory
@@ -459,3 +462,49 @@ def test_bad_decisions_are_refused_and_change_nothing(
     assert list(AuditEntry.objects.filter(target=request_id).values_list("action", flat=True)) == [
         "approval.request"
     ]
+
+
+def test_grants_are_listed_newest_first_and_active_ones_on_their_own(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    now = timezone.now()
+    active = GrantFactory.create(rule="shell(pip install pandas:*)")
+    expired = GrantFactory.create(
+        rule="shell(pip install numpy:*)", expires_at=now - timedelta(seconds=1)
+    )
+    revoked = GrantFactory.create(
+        rule="shell(pip install scipy:*)", revoked_at=now, revoked_by="user:bob"
+    )
+    for_context = GrantFactory.create(
+        rule="shell(make:*)",
+        scope="context",
+        context_id="ctx-9",
+        expires_at=now + timedelta(days=1),
+    )
+
+    everything = approver.get("/v1/grants").json()["items"]
+    current = approver.get("/v1/grants", active="true").json()["items"]
+
+    assert [item["id"] for item in everything] == [
+        for_context.pk,
+        revoked.pk,
+        expired.pk,
+        active.pk,
+    ]
+    assert [item["id"] for item in current] == [for_context.pk, active.pk]
+    assert current[0] == {
+        "id": for_context.pk,
+        "rule": "shell(make:*)",
+        "scope": "context",
+        "agentType": "data-agent",
+        "contextId": "ctx-9",
+        "expiresAt": for_context.expires_at.isoformat(),
+        "createdAt": for_context.created_at.isoformat(),
+        "createdBy": "user:test",
+        "revokedAt": None,
+        "revokedBy": None,
+    }
+    # Agents see no grants (nor may they revoke one).
+    assert agent.get("/v1/grants").status_code == 403
+    assert agent.delete(f"/v1/grants/{active.pk}").status_code == 403
+    assert Grant.objects.get(pk=active.pk).revoked_at is None

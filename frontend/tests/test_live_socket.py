@@ -13,9 +13,11 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
+from approvals.tests.factories import ApprovalRequestFactory
 from contextsvc.core import events
 from contextsvc.core.users import ensure_role_groups
 from frontend.tests.support import client_for
+from profiles.tests.factories import SandboxProfileFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.cluster]
 
@@ -72,3 +74,26 @@ def test_the_handshake_is_refused(
         )
 
     assert excinfo.value.response.status_code == 403
+
+
+def test_a_resync_message_answers_with_a_fresh_snapshot(web_server: str) -> None:
+    SandboxProfileFactory.create(name="data-agent")
+    headers = {"Cookie": session_cookie("viewer")}
+    with connect(
+        socket_url(web_server, "approvals"), origin=Origin(web_server), additional_headers=headers
+    ) as socket:
+        first = json.loads(socket.recv(timeout=10))
+        # Written straight to the database: no event announces it, only a snapshot shows it.
+        waiting = ApprovalRequestFactory.create()
+        socket.send(json.dumps({"type": "resync"}))
+        second = json.loads(socket.recv(timeout=10))
+        socket.send(json.dumps({"type": "something else"}))
+        socket.send(json.dumps(["not", "an", "object"]))
+        socket.send(json.dumps({"type": "resync"}))
+        third = json.loads(socket.recv(timeout=10))
+
+    assert first == {"type": "snapshot", "topic": "approvals", "data": {"pending": {}}}
+    assert (second["type"], list(second["data"]["pending"])) == ("snapshot", [str(waiting.pk)])
+    assert second["data"]["pending"][str(waiting.pk)]["normalised"] == "pip install pandas"
+    # Other messages are ignored: the next answer is the next resync's.
+    assert third == second

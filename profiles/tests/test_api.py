@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from contextsvc.core.models import AuditEntry
 from profiles.models import SandboxProfile
 from tests.support.api import ApiClient
+from tests.support.unchanged import rows
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 FIXTURES = Path(__file__).resolve().parents[2] / "rules" / "tests" / "fixtures"
@@ -106,3 +108,68 @@ def test_a_profile_with_an_image_is_a_built_in_one_without_saying_so(admin: ApiC
         "namespaces",
     )
     assert SandboxProfile.objects.get(name="plain").source == "builtin"
+
+
+def test_a_profile_is_read_replaced_field_by_field_and_deleted(
+    admin: ApiClient, caller: ApiClient
+) -> None:
+    created = admin.post(
+        "/v1/profiles", {"name": "plain", "image": "busybox:1.36", "description": "first"}
+    ).json()
+    assert caller.get("/v1/profiles/plain").json() == created
+
+    replaced = admin.client.put(
+        "/v1/profiles/plain",
+        json.dumps({"description": "second", "executorIsolation": "none"}),
+        content_type="application/json",
+        headers=admin.headers,
+    )
+
+    assert replaced.status_code == 200
+    body = replaced.json()
+    assert (body["description"], body["executorIsolation"], body["image"], body["updatedBy"]) == (
+        "second",
+        "none",
+        "busybox:1.36",
+        "api:platform-admin",
+    )
+    assert caller.get("/v1/profiles/plain").json() == body
+    before = rows()
+    for client, payload, status, message in (
+        (
+            caller,
+            {"description": "third"},
+            403,
+            "this credential lacks the scope this endpoint needs",
+        ),
+        (
+            admin,
+            {"name": "other"},
+            400,
+            'name "other" does not match the profile "plain" in the path',
+        ),
+    ):
+        refused = client.client.put(
+            "/v1/profiles/plain", json.dumps(payload), content_type="application/json",
+            headers=client.headers,
+        )  # fmt: skip
+        assert (refused.status_code, refused.json()["message"]) == (status, message)
+    assert caller.delete("/v1/profiles/plain").status_code == 403
+    assert caller.get("/v1/profiles/ghost").json() == {
+        "error": "not_found",
+        "message": 'profile "ghost" not found',
+    }
+    assert rows() == before
+
+    assert admin.delete("/v1/profiles/plain").status_code == 204
+
+    assert caller.get("/v1/profiles/plain").status_code == 404
+    assert not SandboxProfile.objects.filter(name="plain").exists()
+    assert list(
+        AuditEntry.objects.filter(target="plain").order_by("id").values_list("actor", "action")
+    ) == [
+        ("api:platform-admin", "profile.create"),
+        ("api:platform-admin", "profile.update"),
+        ("api:platform-admin", "profile.delete"),
+    ]
+    assert admin.delete("/v1/profiles/plain").json()["message"] == 'profile "plain" not found'

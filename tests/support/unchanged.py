@@ -7,6 +7,9 @@ from typing import Any
 
 from django.apps import apps
 
+from contextsvc.kube import client as kube
+from contextsvc.kube import objects
+
 # The service's own apps, and the people and groups it manages.
 APPS = ("core", "allocations", "workspaces", "approvals", "profiles", "auth")
 # Bookkeeping that changes on every call, whatever the call did: when a token or a person
@@ -33,3 +36,42 @@ def rows() -> dict[str, list[dict[str, Any]]]:
                 for row in model._default_manager.order_by("pk").values()
             ]
     return found
+
+
+# What the service makes in a namespace (and what a caller may own there: a PVC).
+KINDS = (
+    objects.SANDBOX,
+    objects.SANDBOX_CLAIM,
+    objects.SANDBOX_TEMPLATE,
+    objects.SANDBOX_WARM_POOL,
+    objects.PVC,
+    objects.POD,
+    objects.NETWORK_POLICY,
+    objects.JOB,
+)
+
+
+def cluster(*namespaces: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every object of ``KINDS`` in the namespaces: kind, name, uid, labels, annotations
+    and generation (what a write by the service would change; the status its controllers
+    keep updating is left out), listed as the cluster admin."""
+    found: dict[str, list[tuple[Any, ...]]] = {}
+    for namespace in namespaces:
+        for kind in KINDS:
+            items = kube._call("GET", kube._path(kind, namespace)).get("items") or []
+            found[f"{namespace}/{kind.kind}"] = sorted(
+                (
+                    item["metadata"]["name"],
+                    item["metadata"]["uid"],
+                    item["metadata"].get("labels") or {},
+                    item["metadata"].get("annotations") or {},
+                    item["metadata"].get("generation"),
+                )
+                for item in items
+            )
+    return found
+
+
+def everything(*namespaces: str) -> dict[str, Any]:
+    """The rows and the cluster objects of ``namespaces``: what a refusal must leave as it was."""
+    return {"rows": rows(), "cluster": cluster(*namespaces)}

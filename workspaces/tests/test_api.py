@@ -235,3 +235,34 @@ def test_a_workspace_with_active_contexts_is_only_deleted_by_force(
         message="the workspace PVC to be deleted",
     )
     assert kube.get_object(objects.PVC, namespace, "weather-service-workspace") is None
+
+
+def test_workspaces_and_their_contexts_are_read_as_they_were_recorded(
+    rossoctl: ApiClient, agent: ApiClient, namespace: str
+) -> None:
+    ensure(rossoctl, namespace, storageClass="standard")
+    ready(namespace)
+    agent.post(
+        f"/v1/agent-workspaces/{namespace}/weather-service/contexts",
+        {"contextId": "ctx-read", "diskUsageBytes": 10},
+    )
+    one = rossoctl.get(f"/v1/agent-workspaces/{namespace}/weather-service").json()
+
+    assert {key: one[key] for key in ("agentType", "namespace", "pvcName", "status", "size")} == {
+        "agentType": "weather-service",
+        "namespace": namespace,
+        "pvcName": "weather-service-workspace",
+        "status": "ready",
+        "size": "5Gi",
+    }
+    assert rossoctl.get("/v1/agent-workspaces", namespace=namespace).json() == {"items": [one]}
+    assert rossoctl.get("/v1/agent-workspaces", namespace="nowhere").json() == {"items": []}
+    contexts = rossoctl.get(f"/v1/agent-workspaces/{namespace}/weather-service/contexts").json()
+    assert [(c["contextId"], c["status"], c["path"]) for c in contexts["items"]] == [
+        ("ctx-read", "active", "/workspace/ctx-read")
+    ]
+    missing = rossoctl.get(f"/v1/agent-workspaces/{namespace}/other-agent/contexts")
+    assert (missing.status_code, missing.json()["message"]) == (
+        404,
+        f'no workspace for agent "other-agent" in namespace "{namespace}"',
+    )

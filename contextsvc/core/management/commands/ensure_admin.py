@@ -8,6 +8,11 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from contextsvc.core.services import audit_record
+
+ACTOR = "system:ensure_admin"
 
 
 class Command(BaseCommand):
@@ -34,16 +39,24 @@ class Command(BaseCommand):
             return
         shown = password is None
         password = password or secrets.token_urlsafe(12)
-        if user is None:
-            user = user_model.objects.create_superuser(
-                username=username, email="", password=password
+        with transaction.atomic():
+            if user is None:
+                user = user_model.objects.create_superuser(
+                    username=username, email="", password=password
+                )
+                action = "Created"
+            else:
+                user.set_password(password)
+                user.is_superuser = user.is_staff = user.is_active = True
+                user.save()
+                action = "Reset"
+            audit_record(
+                actor=ACTOR,
+                action="user.create" if action == "Created" else "user.reset",
+                target_type="user",
+                target=username,
+                payload={"role": "admin"},
             )
-            action = "Created"
-        else:
-            user.set_password(password)
-            user.is_superuser = user.is_staff = user.is_active = True
-            user.save()
-            action = "Reset"
         self.stdout.write(f"{action} admin user {username!r}. Log in at {options['login_url']}")
         if shown:
             self.stdout.write(f"  username: {username}\n  password: {password}   (shown only once)")

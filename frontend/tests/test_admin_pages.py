@@ -1,0 +1,219 @@
+"""The dashboard's write paths besides the queue: API clients and their tokens, people and
+their roles, profile edits, exports and imports, and grant revocation. The refused role gets
+403 and nothing changes; the allowed one gets exactly its effect and its audit entry."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from django import forms
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from approvals.models import Grant
+from approvals.tests.factories import GrantFactory
+from contextsvc.core.auth import user_role
+from contextsvc.core.models import ApiClient, ApiToken, AuditEntry
+from contextsvc.core.users import ensure_role_groups
+from frontend.tests.support import client_for
+from profiles.models import SandboxProfile
+from profiles.tests.factories import SandboxProfileFactory
+from tests.support.unchanged import rows
+
+pytestmark = [pytest.mark.django_db]
+
+
+@pytest.fixture(autouse=True)
+def _roles() -> None:
+    ensure_role_groups()
+
+
+def audit(prefix: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+    return list(
+        AuditEntry.objects.filter(action__startswith=prefix)
+        .order_by("id")
+        .values_list("actor", "action", "target", "payload")
+    )
+
+
+def test_api_clients_and_tokens_are_made_and_revoked_by_admins_only() -> None:
+    others = [client_for("viewer"), client_for("approver")]
+    admin = client_for("admin")
+    form = {"name": "harness", "description": "SH", "scopes": ["read", "allocations"]}
+    before = rows()
+    for other in others:
+        assert other.post("/clients/", form).status_code == 403
+    assert rows() == before
+
+    made = admin.post("/clients/", form)
+
+    client = ApiClient.objects.get(name="harness")
+    (token,) = client.tokens.all()
+    raw = made.context["token"]
+    assert (client.scopes, client.agent_types, client.description) == (
+        ["allocations", "read"],
+        [],
+        "SH",
+    )
+    assert token.token_hash == hashlib.sha256(raw.encode()).hexdigest()
+    assert (
+        Client().get("/v1/sandbox-pools", headers={"Authorization": f"Bearer {raw}"}).status_code
+        == 200
+    )
+    # A second token, and the first one revoked: refused to others, done for the admin.
+    before = rows()
+    for other in others:
+        assert other.post(f"/clients/{client.pk}/token/").status_code == 403
+        assert other.post(f"/tokens/{token.pk}/revoke/").status_code == 403
+    assert rows() == before
+    second = admin.post(f"/clients/{client.pk}/token/").context["token"]
+    admin.post(f"/tokens/{token.pk}/revoke/")
+
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+    assert ApiToken.objects.filter(client=client, revoked_at__isnull=True).count() == 1
+    assert (
+        Client().get("/v1/sandbox-pools", headers={"Authorization": f"Bearer {raw}"}).status_code
+        == 401
+    )
+    assert (
+        Client().get("/v1/sandbox-pools", headers={"Authorization": f"Bearer {second}"}).status_code
+        == 200
+    )
+    second_token = ApiToken.objects.get(client=client, revoked_at__isnull=True)
+    assert [(actor, action, target) for actor, action, target, _ in audit("api_")] == [
+        ("user:user-admin", "api_client.create", "harness"),
+        ("user:user-admin", "api_token.issue", "harness"),
+        ("user:user-admin", "api_token.issue", "harness"),
+        ("user:user-admin", "api_token.revoke", "harness"),
+    ]
+    assert audit("api_token.revoke")[0][3] == {"token_id": token.pk, "prefix": token.prefix}
+    assert second_token.prefix == second[: len(second_token.prefix)]
+
+
+def test_people_are_made_given_roles_and_switched_off_by_admins_only() -> None:
+    others = [client_for("viewer"), client_for("approver")]
+    admin = client_for("admin")
+    me = User.objects.get(username="user-admin")
+    form = {"username": "bob", "password": "a-long-enough-passphrase", "role": "approver",
+            "email": "bob@example.com"}  # fmt: skip
+    before = rows()
+    for other in others:
+        assert other.post("/users/", form).status_code == 403
+    assert rows() == before
+
+    admin.post("/users/", form)
+
+    bob = User.objects.get(username="bob")
+    assert (user_role(bob), bob.email, bob.is_active, bob.check_password(form["password"])) == (
+        "approver",
+        "bob@example.com",
+        True,
+        True,
+    )
+    before = rows()
+    for other in others:
+        assert other.post(f"/users/{bob.pk}/role/", {"role": "admin"}).status_code == 403
+        assert other.post(f"/users/{bob.pk}/active/").status_code == 403
+    assert rows() == before
+
+    admin.post(f"/users/{bob.pk}/role/", {"role": "viewer"})
+    admin.post(f"/users/{bob.pk}/active/")
+    assert User.objects.get(pk=bob.pk).is_active is False
+    admin.post(f"/users/{bob.pk}/active/")
+    bob = User.objects.get(pk=bob.pk)
+    assert (user_role(bob), bob.is_active) == ("viewer", True)
+    # An admin cannot switch themselves off (and lock everyone out).
+    before = rows()
+    refused = admin.post(f"/users/{me.pk}/active/", follow=True)
+    assert "You cannot deactivate yourself." in refused.content.decode()
+    assert rows() == before
+    assert [
+        (a, action, target, payload)
+        for a, action, target, payload in audit("user.")
+        if target == "bob"
+    ] == [
+        ("user:user-admin", "user.create", "bob", {"role": "approver", "email": "bob@example.com"}),
+        ("user:user-admin", "user.role", "bob", {"from": None, "to": "approver"}),
+        ("user:user-admin", "user.role", "bob", {"from": "approver", "to": "viewer"}),
+        ("user:user-admin", "user.deactivate", "bob", {}),
+        ("user:user-admin", "user.activate", "bob", {}),
+    ]
+
+
+def _form_data(page: Any) -> dict[str, Any]:
+    """What the edit form would send back unchanged."""
+    form = page.context["form"]
+    data: dict[str, Any] = {}
+    for field in form:
+        value = field.value()
+        if value is None or value is False:
+            continue
+        if isinstance(field.field, forms.JSONField) and not isinstance(value, str):
+            value = json.dumps(value)
+        data[field.name] = value
+    return data
+
+
+@pytest.mark.cluster
+@pytest.mark.usefixtures("kube_cluster")
+def test_profiles_are_edited_exported_and_imported_by_admins_only() -> None:
+    SandboxProfileFactory.create(
+        name="data-agent", rules={"permissions": {"allow": ["shell(ls:*)"]}}
+    )
+    viewer, approver, admin = client_for("viewer"), client_for("approver"), client_for("admin")
+    page = admin.get("/profiles/data-agent/edit/")
+    data = {**_form_data(page), "description": "reads data"}
+    upload = {"document": SimpleUploadedFile("settings.json", b'{"permissions": {}}')}
+    before = rows()
+    for other in (viewer, approver):
+        assert other.get("/profiles/data-agent/edit/").status_code == 403
+        assert other.post("/profiles/data-agent/edit/", data).status_code == 403
+        assert other.post("/profiles/data-agent/settings/import/", upload).status_code == 403
+    assert rows() == before
+
+    saved = admin.post("/profiles/data-agent/edit/", data)
+
+    assert (saved.status_code, saved["Location"]) == (302, "/profiles/data-agent/")
+    profile = SandboxProfile.objects.get(name="data-agent")
+    assert (profile.description, profile.updated_by, profile.rules) == (
+        "reads data",
+        "user:user-admin",
+        {"permissions": {"allow": ["shell(ls:*)"]}},
+    )
+    (entry,) = audit("profile.")
+    assert (entry[0], entry[1], entry[3]["description"]) == (
+        "user:user-admin",
+        "profile.update",
+        "reads data",
+    )
+    # Anyone who may look exports the documents, in the seed's form, as a download.
+    exported = viewer.get("/profiles/data-agent/settings.json")
+    assert exported["Content-Disposition"] == 'attachment; filename="data-agent-settings.json"'
+    assert json.loads(exported.content) == {"permissions": {"allow": ["shell(ls:*)"]}}
+    assert viewer.get("/profiles/data-agent/policy.json").status_code == 404
+
+
+def test_grants_are_revoked_from_the_queue_by_approvers_only() -> None:
+    grant = GrantFactory.create()
+    viewer, approver = client_for("viewer"), client_for("approver")
+    before = rows()
+    assert viewer.post(f"/grants/{grant.pk}/revoke/").status_code == 403
+    assert viewer.post("/grants/999999/revoke/").status_code == 403
+    assert approver.post("/grants/999999/revoke/").status_code == 404
+    assert rows() == before
+
+    approver.post(f"/grants/{grant.pk}/revoke/")
+
+    revoked = Grant.objects.get(pk=grant.pk)
+    assert (revoked.revoked_by, revoked.revoked_at is not None) == ("user:user-approver", True)
+    assert audit("grant.") == [
+        ("user:user-approver", "grant.revoke", str(grant.pk), {"rule": grant.rule})
+    ]
+    after = rows()
+    again = approver.post(f"/grants/{grant.pk}/revoke/", follow=True)
+    assert f"grant {grant.pk} is already revoked" in again.content.decode()
+    assert rows() == after
