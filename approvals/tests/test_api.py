@@ -498,7 +498,7 @@ def test_grants_are_listed_newest_first_and_active_ones_on_their_own(
         "scope": "context",
         "agentType": "data-agent",
         "contextId": "ctx-9",
-        "expiresAt": for_context.expires_at.isoformat(),
+        "expiresAt": (now + timedelta(days=1)).isoformat(),
         "createdAt": for_context.created_at.isoformat(),
         "createdBy": "user:test",
         "revokedAt": None,
