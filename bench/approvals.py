@@ -109,6 +109,40 @@ def bench_long_poll(web_url: str) -> list[float]:
         return [future.result() for future in futures][WARMUP_DECISIONS:]
 
 
+HOLDS = int(os.environ.get("BENCH_HOLDS", "10"))
+
+
+def bench_holds(web_url: str) -> tuple[list[float], list[float]]:
+    """How long the long-poll holds: ``?wait=1`` on a pending request (it should answer
+    after about a second, still pending) and ``?wait=30`` on a decided one (at once)."""
+    agent_token, approver_token = _tokens()
+    agent, approver = Http(web_url, agent_token), Http(web_url, approver_token)
+    pending_holds, decided_holds = [], []
+    for index in range(HOLDS):
+        status, pending = agent.request(
+            "POST",
+            "/v1/approvals",
+            {
+                "contextId": f"hold-{index}",
+                "agentType": "bench-agent",
+                "operation": {"kind": "shell", "command": f"pip install hold-{index}"},
+            },
+        )
+        assert status == 202, pending
+        started = time.perf_counter()
+        _, state = agent.request("GET", f"/v1/approvals/{pending['id']}?wait=1")
+        pending_holds.append(time.perf_counter() - started)
+        assert state["status"] == "pending", state
+        approver.request("POST", f"/v1/approvals/{pending['id']}/decision", {"decision": "deny"})
+        started = time.perf_counter()
+        _, state = agent.request("GET", f"/v1/approvals/{pending['id']}?wait=30")
+        decided_holds.append(time.perf_counter() - started)
+        assert state["status"] == "denied", state
+    agent.close()
+    approver.close()
+    return pending_holds, decided_holds
+
+
 def run() -> None:
     engine = rules.compare()
     cluster = ensure_cluster()
@@ -117,6 +151,7 @@ def run() -> None:
             database="contextsvc_bench", kubeconfig=str(cluster.kubeconfig)
         ) as stack:
             latencies = bench_long_poll(stack.web_url)
+            pending_holds, decided_holds = bench_holds(stack.web_url)
     finally:
         if cluster.started_here:
             cluster.stop()
@@ -140,6 +175,12 @@ Runs without the warm-up had p99 189–360 ms, dominated by the pool's processes
 | n | p50 | p99 | max |
 |---|---|---|---|
 | {len(ms)} | {percentile(ms, 50):.1f} ms | {percentile(ms, 99):.1f} ms | {max(ms):.1f} ms |
+
+**How long a long-poll holds** ({HOLDS} requests, one at a time): `?wait=1` on a pending
+request answers, still pending, after {min(pending_holds):.3f}–{max(pending_holds):.3f} s
+(it must not answer before its second is up); `?wait=30` on a decided one answers in
+{min(decided_holds) * 1000:.1f}–{max(decided_holds) * 1000:.1f} ms (at once). The test
+suite checks the behaviour (the answers), this the time.
 """
     write_section("approvals", body)
     print(body)

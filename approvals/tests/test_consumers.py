@@ -5,6 +5,7 @@ credential and whose request it is like ``GET /v1/approvals/{id}``."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -22,22 +23,43 @@ pytestmark = [
 ]
 
 
-def test_long_poll_returns_at_once_when_already_decided_and_after_wait_when_not(
+def poll(web_server: str, token: str, request_id: str, wait: int) -> dict[str, Any]:
+    """One ``GET …?wait=N``: a single answer, however long the server holds it."""
+    request = urllib.request.Request(
+        f"{web_server}/v1/approvals/{request_id}?wait={wait}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    # The socket waits well past a held answer, and far less than a 60 s hold.
+    with urllib.request.urlopen(request, timeout=45) as response:
+        return dict(json.loads(response.read()))
+
+
+def test_long_poll_waits_for_the_decision_and_returns_at_once_when_already_decided(
     web_server: str,
 ) -> None:
-    agent = ApprovalClient(web_server, issue_token("agent-1", ["agent"]), agent_type="data-agent")
+    token = issue_token("agent-1", ["agent"])
+    agent = ApprovalClient(web_server, token, agent_type="data-agent")
     pending = agent.submit({"kind": "shell", "command": "pip install x"}, "ctx-1")
 
-    started = time.monotonic()
-    state = agent.wait(pending["id"], timeout=1)
-    waited = time.monotonic() - started
-
-    assert state["status"] == "pending"
-    assert waited >= 1.0
-    decide_over_http(
+    # Nothing decided within the wait: the answer is the request, still pending.
+    assert pending["status"] == "pending"
+    assert poll(web_server, token, pending["id"], 1) == pending
+    # One held poll, answered by the decision made while it waits (a server that answered
+    # at once would say "pending").
+    answers: list[dict[str, Any]] = []
+    waiting = threading.Thread(
+        target=lambda: answers.append(poll(web_server, token, pending["id"], 40))
+    )
+    waiting.start()
+    time.sleep(0.5)  # the poll is under way before the decision, whatever the machine
+    decided = decide_over_http(
         web_server, issue_token("alice", ["approver"]), pending["id"], {"decision": "approve"}
     )
-    assert agent.wait(pending["id"], timeout=30)["status"] == "approved"
+    waiting.join(timeout=45)
+    assert [(a["status"], a["decidedBy"]) for a in answers] == [("approved", "api:alice")]
+    assert answers[0] == decided
+    # Already decided: a 60 s poll answers at once (the 45 s socket timeout would fail it).
+    assert poll(web_server, token, pending["id"], 60) == decided
 
 
 def test_long_poll_checks_credentials_and_ownership(web_server: str) -> None:

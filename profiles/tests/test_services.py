@@ -4,6 +4,7 @@ refusals on save, the default profile, and a profile in use."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from tests.support.kube import (
     make_warm_pool,
     wait_for_phase,
 )
+from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 
@@ -324,11 +326,29 @@ def test_template_profile_copies_the_template_blueprint(
             }
         },
     )
-    kept = kube.get_object(objects.SANDBOX, namespace, "sandbox-copied-1")
-    assert kept is not None
-    assert kept["spec"]["podTemplate"]["spec"]["containers"][0]["image"] == (
-        "registry.example.com/research:7"
+    # ... not even when it is reconciled again: scaled to 3, the new Sandbox is made from
+    # the copy (a blueprint read again would bring image 8 and the host's PID namespace).
+    scaled = caller.client.patch(
+        "/v1/sandbox-pools/copied",
+        json.dumps({"replicas": 3}),
+        content_type="application/json",
+        headers=caller.headers,
     )
+    assert scaled.status_code == 200, scaled.content
+    added = wait_until(
+        lambda: kube.get_object(objects.SANDBOX, namespace, "sandbox-copied-2"),
+        timeout=60,
+        message="the third Sandbox",
+    )
+    assert isinstance(added, dict)
+    for name in ("sandbox-copied-1", "sandbox-copied-2"):
+        kept = kube.get_object(objects.SANDBOX, namespace, name)
+        assert kept is not None
+        spec = kept["spec"]["podTemplate"]["spec"]
+        assert (spec["containers"][0]["image"], spec.get("hostPID")) == (
+            "registry.example.com/research:7",
+            None,
+        )
     assert Allocation.objects.get(name="copied").blueprint["podSpec"]["containers"][0]["image"] == (
         "registry.example.com/research:7"
     )

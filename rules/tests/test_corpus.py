@@ -355,10 +355,6 @@ def test_bypass_attempt_is_never_allowed(
         assert expected in evaluation.deciding_part.reason
 
 
-def test_corpus_is_large_enough() -> None:
-    assert len(CORPUS) >= 60
-
-
 def test_invisible_characters_are_shown_escaped(rules: RuleSet, sources: Sources) -> None:
     evaluation = evaluate(
         ShellOperation(f"cu\u200brl {EVIL}\u202e"), rules=rules, sources=sources, context_id="c"

@@ -209,14 +209,35 @@ def test_the_service_account_can_do_everything_the_service_does(
             "template_name": "warm-template",
         },
     )
-    assert created.allocation.pk
-    assert claimed.allocation.pk
     wait_for_phase("rbac-direct", Phase.READY)
     wait_for_phase("rbac-warm", Phase.READY)
+    # Made under the service account's identity: the direct pool's Sandbox, PVC and fence,
+    # the warm pool's claim; and deleted under it.
+    made = (
+        (objects.SANDBOX, "rbac-direct"),
+        (objects.PVC, "rbac-direct"),
+        (objects.NETWORK_POLICY, "rbac-direct"),
+        (objects.SANDBOX_CLAIM, "rbac-warm"),
+    )
+
+    def owned() -> dict[tuple[str, str], int]:
+        return {
+            (kind.kind, pool): len(kube.list_objects(kind, namespace, objects.pool_selector(pool)))
+            for kind, pool in made
+        }
+
+    assert (created.allocation.name, claimed.allocation.name) == ("rbac-direct", "rbac-warm")
+    assert owned() == {
+        ("Sandbox", "rbac-direct"): 1,
+        ("PersistentVolumeClaim", "rbac-direct"): 1,
+        ("NetworkPolicy", "rbac-direct"): 1,
+        ("SandboxClaim", "rbac-warm"): 1,
+    }
     for name in ("rbac-direct", "rbac-warm"):
         allocation_services.allocation_release(name=name, actor="user:test")
     wait_for_phase("rbac-direct", Phase.RELEASED)
     wait_for_phase("rbac-warm", Phase.RELEASED)
+    assert set(owned().values()) == {0}
 
     workspace, _ = workspaces.workspace_ensure(
         agent_type="rbac-agent",

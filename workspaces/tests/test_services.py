@@ -3,7 +3,7 @@ and expansion."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from io import StringIO
 
 import pytest
@@ -49,11 +49,15 @@ def test_contexts_register_touch_expire_and_come_back_empty(
         body["contextJson"]["ttl_days"],
         body["contextJson"]["disk_usage_bytes"],
     ) == ("weather-service", 7, 52428800)
+    # A touch moves the last access to now (from two days ago here), which the TTL counts from.
+    two_days_ago = timezone.now() - timedelta(days=2)
+    WorkspaceContext.objects.update(last_accessed_at=two_days_ago)
+    before_touch = timezone.now()
     touched = agent.post(path, {"contextId": "ctx-abc123"})
     assert touched.status_code == 200
-    assert (
-        touched.json()["contextJson"]["last_accessed_at"] >= body["contextJson"]["last_accessed_at"]
-    )
+    last_access = datetime.fromisoformat(touched.json()["contextJson"]["last_accessed_at"])
+    assert before_touch <= last_access <= timezone.now()
+    assert WorkspaceContext.objects.get().last_accessed_at == last_access
 
     WorkspaceContext.objects.update(last_accessed_at=timezone.now() - timedelta(days=8))
     out = StringIO()
