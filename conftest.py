@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +72,13 @@ def namespace(kube_cluster: ClusterHandle) -> Iterator[str]:
 kube_namespace = namespace
 
 
+@pytest.fixture
+def other_namespace(kube_cluster: ClusterHandle) -> Iterator[str]:
+    """A second namespace of the test's own (somebody else's, or one not managed)."""
+    with throwaway_namespace("other", kubeconfig=kube_cluster.kubeconfig) as name:
+        yield name
+
+
 @pytest.fixture(scope="session")
 def mail_server() -> Iterator[MailServer]:
     """A real SMTP server (aiosmtpd) on loopback, which the service processes send to."""
@@ -102,6 +108,28 @@ def webhook_receiver() -> Iterator[HttpReceiver]:
         yield receiver
     finally:
         receiver.stop()
+
+
+# A test's last retries (backoff up to 30 s, contextsvc/core/queue.py) finish within this.
+WORKER_IDLE_WAIT = 60.0
+
+
+def worker_is_idle() -> bool:
+    """Nothing in this run's queue, and nothing the worker is running, holding or keeping
+    for a later retry (one reply is all there is: one worker)."""
+    from django.conf import settings
+
+    with celery_app.connection_for_read() as connection:
+        # The Redis transport's own client: how many messages wait in this run's queue.
+        client = connection.default_channel.client  # type: ignore[attr-defined]
+        queued = client.llen(settings.CELERY_TASK_DEFAULT_QUEUE)
+    if queued:
+        return False
+    inspect = celery_app.control.inspect(timeout=2, limit=1)
+    for answer in (inspect.active(), inspect.reserved(), inspect.scheduled()):
+        if answer is None or any(answer.values()):
+            return False
+    return True
 
 
 @pytest.fixture(scope="session")
@@ -170,31 +198,6 @@ def web_server(
         yield url
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _flush_survives_background_writers() -> Iterator[None]:
-    """Transactional tests end with a TRUNCATE of every table while the worker and the
-    watcher may still be writing about the test's last objects. PostgreSQL then aborts
-    one side as a deadlock; when it picks the TRUNCATE, try it again."""
-    from django.core.management.base import CommandError
-    from django.core.management.commands import flush
-
-    original = flush.Command.handle
-
-    def handle(self: flush.Command, *args: Any, **options: Any) -> None:
-        for attempt in range(10):
-            try:
-                original(self, *args, **options)
-                return
-            except CommandError as exc:
-                if "deadlock detected" not in str(exc.__cause__) or attempt == 9:
-                    raise
-                time.sleep(0.1 * (attempt + 1))
-
-    flush.Command.handle = handle  # type: ignore[method-assign]
-    yield
-    flush.Command.handle = original  # type: ignore[method-assign]
-
-
 @pytest.fixture
 def service(
     transactional_db: None,
@@ -202,7 +205,12 @@ def service(
     watcher_process: ManagedProcess,
 ) -> Iterator[None]:
     """The whole back end: tests using it see committed rows (no test transaction), so
-    that the worker and the watcher see them too."""
+    that the worker and the watcher see them too. The test ends once the worker is idle —
+    nothing queued for it, running, reserved or waiting for its retry — so that none of its
+    work writes into the next test (or into the database being emptied for it)."""
     yield
     for process in (celery_worker_process, watcher_process):
         process.assert_running()
+    wait_until(
+        worker_is_idle, timeout=WORKER_IDLE_WAIT, interval=0.1, message="the worker to be idle"
+    )

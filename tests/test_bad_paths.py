@@ -11,10 +11,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from django.apps import apps
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from tests.support.api import issue_token
+from tests.support.unchanged import rows
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
 
@@ -38,20 +38,6 @@ def routes(patterns: list[Any] | None = None, prefix: str = "") -> Iterator[str]
             yield from routes(entry.url_patterns, route)
         elif isinstance(entry, URLPattern) and route.startswith("v1/") and "<" in route:
             yield route
-
-
-# Written by the background processes on their own schedule, not by any request.
-BACKGROUND = {"core.ProcessHeartbeat"}
-
-
-def row_counts() -> dict[str, int]:
-    return {
-        model._meta.label: model._default_manager.count()
-        for model in apps.get_models()
-        if model._meta.app_label
-        in {"core", "allocations", "workspaces", "profiles", "approvals", "auth"}
-        and model._meta.label not in BACKGROUND
-    }
 
 
 def send(url: str, method: str, path: bytes, token: str) -> int:
@@ -78,7 +64,7 @@ def test_every_path_parameter_refuses_bad_input_without_a_5xx_or_a_write(
         "platform", ["admin", "allocations", "approver", "agent", "read"], agent_types=["*"]
     )
     found = sorted(set(routes()))
-    before = row_counts()
+    before = rows()
     answers: dict[tuple[str, str, str], int] = {}
     for route in found:
         for what, value in BAD_VALUES.items():
@@ -97,6 +83,6 @@ def test_every_path_parameter_refuses_bad_input_without_a_5xx_or_a_write(
         if status not in REFUSALS and not (key[2] == "GET" and status == 200)
     }
     assert odd == {}
-    assert row_counts() == before
+    assert rows() == before
     # Every parameterised route of the API was tried.
     assert len(found) >= 12

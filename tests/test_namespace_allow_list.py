@@ -7,24 +7,16 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from allocations.models import Allocation
-from contextsvc.testenv import ClusterHandle, throwaway_namespace
 from tests.support.api import issue_token
 from tests.support.processes import web_process
 from tests.support.unchanged import everything
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
-
-
-@pytest.fixture
-def elsewhere(kube_cluster: ClusterHandle) -> Iterator[str]:
-    with throwaway_namespace("other", kubeconfig=kube_cluster.kubeconfig) as name:
-        yield name
 
 
 def call(url: str, token: str, method: str, path: str, body: Any) -> tuple[int, dict[str, Any]]:
@@ -42,8 +34,9 @@ def call(url: str, token: str, method: str, path: str, body: Any) -> tuple[int, 
 
 
 def test_a_namespace_the_service_does_not_manage_is_refused_and_nothing_is_written(
-    namespace: str, elsewhere: str
+    namespace: str, other_namespace: str
 ) -> None:
+    elsewhere = other_namespace
     platform = issue_token("platform", ["allocations", "admin"])
     refusal = f'namespace "{elsewhere}" is not managed by this service'
     before = everything(namespace, elsewhere)

@@ -178,10 +178,16 @@ def test_resync_adopts_and_reports_orphans_without_deleting(namespace: str) -> N
 
     report = resync_all()
 
-    assert "old-one" in report.adopted
-    orphan = next(o for o in report.orphans if o.pool == "stray")
-    assert orphan.why == "no Sandbox or SandboxClaim carries this pool label"
-    assert orphan.objects == ("PersistentVolumeClaim/stray-workspace",)
+    # Exactly these: every other test's objects are gone before the next test starts.
+    assert report.adopted == ["old-one"]
+    assert [(o.namespace, o.pool, o.why, o.objects) for o in report.orphans] == [
+        (
+            namespace,
+            "stray",
+            "no Sandbox or SandboxClaim carries this pool label",
+            ("PersistentVolumeClaim/stray-workspace",),
+        )
+    ]
     assert not Allocation.objects.filter(name="stray").exists()
     assert kube.get_object(objects.PVC, namespace, "stray-workspace") is not None
 
@@ -204,9 +210,10 @@ def test_legacy_named_contexts_are_adopted_served_and_deleted(namespace: str) ->
 
     report = resync_all()
 
-    assert "old-notes" in report.adopted
-    orphan = next(o for o in report.orphans if o.pool == "other")
-    assert orphan.why == "not the PVC a context named 'other' would have"
+    assert report.adopted == ["old-notes"]
+    assert [(o.namespace, o.pool, o.why) for o in report.orphans] == [
+        (namespace, "other", "not the PVC a context named 'other' would have")
+    ]
     assert api.get(path).json() == {
         "name": "old-notes",
         "namespace": namespace,
@@ -220,7 +227,7 @@ def test_legacy_named_contexts_are_adopted_served_and_deleted(namespace: str) ->
         },
         "attachment": {"kind": "pvc", "claimName": "context-old-notes"},
     }
-    assert "old-notes" not in resync_all().adopted  # once is enough
+    assert resync_all().adopted == []  # once is enough
 
     assert api.delete(path).status_code == 204
     wait_until(

@@ -20,6 +20,7 @@ from contextsvc.kube import objects
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import NOTHING, make_warm_pool, pool_objects, wait_for_phase
 from tests.support.processes import wait_until
+from tests.support.unchanged import everything
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 
@@ -68,14 +69,6 @@ def uid(kind: objects.ApiKind, namespace: str, name: str) -> str:
 def audit_actions(target: str) -> list[tuple[str, str]]:
     return list(
         AuditEntry.objects.filter(target=target).order_by("id").values_list("actor", "action")
-    )
-
-
-def rows_and_audit() -> tuple[int, int, int]:
-    return (
-        Allocation.objects.count(),
-        AuditEntry.objects.count(),
-        AllocationEvent.objects.count(),
     )
 
 
@@ -156,15 +149,14 @@ def test_an_allocation_expires_and_its_expiry_can_be_extended(
 def test_lifecycle_fields_are_checked_and_refusals_write_nothing(
     api: ApiClient, namespace: str, change: dict[str, Any], message: str | None
 ) -> None:
-    before = rows_and_audit()
+    before = everything(namespace)
 
     response = api.post("/v1/sandbox-pools", {**body("refused", namespace), **change})
 
     assert response.status_code == 400
     if message is not None:
         assert response.json() == {"error": "invalid_request", "message": message}
-    assert rows_and_audit() == before
-    assert pool_objects(namespace, "refused") == NOTHING
+    assert everything(namespace) == before
 
 
 # --- Suspend and resume ------------------------------------------------------------------------
@@ -219,7 +211,8 @@ def test_a_warm_pool_allocation_cannot_be_suspended(api: ApiClient, namespace: s
     created(
         api, {"name": "claimed", "replicas": 1, "namespace": namespace, "warmPoolRef": "agents"}
     )
-    before = rows_and_audit()
+    wait_for_phase("claimed", Phase.READY, timeout=90)
+    before = everything(namespace)
 
     refused = api.post("/v1/sandbox-pools/claimed/suspend")
 
@@ -227,8 +220,7 @@ def test_a_warm_pool_allocation_cannot_be_suspended(api: ApiClient, namespace: s
         409,
         {"error": "conflict", "message": services.NOT_SUSPENDABLE},
     )
-    assert rows_and_audit() == before
-    assert Allocation.objects.get(name="claimed").suspended is False
+    assert everything(namespace) == before
 
 
 # --- Scale -------------------------------------------------------------------------------------
@@ -374,6 +366,7 @@ def test_scale_release_and_reconcile_racing_end_with_exactly_what_the_row_says(
     allocation = Allocation.objects.get(name="racy")
     barrier = threading.Barrier(3)
     answers: dict[str, int] = {}
+    reconciled: list[str] = []
 
     def scale(replicas: int) -> None:
         barrier.wait()
@@ -381,7 +374,8 @@ def test_scale_release_and_reconcile_racing_end_with_exactly_what_the_row_says(
 
     def reconcile() -> None:
         barrier.wait()
-        services.allocation_reconcile(allocation.pk)
+        # What it did (an exception would leave nothing here, and fail the test below).
+        reconciled.append(services.allocation_reconcile(allocation.pk))
 
     threads = [
         threading.Thread(target=scale, args=(4,)),
@@ -394,6 +388,9 @@ def test_scale_release_and_reconcile_racing_end_with_exactly_what_the_row_says(
         thread.join()
 
     assert answers == {"to 4": 200, "to 1": 200}
+    # The reconcile really ran beside the scales, and made the cluster hold some row's state.
+    assert len(reconciled) == 1
+    assert reconciled[0].startswith("created ")
     final = Allocation.objects.get(pk=allocation.pk).replicas
     assert final in (1, 4)
     wait_for_phase("racy", Phase.READY, timeout=90)

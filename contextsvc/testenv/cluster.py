@@ -1156,17 +1156,81 @@ def delete_namespace(name: str, *, kubeconfig: Kubeconfig = None, wait: float = 
                 if exc.status == 404:
                     return
                 raise
-            time.sleep(0.2)
+            time.sleep(0.1)
+        if wait > 0:
+            raise TimeoutError(f"namespace {name} was still there {wait:g} s after its deletion")
+
+
+# Long enough for the namespace controller to delete a test's Sandboxes, claims, PVCs and
+# Pods (kwok ends Pods at once); far shorter than a test's own timeout.
+CONTENT_DELETE_WAIT = 60.0
+# What a test's namespace holds that the service watches or makes (with Pods and PVCs).
+CUSTOM_CONTENT = (
+    (SANDBOX_GROUP, "v1beta1", "sandboxes"),
+    (EXTENSIONS_GROUP, "v1beta1", "sandboxclaims"),
+    (EXTENSIONS_GROUP, "v1beta1", "sandboxwarmpools"),
+    (EXTENSIONS_GROUP, "v1beta1", "sandboxtemplates"),
+    ("networking.k8s.io", "v1", "networkpolicies"),
+    ("batch", "v1", "jobs"),
+)
+
+
+def namespace_content(
+    name: str, *, kubeconfig: Kubeconfig = None, delete: bool = False
+) -> list[str]:
+    """ "kind/name" of every object of the kinds above still in the namespace; with
+    ``delete``, each kind's objects are deleted first (at once: no grace period)."""
+    left: list[str] = []
+    immediately = k8s.V1DeleteOptions(grace_period_seconds=0, propagation_policy="Background")
+    with _api_for(kubeconfig) as api:
+        core = k8s.CoreV1Api(api)
+        custom = k8s.CustomObjectsApi(api)
+        # Claims and Sandboxes before their Pods and PVCs: what owns goes first.
+        for group, version, plural in CUSTOM_CONTENT:
+            if delete:
+                custom.delete_collection_namespaced_custom_object(
+                    group, version, name, plural, body=immediately
+                )
+            listed: dict[str, Any] = custom.list_namespaced_custom_object(  # type: ignore[assignment]
+                group, version, name, plural
+            )
+            left += [f"{plural}/{item['metadata']['name']}" for item in listed["items"]]
+        if delete:
+            core.delete_collection_namespaced_pod(name, body=immediately)
+            core.delete_collection_namespaced_persistent_volume_claim(name, body=immediately)
+        for plural, items in (
+            ("pods", core.list_namespaced_pod(name).items),
+            ("persistentvolumeclaims", core.list_namespaced_persistent_volume_claim(name).items),
+        ):
+            left += [f"{plural}/{item.metadata.name if item.metadata else '?'}" for item in items]
+    return left
 
 
 @contextlib.contextmanager
 def throwaway_namespace(prefix: str = "test", *, kubeconfig: Kubeconfig = None) -> Iterator[str]:
-    """A uniquely named namespace for the ``with`` block, deleted (not awaited) after it."""
+    """A uniquely named namespace for the ``with`` block, deleted after it; everything the
+    service watches or makes there is deleted at once too, and the block ends once that is
+    gone (so that none of it is still being deleted, watched and recorded while the next
+    test runs). Left to the namespace controller, the content would take about ten seconds:
+    it waits five before it starts, and again between passes; the empty namespace it
+    removes some seconds later, which nothing watches."""
     name = create_namespace(kubeconfig=kubeconfig, prefix=prefix)
     try:
         yield name
     finally:
+        # Terminating first: nothing new can be made there (a reconcile still running would
+        # make again what is deleted), then the content, at once.
         delete_namespace(name, kubeconfig=kubeconfig)
+        deadline = time.monotonic() + CONTENT_DELETE_WAIT
+        left = namespace_content(name, kubeconfig=kubeconfig, delete=True)
+        while left:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"namespace {name} still holds {', '.join(left[:5])} "
+                    f"{CONTENT_DELETE_WAIT:g} s after its deletion"
+                )
+            time.sleep(0.1)
+            left = namespace_content(name, kubeconfig=kubeconfig)
 
 
 DEMO_NAMESPACE = "serverless-harness"

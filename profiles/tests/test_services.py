@@ -25,6 +25,7 @@ from tests.support.kube import (
     wait_for_phase,
 )
 from tests.support.processes import wait_until
+from tests.support.unchanged import everything
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 
@@ -552,6 +553,7 @@ def test_unknown_disabled_and_warm_pool_profiles(
         "namespace": namespace,
         "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"},
     }
+    before = everything(namespace)
 
     unknown = caller.post("/v1/sandbox-pools", {"name": "u", "profile": "nope", **body})
     disabled = caller.post("/v1/sandbox-pools", {"name": "d", "profile": "off", **body})
@@ -562,7 +564,7 @@ def test_unknown_disabled_and_warm_pool_profiles(
             "error": "invalid_request",
             "message": f'profile "{name}" does not exist or is disabled',
         }
-    assert Allocation.objects.count() == 0
+    assert everything(namespace) == before
 
     make_warm_pool(namespace, "warm", replicas=1)
     warm = caller.post(

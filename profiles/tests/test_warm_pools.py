@@ -20,8 +20,9 @@ from contextsvc.kube import objects
 from profiles.models import SandboxProfile
 from profiles.warmpools import scale_target
 from tests.support.api import ApiClient
-from tests.support.kube import names, pool_objects, wait_for_phase
+from tests.support.kube import pool_objects, wait_for_phase
 from tests.support.processes import wait_until
+from tests.support.unchanged import everything
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 POOL = "profile-coder"
@@ -204,7 +205,7 @@ def test_a_profile_warm_pool_follows_demand_the_profile_and_goes_with_it(
 def test_warm_pool_refusals_change_nothing(
     admin: ApiClient, caller: ApiClient, namespace: str
 ) -> None:
-    before = (SandboxProfile.objects.count(), AuditEntry.objects.count())
+    before = everything(namespace)
 
     inverted = admin.post(
         "/v1/profiles",
@@ -221,11 +222,11 @@ def test_warm_pool_refusals_change_nothing(
         400,
         "warmPool must be null or an object with min and max (integers) and optionally namespace",
     )
-    assert (SandboxProfile.objects.count(), AuditEntry.objects.count()) == before
+    assert everything(namespace) == before
 
     # A profile without a warm pool, asked for with no workspace: the caller's error.
     assert admin.post("/v1/profiles", {"name": "plain", "image": "busybox:1.36"}).status_code == 201
-    before = (Allocation.objects.count(), AuditEntry.objects.count())
+    before = everything(namespace)
     refused = caller.post(
         "/v1/sandbox-pools",
         {"name": "job", "replicas": 1, "namespace": namespace, "profile": "plain"},
@@ -238,5 +239,4 @@ def test_warm_pool_refusals_change_nothing(
             "workspace, or a warmPoolRef",
         },
     )
-    assert (Allocation.objects.count(), AuditEntry.objects.count()) == before
-    assert names(kube.list_objects(objects.SANDBOX_WARM_POOL, namespace)) == []
+    assert everything(namespace) == before

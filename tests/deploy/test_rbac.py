@@ -286,11 +286,10 @@ def test_the_service_account_can_do_everything_the_service_does(
 def test_the_service_account_is_refused_outside_its_namespaces(
     kube_cluster: Any,
     namespace: str,
+    other_namespace: str,
     service_account_kubeconfig: Path,
 ) -> None:
-    from contextsvc.testenv import create_namespace
-
-    other = create_namespace(prefix="other", kubeconfig=kube_cluster.kubeconfig)
+    other = other_namespace
     with _admin(str(kube_cluster.kubeconfig)):
         make_pvc(other, "somebody-elses", modes=["ReadWriteOnce"])
     previous = os.environ["KUBECONFIG"]

@@ -16,6 +16,7 @@ from cs_agent.workspace import WorkspaceClient
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import make_pvc
 from tests.support.processes import wait_until
+from tests.support.unchanged import everything
 from tests.support.workspaces import ensure, ready
 from workspaces.models import AgentWorkspace, WorkspaceContext
 
@@ -56,8 +57,20 @@ def test_existing_pvcs_are_adopted_or_refused(rossoctl: ApiClient, namespace: st
     make_pvc(namespace, "other-workspace", modes=["ReadWriteMany"])
 
     adopted = ensure(rossoctl, namespace)
+    wait_until(
+        lambda: all(
+            objects.pvc_is_bound(kube.get_object(objects.PVC, namespace, name) or {})
+            for name in ("weather-service-workspace", "other-workspace")
+        ),
+        timeout=60,
+        message="both PVCs to bind",
+    )
+    ready(namespace)
+    before = everything(namespace)
     refused = rossoctl.post("/v1/agent-workspaces", {"agentType": "other", "namespace": namespace})
 
+    # Somebody else's PVC under the name: refused, and it (and everything else) untouched.
+    assert everything(namespace) == before
     assert adopted.status_code == 201
     assert (adopted.json()["adopted"], adopted.json()["size"]) == (True, "8Gi")
     assert refused.status_code == 409
