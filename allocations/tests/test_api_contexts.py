@@ -18,6 +18,7 @@ from contextsvc.testenv import ClusterHandle
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import frozen_apiserver, make_pvc
 from tests.support.processes import wait_until
+from tests.support.unchanged import kept
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 
@@ -80,15 +81,16 @@ def test_context_lifecycle(api: ApiClient, namespace: str) -> None:
     listed = api.get(f"/v1/namespaces/{namespace}/contexts").json()
     assert [item["name"] for item in listed["items"]] == ["research-memory"]
 
-    duplicate = api.post(
-        "/v1/contexts",
-        {
-            "name": "research-memory",
-            "namespace": namespace,
-            "type": "memory",
-            "storage": {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce"},
-        },
-    )
+    with kept(namespace):
+        duplicate = api.post(
+            "/v1/contexts",
+            {
+                "name": "research-memory",
+                "namespace": namespace,
+                "type": "memory",
+                "storage": {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce"},
+            },
+        )
     assert duplicate.status_code == 409
     assert duplicate.json()["error"] == "already_exists"
 
@@ -137,29 +139,27 @@ def _context_body(namespace: str, name: str = "notes") -> dict[str, object]:
 
 
 def test_a_context_in_a_namespace_that_does_not_exist_is_refused(api: ApiClient) -> None:
-    response = api.post("/v1/contexts", _context_body("no-such-namespace-here"))
+    with kept():
+        response = api.post("/v1/contexts", _context_body("no-such-namespace-here"))
 
     assert response.status_code == 400
     assert response.json() == {
         "error": "invalid_request",
         "message": 'namespace "no-such-namespace-here" does not exist',
     }
-    assert not ContextResource.objects.exists()
-    assert not AuditEntry.objects.filter(target_type="context").exists()
 
 
 def test_a_foreign_pvc_under_the_name_is_a_409_and_stays(api: ApiClient, namespace: str) -> None:
     make_pvc(namespace, "context-notes", modes=["ReadWriteOnce"], labels={"team": "theirs"})
 
-    response = api.post("/v1/contexts", _context_body(namespace))
+    with kept(namespace):
+        response = api.post("/v1/contexts", _context_body(namespace))
 
     assert response.status_code == 409
     assert response.json() == {
         "error": "already_exists",
         "message": f'context "notes" already exists in namespace "{namespace}"',
     }
-    assert not ContextResource.objects.exists()
-    assert not AuditEntry.objects.filter(target_type="context").exists()
     pvc = kube.get_object(objects.PVC, namespace, "context-notes")
     assert pvc is not None
     assert pvc["metadata"]["labels"] == {"team": "theirs"}

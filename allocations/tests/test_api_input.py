@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from allocations.models import Allocation, ContextResource
 from contextsvc.core.models import AuditEntry
 from tests.support.api import ApiClient, issue_token
+from tests.support.unchanged import everything, kept
 from tests.support.v1_messages import CONTEXT_ERRORS, POOL_ERRORS
 
 pytestmark = pytest.mark.django_db
@@ -20,12 +20,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def api() -> ApiClient:
     return ApiClient(issue_token("serverless-harness", ["allocations"]))
-
-
-def assert_nothing_written() -> None:
-    assert Allocation.objects.count() == 0
-    assert ContextResource.objects.count() == 0
-    assert AuditEntry.objects.exclude(action__startswith="api_").count() == 0
 
 
 @pytest.mark.parametrize(
@@ -45,42 +39,45 @@ def assert_nothing_written() -> None:
     ],
 )
 def test_malformed_bodies(api: ApiClient, raw: str | bytes, message: str) -> None:
-    response = api.post("/v1/sandbox-pools", raw=raw)
+    with kept():
+        response = api.post("/v1/sandbox-pools", raw=raw)
 
     assert response.status_code == 400
     assert response.json() == {"error": "invalid_request", "message": message}
-    assert_nothing_written()
 
 
 def test_body_over_one_mebibyte_is_refused(api: ApiClient) -> None:
     body = json.dumps({"name": "big", "replicas": 1, "pad": "x" * (1024 * 1024)})
 
-    response = api.post("/v1/sandbox-pools", raw=body)
+    with kept():
+        response = api.post("/v1/sandbox-pools", raw=body)
 
     assert response.status_code == 400
     assert response.json() == {
         "error": "invalid_request",
         "message": "request body must not exceed 1 MiB",
     }
-    assert_nothing_written()
 
 
 def test_validation_error_has_the_contract_body(api: ApiClient) -> None:
-    response = api.post("/v1/sandbox-pools", {"name": "x", "replicas": 101, "workspace": {}})
+    with kept():
+        response = api.post("/v1/sandbox-pools", {"name": "x", "replicas": 101, "workspace": {}})
 
     assert response.status_code == 400
     assert response.json() == {
         "error": "invalid_request",
         "message": "replicas must be between 1 and 100",
     }
-    assert_nothing_written()
 
 
 def test_content_type_is_not_required(api: ApiClient) -> None:
     # The Go service decoded the body whatever the header said; callers rely on it.
-    response = api.post(
-        "/v1/sandbox-pools", raw='{"name": "Bad"}', content_type="application/x-www-form-urlencoded"
-    )
+    with kept():
+        response = api.post(
+            "/v1/sandbox-pools",
+            raw='{"name": "Bad"}',
+            content_type="application/x-www-form-urlencoded",
+        )
 
     assert response.status_code == 400
     assert response.json()["message"] == (
@@ -107,11 +104,11 @@ def test_unknown_endpoint_is_a_json_404(api: ApiClient) -> None:
 
 
 def test_release_of_unknown_pool_is_404(api: ApiClient) -> None:
-    response = api.delete("/v1/sandbox-pools/ghost")
+    with kept():
+        response = api.delete("/v1/sandbox-pools/ghost")
 
     assert response.status_code == 404
     assert response.json() == {"error": "not_found", "message": 'sandbox pool "ghost" not found'}
-    assert_nothing_written()
 
 
 @pytest.mark.parametrize(
@@ -133,6 +130,7 @@ def test_release_of_unknown_pool_is_404(api: ApiClient) -> None:
 )
 def test_every_endpoint_needs_a_token(headers: dict[str, str], message: str) -> None:
     client = Client()
+    before = everything()
     for method, path in [
         ("get", "/v1/sandbox-pools"),
         ("post", "/v1/sandbox-pools"),
@@ -147,7 +145,7 @@ def test_every_endpoint_needs_a_token(headers: dict[str, str], message: str) -> 
         if path.startswith("/v1/"):
             assert response.json() == {"error": "unauthorized", "message": message}
             assert response["WWW-Authenticate"] == 'Bearer realm="context-service"'
-    assert_nothing_written()
+    assert everything() == before
 
 
 def test_x_sh_auth_is_the_same_credential_as_a_bearer_token() -> None:
@@ -160,12 +158,13 @@ def test_x_sh_auth_is_the_same_credential_as_a_bearer_token() -> None:
     both = client.get(
         "/v1/sandbox-pools", headers={"X-SH-Auth": raw, "Authorization": f"Bearer {raw}"}
     )
-    refused = client.post(
-        "/v1/sandbox-pools",
-        '{"name": "x", "replicas": 1}',
-        content_type="application/json",
-        headers={"X-SH-Auth": reader_raw},
-    )
+    with kept():
+        refused = client.post(
+            "/v1/sandbox-pools",
+            '{"name": "x", "replicas": 1}',
+            content_type="application/json",
+            headers={"X-SH-Auth": reader_raw},
+        )
 
     assert (listed.status_code, listed.json()) == (200, {"items": []})
     assert (both.status_code, both.json()) == (200, {"items": []})
@@ -174,19 +173,19 @@ def test_x_sh_auth_is_the_same_credential_as_a_bearer_token() -> None:
         "error": "forbidden",
         "message": "this credential lacks the scope this endpoint needs",
     }
-    assert_nothing_written()
 
 
 def test_two_different_tokens_in_one_request_are_refused() -> None:
     first = issue_token("first", ["allocations"])
     second = issue_token("second", ["admin"])
 
-    response = Client().post(
-        "/v1/sandbox-pools",
-        '{"name": "x", "replicas": 1, "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"}}',
-        content_type="application/json",
-        headers={"X-SH-Auth": first, "Authorization": f"Bearer {second}"},
-    )
+    with kept():
+        response = Client().post(
+            "/v1/sandbox-pools",
+            '{"name": "x", "replicas": 1, "workspace": {"size": "1Gi", "accessMode": "ReadWriteOnce"}}',
+            content_type="application/json",
+            headers={"X-SH-Auth": first, "Authorization": f"Bearer {second}"},
+        )
 
     assert response.status_code == 401
     assert response.json() == {
@@ -194,7 +193,6 @@ def test_two_different_tokens_in_one_request_are_refused() -> None:
         "message": "Authorization and X-SH-Auth carry different credentials",
     }
     assert response["WWW-Authenticate"] == 'Bearer realm="context-service"'
-    assert_nothing_written()
 
 
 def test_revoked_token_stops_working() -> None:
@@ -215,9 +213,10 @@ def test_revoked_token_stops_working() -> None:
 def test_a_token_without_the_scope_is_refused_and_changes_nothing() -> None:
     reader = ApiClient(issue_token("dashboard-reader", ["read"]))
 
-    listed = reader.get("/v1/sandbox-pools")
-    created = reader.post("/v1/sandbox-pools", {"name": "x", "replicas": 1})
-    released = reader.delete("/v1/sandbox-pools/x")
+    with kept():
+        listed = reader.get("/v1/sandbox-pools")
+        created = reader.post("/v1/sandbox-pools", {"name": "x", "replicas": 1})
+        released = reader.delete("/v1/sandbox-pools/x")
 
     assert listed.status_code == 200
     assert listed.json() == {"items": []}
@@ -227,7 +226,6 @@ def test_a_token_without_the_scope_is_refused_and_changes_nothing() -> None:
             "error": "forbidden",
             "message": "this credential lacks the scope this endpoint needs",
         }
-    assert_nothing_written()
 
 
 def test_tokens_are_stored_hashed() -> None:
@@ -261,11 +259,11 @@ def test_list_filter_refuses_unknown_status(api: ApiClient) -> None:
 def test_every_validation_error_over_http(
     api: ApiClient, path: str, body: dict[str, Any], message: str
 ) -> None:
-    response = api.post(path, body)
+    with kept():
+        response = api.post(path, body)
 
     assert response.status_code == 400
     assert response.json() == {"error": "invalid_request", "message": message}
-    assert_nothing_written()
 
 
 @pytest.mark.parametrize(
@@ -289,11 +287,11 @@ def test_every_validation_error_over_http(
 def test_nul_characters_in_the_body_are_refused(
     api: ApiClient, body: dict[str, Any], message: str
 ) -> None:
-    response = api.post("/v1/sandbox-pools", body)
+    with kept():
+        response = api.post("/v1/sandbox-pools", body)
 
     assert response.status_code == 400
     assert response.json() == {"error": "invalid_request", "message": message}
-    assert_nothing_written()
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,13 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest, Grant, Status
+from approvals.models import ApprovalRequest, Status
 from approvals.selectors import operation_digest
 from approvals.tests.factories import GrantFactory
-from contextsvc.core.models import ApiClient as Client
 from contextsvc.core.models import AuditEntry
 from profiles.tests.factories import SandboxProfileFactory
 from tests.support.api import ApiClient, issue_token
+from tests.support.unchanged import kept
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("data_agent")]
 
@@ -102,7 +102,8 @@ def test_an_agent_token_speaks_only_for_its_agent_types(approver: ApiClient) -> 
     bound = ApiClient(issue_token("data-agent-1", ["agent"], agent_types=["data-agent"]))
 
     # Naming a more lenient profile's type would pick its rules: refused, nothing written.
-    refused = ask(bound, "curl https://evil.example", agentType="lenient-agent")
+    with kept():
+        refused = ask(bound, "curl https://evil.example", agentType="lenient-agent")
     assert (refused.status_code, refused.json()) == (
         403,
         {
@@ -110,8 +111,6 @@ def test_an_agent_token_speaks_only_for_its_agent_types(approver: ApiClient) -> 
             "message": 'API client "data-agent-1" may not act for agent type "lenient-agent"',
         },
     )
-    assert ApprovalRequest.objects.count() == 0
-    assert not AuditEntry.objects.filter(action__startswith="approval.").exists()
     assert ask(bound, "ls").json()["decision"] == "allow"
 
 
@@ -123,11 +122,10 @@ def test_an_agent_token_speaks_only_for_its_agent_types(approver: ApiClient) -> 
     ],
 )
 def test_agent_clients_must_name_valid_agent_types(agent_types: list[str], message: str) -> None:
-    with pytest.raises(ValidationError) as excinfo:
+    with kept(), pytest.raises(ValidationError) as excinfo:
         issue_token("nameless-agent", ["agent"], agent_types=agent_types)
 
     assert excinfo.value.messages == [message]
-    assert not Client.objects.filter(name="nameless-agent").exists()
 
 
 def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
@@ -225,11 +223,11 @@ def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
 def test_bad_requests_are_refused_and_change_nothing(
     agent: ApiClient, body: dict[str, Any], message: str
 ) -> None:
-    response = agent.post("/v1/approvals", body)
+    with kept():
+        response = agent.post("/v1/approvals", body)
 
     assert response.status_code == 400
     assert response.json() == {"error": "invalid_request", "message": message}
-    assert ApprovalRequest.objects.count() == 0
 
 
 def test_a_decision_is_final_and_a_second_one_is_refused(
@@ -240,7 +238,8 @@ def test_a_decision_is_final_and_a_second_one_is_refused(
     first = approver.post(
         f"/v1/approvals/{request_id}/decision", {"decision": "deny", "reason": "not today"}
     )
-    second = approver.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"})
+    with kept():
+        second = approver.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"})
 
     assert first.status_code == 200
     assert (
@@ -311,7 +310,8 @@ def test_approve_and_allow_similar_grants_a_scoped_narrow_rule(
     revoked = approver.delete(f"/v1/grants/{grant['id']}")
     assert revoked.status_code == 204
     assert ask(agent, "pip install pandas", context="ctx-1").status_code == 202
-    assert approver.delete(f"/v1/grants/{grant['id']}").status_code == 409
+    with kept():
+        assert approver.delete(f"/v1/grants/{grant['id']}").status_code == 409
     assert list(
         AuditEntry.objects.filter(target_type="grant")
         .values_list("action", flat=True)
@@ -328,8 +328,9 @@ def test_expiry_means_deny_and_cannot_be_decided_after(
     request_id = ask(agent, "pip install pandas", deadlineSeconds=1).json()["id"]
     time.sleep(1.2)
 
-    state = agent.get(f"/v1/approvals/{request_id}").json()
-    late = approver.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"})
+    state = agent.get(f"/v1/approvals/{request_id}").json()  # expired as it is read
+    with kept():
+        late = approver.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"})
 
     assert (state["status"], state["decision"], state["reason"], state["decidedBy"]) == (
         "expired",
@@ -348,13 +349,14 @@ def test_agents_see_and_cancel_only_their_own_requests(
     other = ApiClient(issue_token("agent-2", ["agent"]))
     request_id = ask(agent, "pip install pandas").json()["id"]
 
-    assert other.get(f"/v1/approvals/{request_id}").status_code == 404
-    assert other.post(f"/v1/approvals/{request_id}/cancel").status_code == 404
-    assert other.get("/v1/approvals").json() == {"items": [], "count": 0}
-    assert (
-        other.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"}).status_code
-        == 403
-    )
+    with kept():
+        assert other.get(f"/v1/approvals/{request_id}").status_code == 404
+        assert other.post(f"/v1/approvals/{request_id}/cancel").status_code == 404
+        assert other.get("/v1/approvals").json() == {"items": [], "count": 0}
+        assert (
+            other.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"}).status_code
+            == 403
+        )
 
     cancelled = agent.post(f"/v1/approvals/{request_id}/cancel")
     assert cancelled.status_code == 200
@@ -375,9 +377,9 @@ def test_an_approver_may_cancel_a_pending_request(agent: ApiClient, approver: Ap
             "actor", flat=True
         )
     ) == ["api:alice"]
-    again = approver.post(f"/v1/approvals/{request_id}/cancel")
+    with kept():
+        again = approver.post(f"/v1/approvals/{request_id}/cancel")
     assert again.status_code == 409
-    assert AuditEntry.objects.filter(action="approval.cancel", target=request_id).count() == 1
 
 
 @pytest.mark.parametrize("seconds", [0, 10**30])
@@ -387,10 +389,11 @@ def test_a_grant_expiry_out_of_range_is_refused_and_changes_nothing(
     """An expiry past timedelta's range was a 500."""
     request_id = ask(agent, "pip install pandas").json()["id"]
 
-    response = approver.post(
-        f"/v1/approvals/{request_id}/decision",
-        {"decision": "approve_similar", "scope": "context", "expiresInSeconds": seconds},
-    )
+    with kept():
+        response = approver.post(
+            f"/v1/approvals/{request_id}/decision",
+            {"decision": "approve_similar", "scope": "context", "expiresInSeconds": seconds},
+        )
 
     assert (response.status_code, response.json()) == (
         400,
@@ -399,9 +402,6 @@ def test_a_grant_expiry_out_of_range_is_refused_and_changes_nothing(
             "message": "expiresInSeconds must be between 1 and 315360000",
         },
     )
-    assert ApprovalRequest.objects.get().status == "pending"
-    assert not Grant.objects.exists()
-    assert not AuditEntry.objects.filter(action__startswith="approval.approve").exists()
 
 
 def test_list_filters(agent: ApiClient, approver: ApiClient) -> None:
@@ -451,17 +451,13 @@ def test_bad_decisions_are_refused_and_change_nothing(
 ) -> None:
     request_id = ask(agent, "pip install pandas").json()["id"]
 
-    response = approver.post(f"/v1/approvals/{request_id}/decision", body)
+    with kept():
+        response = approver.post(f"/v1/approvals/{request_id}/decision", body)
 
     assert (response.status_code, response.json()) == (
         400,
         {"error": "invalid_request", "message": message},
     )
-    assert ApprovalRequest.objects.get().status == Status.PENDING
-    assert not Grant.objects.exists()
-    assert list(AuditEntry.objects.filter(target=request_id).values_list("action", flat=True)) == [
-        "approval.request"
-    ]
 
 
 def test_grants_are_listed_newest_first_and_active_ones_on_their_own(
@@ -505,6 +501,6 @@ def test_grants_are_listed_newest_first_and_active_ones_on_their_own(
         "revokedBy": None,
     }
     # Agents see no grants (nor may they revoke one).
-    assert agent.get("/v1/grants").status_code == 403
-    assert agent.delete(f"/v1/grants/{active.pk}").status_code == 403
-    assert Grant.objects.get(pk=active.pk).revoked_at is None
+    with kept():
+        assert agent.get("/v1/grants").status_code == 403
+        assert agent.delete(f"/v1/grants/{active.pk}").status_code == 403

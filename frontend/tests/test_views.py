@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from allocations.models import Allocation, Phase
-from approvals.models import ApprovalRequest, Status
+from approvals.models import ApprovalRequest
 from approvals.services import approval_check
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
 from contextsvc.core import capabilities
@@ -27,6 +27,7 @@ from profiles.tests.factories import SandboxProfileFactory
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import HARDENED_POD_SPEC, make_template, wait_for_phase
 from tests.support.processes import wait_until
+from tests.support.unchanged import kept
 
 pytestmark = [pytest.mark.django_db, pytest.mark.cluster]
 
@@ -90,17 +91,18 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
     request = _pending()
     viewer, approver = client_for("viewer"), client_for("approver")
 
-    refused = viewer.post(f"/approvals/{request.pk}/decide/", {"decision": "approve"})
-    forged = viewer.post(
-        f"/approvals/{request.pk}/decide/",
-        {"decision": "approve"},
-        headers={"Accept": "application/json"},
-    )
-    scripted = viewer.post(
-        f"/approvals/{request.pk}/decide/",
-        {"decision": "approve"},
-        headers={"Accept": "application/json, text/plain, */*"},
-    )
+    with kept():
+        refused = viewer.post(f"/approvals/{request.pk}/decide/", {"decision": "approve"})
+        forged = viewer.post(
+            f"/approvals/{request.pk}/decide/",
+            {"decision": "approve"},
+            headers={"Accept": "application/json"},
+        )
+        scripted = viewer.post(
+            f"/approvals/{request.pk}/decide/",
+            {"decision": "approve"},
+            headers={"Accept": "application/json, text/plain, */*"},
+        )
     page = viewer.get("/approvals/").content.decode()
     assert (refused.status_code, refused["Content-Type"]) == (403, "text/html; charset=utf-8")
     # Whoever asks for JSON gets the API's error shape, not an HTML page.
@@ -109,8 +111,6 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
             403,
             {"error": "forbidden", "message": "this needs the approver role"},
         )
-    assert ApprovalRequest.objects.get().status == Status.PENDING
-    assert not AuditEntry.objects.filter(action__startswith="approval.deny").exists()
     assert f'id="approval-{request.pk}"' in page
     assert "data-decide hidden" in page
 
@@ -127,17 +127,17 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
         "deny",
         "no",
     )
-    again = approver.post(
-        f"/approvals/{request.pk}/decide/",
-        {"decision": "approve"},
-        headers={"Accept": "application/json"},
-    )
+    with kept():
+        again = approver.post(
+            f"/approvals/{request.pk}/decide/",
+            {"decision": "approve"},
+            headers={"Accept": "application/json"},
+        )
     assert again.status_code == 409
     assert again.json() == {
         "error": "conflict",
         "message": f"approval request {request.pk} is already denied",
     }
-    assert ApprovalRequest.objects.get().status == Status.DENIED
 
 
 def test_overview_activity_leaves_out_routine_allows() -> None:
@@ -213,26 +213,26 @@ def test_forms_need_the_csrf_token() -> None:
     request = _pending()
     approver = client_for("approver", csrf=True)
 
-    response = approver.post(f"/approvals/{request.pk}/decide/", {"decision": "approve"})
+    with kept():
+        response = approver.post(f"/approvals/{request.pk}/decide/", {"decision": "approve"})
 
     assert response.status_code == 403
-    assert ApprovalRequest.objects.get().status == Status.PENDING
 
 
 def test_the_create_form_refuses_what_the_api_refuses() -> None:
     admin = client_for("admin")
 
-    response = admin.post(
-        "/allocations/new/",
-        {"name": "Bad_Name", "replicas": "1", "strategy": "dedicated", "size": "1Gi"},
-    )
+    with kept():
+        response = admin.post(
+            "/allocations/new/",
+            {"name": "Bad_Name", "replicas": "1", "strategy": "dedicated", "size": "1Gi"},
+        )
 
     assert response.status_code == 200
     assert (
         "name must be a lowercase Kubernetes name no longer than 50 characters"
         in response.content.decode()
     )
-    assert not Allocation.objects.exists()
 
 
 def _bulk(count: int) -> None:
@@ -271,14 +271,13 @@ def test_a_weak_password_is_refused_with_the_validators_reasons() -> None:
     """The password validators are configured; the Users page used to skip them."""
     admin = client_for("admin")
 
-    response = admin.post(
-        "/users/", {"username": "weak", "password": "password1234", "role": "viewer"}
-    )
+    with kept():
+        response = admin.post(
+            "/users/", {"username": "weak", "password": "password1234", "role": "viewer"}
+        )
 
     assert response.status_code == 200
     assert "This password is too common." in response.content.decode()
-    assert not User.objects.filter(username="weak").exists()
-    assert not AuditEntry.objects.filter(action="user.create").exists()
     strong = admin.post(
         "/users/", {"username": "strong", "password": "correct horse battery 7", "role": "viewer"}
     )
@@ -363,8 +362,9 @@ def test_documents_are_imported_and_refused_like_the_api_does() -> None:
         assert response.redirect_chain == [("/profiles/data-agent/", 302)]
         return response.content.decode()
 
-    broken = upload("settings", b'{"permissions": {"allow": ["shell(ls"]}}')
-    not_json = upload("sources", b"{nope")
+    with kept():
+        broken = upload("settings", b'{"permissions": {"allow": ["shell(ls"]}}')
+        not_json = upload("sources", b"{nope")
     assert (
         "settings.json refused: permissions.allow[0]: &quot;shell(ls&quot; is missing its "
         "closing parenthesis"
@@ -372,7 +372,6 @@ def test_documents_are_imported_and_refused_like_the_api_does() -> None:
     assert "sources.json refused: Expecting property name enclosed in double quotes" in not_json
     profile = SandboxProfile.objects.get(name="data-agent")
     assert (profile.rules, profile.sources) == ({"permissions": {"allow": ["shell(ls:*)"]}}, {})
-    assert not AuditEntry.objects.filter(action="profile.update").exists()
 
     imported = upload("settings", b'{"permissions": {"deny": ["shell(curl:*)"]}}')
 
@@ -438,15 +437,11 @@ def test_admins_suspend_resume_scale_and_extend_from_the_page(namespace: str) ->
     )
     allocation = wait_for_phase("paged", Phase.READY, timeout=90)
     admin, viewer = client_for("admin", csrf=False), client_for("viewer", csrf=False)
-    audited = AuditEntry.objects.count()
     last_id = AuditEntry.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
-    refused = viewer.post(f"/allocations/{allocation.pk}/suspend/")
+    with kept(namespace):
+        refused = viewer.post(f"/allocations/{allocation.pk}/suspend/")
     assert refused.status_code == 403
-    assert (Allocation.objects.get(pk=allocation.pk).phase, AuditEntry.objects.count()) == (
-        Phase.READY,
-        audited,
-    )
 
     page = admin.get(f"/allocations/{allocation.pk}/").content.decode()
     assert f'action="/allocations/{allocation.pk}/suspend/"' in page

@@ -3,6 +3,8 @@ log among them), to compare before and after a refused action."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.apps import apps
@@ -51,10 +53,24 @@ KINDS = (
 )
 
 
+# Annotations the cluster's own controllers add as they go (the PV controller's, when it
+# binds a claim a test has just made); the service never writes them.
+CONTROLLER_ANNOTATIONS = (
+    "pv.kubernetes.io/",
+    "volume.kubernetes.io/",
+    "volume.beta.kubernetes.io/",
+)
+
+
+def _annotations(item: dict[str, Any]) -> dict[str, str]:
+    found = item["metadata"].get("annotations") or {}
+    return {k: v for k, v in found.items() if not k.startswith(CONTROLLER_ANNOTATIONS)}
+
+
 def cluster(*namespaces: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every object of ``KINDS`` in the namespaces: kind, name, uid, labels, annotations
-    and generation (what a write by the service would change; the status its controllers
-    keep updating is left out), listed as the cluster admin."""
+    and generation (what a write by the service would change; the status and the binding
+    annotations its controllers keep updating are left out), listed as the cluster admin."""
     found: dict[str, list[tuple[Any, ...]]] = {}
     for namespace in namespaces:
         for kind in KINDS:
@@ -64,7 +80,7 @@ def cluster(*namespaces: str) -> dict[str, list[tuple[Any, ...]]]:
                     item["metadata"]["name"],
                     item["metadata"]["uid"],
                     item["metadata"].get("labels") or {},
-                    item["metadata"].get("annotations") or {},
+                    _annotations(item),
                     item["metadata"].get("generation"),
                 )
                 for item in items
@@ -75,3 +91,12 @@ def cluster(*namespaces: str) -> dict[str, list[tuple[Any, ...]]]:
 def everything(*namespaces: str) -> dict[str, Any]:
     """The rows and the cluster objects of ``namespaces``: what a refusal must leave as it was."""
     return {"rows": rows(), "cluster": cluster(*namespaces)}
+
+
+@contextmanager
+def kept(*namespaces: str) -> Iterator[None]:
+    """Around a refused action: everything (the rows, and the objects of ``namespaces``) is
+    as it was when the block began."""
+    before = everything(*namespaces)
+    yield
+    assert everything(*namespaces) == before
