@@ -33,7 +33,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from approvals import live, queue
+from approvals import egress, live, queue
 from approvals.links import link_issue, request_url
 from approvals.messages import email_message, slack_body, webhook_body
 from approvals.models import (
@@ -85,11 +85,24 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 
 def _check_url(url: str) -> str:
     url = url.strip()
-    parts = urlsplit(url)
-    if len(url) > MAX_URL or parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - read for its ValueError: "http://host:x/", "http://[::1/"
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or len(url) > MAX_URL
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+    ):
         raise InvalidRequest(f"url must be an http(s) URL of at most {MAX_URL} characters")
     if parts.username or parts.password or any(char.isspace() for char in url):
         raise InvalidRequest("url must not carry a user name, a password or spaces")
+    try:
+        egress.check(url, resolve=False)
+    except egress.Refused as exc:
+        raise InvalidRequest(exc.message) from None
     return url
 
 
@@ -330,9 +343,16 @@ def _post(delivery: Delivery) -> int:
     if channel.secret_sealed:
         headers[SIGNATURE_HEADER] = signature(sealed.unseal(channel.secret_sealed), timestamp, data)
     seconds = settings.CS_NOTIFY_TIMEOUT_SECONDS
+    url = sealed.unseal(channel.url_sealed)
+    try:
+        egress.check(url)
+    except egress.Unresolved as exc:
+        raise Retryable(exc.message) from None
+    except egress.Refused as exc:
+        raise Undeliverable(exc.message) from None
     try:
         response = requests.post(
-            sealed.unseal(channel.url_sealed),
+            url,
             data=data,
             headers=headers,
             timeout=seconds,

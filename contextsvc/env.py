@@ -6,6 +6,7 @@ so that a bad deployment fails with ``error: CS_FOO: ...`` and not a traceback.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
@@ -82,6 +83,19 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
     if not items and default is None:
         raise ConfigError(f"{name} must list at least one value (comma-separated)")
     return items
+
+
+def env_networks(
+    name: str, default: list[str]
+) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """A comma-separated list of networks (``10.0.0.0/8``, ``::1``); a bad one stops start-up."""
+    found = []
+    for item in env_list(name, default):
+        try:
+            found.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ConfigError(f"{name}: {item!r} is not a network (e.g. 10.0.0.0/8)") from None
+    return found
 
 
 @dataclass(frozen=True)

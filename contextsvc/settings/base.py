@@ -16,6 +16,7 @@ from contextsvc.env import (
     env_float,
     env_int,
     env_list,
+    env_networks,
     env_optional,
     env_str,
     parse_database_url,
@@ -161,6 +162,9 @@ DEFAULT_FROM_EMAIL = env_str("CS_EMAIL_FROM", "Context Service <context-service@
 CS_NOTIFY_MAX_ATTEMPTS = env_int("CS_NOTIFY_MAX_ATTEMPTS", 6, minimum=1)
 CS_NOTIFY_RETRY_SECONDS = env_float("CS_NOTIFY_RETRY_SECONDS", 10.0, minimum=0.1)
 CS_NOTIFY_TIMEOUT_SECONDS = env_float("CS_NOTIFY_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+# Webhooks go to public addresses only, unless the address is in one of these networks
+# (approvals/egress.py): e.g. "10.20.0.0/16" for a chat bridge inside the cluster.
+CS_NOTIFY_ALLOW_NETWORKS = env_networks("CS_NOTIFY_ALLOW_NETWORKS", [])
 
 # Agent workspaces (seed 001): one RWX PVC per agent type per namespace.
 CS_WORKSPACE_STORAGE_CLASS = env_optional("CS_WORKSPACE_STORAGE_CLASS")

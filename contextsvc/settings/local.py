@@ -4,7 +4,7 @@ from contextsvc.settings._localenv import load_local_defaults
 
 load_local_defaults()
 
-from contextsvc.env import env_str  # noqa: E402
+from contextsvc.env import env_networks, env_str  # noqa: E402
 from contextsvc.settings.base import *  # noqa: E402, F403
 from contextsvc.settings.base import REST_FRAMEWORK  # noqa: E402
 
@@ -20,3 +20,5 @@ REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] = [
 # production images only.
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
+# A webhook receiver on this machine (a local chat bridge, a test receiver) may be reached.
+CS_NOTIFY_ALLOW_NETWORKS = env_networks("CS_NOTIFY_ALLOW_NETWORKS", ["127.0.0.0/8", "::1"])

@@ -9,7 +9,7 @@ load_local_defaults()
 
 import uuid  # noqa: E402
 
-from contextsvc.env import env_float, env_list, env_str  # noqa: E402
+from contextsvc.env import env_float, env_list, env_networks, env_str  # noqa: E402
 from contextsvc.settings.base import *  # noqa: E402, F403
 
 DEBUG = False
@@ -33,3 +33,5 @@ CS_ALLOWED_NAMESPACES = env_list("CS_ALLOWED_NAMESPACES", ["*"])
 # A failed notification is tried again within a second here, not ten (the retry tests wait
 # for the real worker to try three times).
 CS_NOTIFY_RETRY_SECONDS = env_float("CS_NOTIFY_RETRY_SECONDS", 0.5, minimum=0.1)
+# The tests' webhook receivers listen on loopback (production allows no private network).
+CS_NOTIFY_ALLOW_NETWORKS = env_networks("CS_NOTIFY_ALLOW_NETWORKS", ["127.0.0.0/8", "::1"])

@@ -73,6 +73,10 @@ def test_only_admins_make_a_channel_and_its_secret_is_shown_once() -> None:
     [
         ({"url": "ftp://x.example/"}, "url must be an http(s) URL of at most 2000 characters"),
         ({"url": "https://me:pw@x.example/"}, "url must not carry a user name, a password or spaces"),
+        ({"url": "http://169.254.169.254/latest/"}, "url host 169.254.169.254, which is not a "
+         "public address; webhooks reach private networks only when CS_NOTIFY_ALLOW_NETWORKS "
+         "names them"),
+        ({"url": "http://[::1/"}, "url must be an http(s) URL of at most 2000 characters"),
         ({"agent_types": "Not A Type"}, "agentTypes: 'Not A Type' is not an agent type name"),
         ({"name": "ops"}, 'channel "ops" already exists'),
     ],
