@@ -84,7 +84,8 @@ def test_a_bad_network_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
         ("https://10.96.0.1:443/api/v1/secrets", "url host 10.96.0.1" + NOT_PUBLIC),
         ("http://[::ffff:10.0.0.1]/", "url host ::ffff:10.0.0.1" + NOT_PUBLIC),
         ("http://[fd00::1]:8080/hook", "url host fd00::1" + NOT_PUBLIC),
-        # Found by hand: these two were a 500 (urlsplit and .port raise ValueError).
+        # Found by hand: the first was a 500 (urlsplit raises ValueError); the second was
+        # saved, to fail on every try (its .port raises).
         ("http://[::1/hook", "url must be an http(s) URL of at most 2000 characters"),
         ("http://hooks.example.com:port/", "url must be an http(s) URL of at most 2000 characters"),
     ],
