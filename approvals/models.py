@@ -170,6 +170,11 @@ class OperationRun(models.Model):
     stdout_bytes = models.PositiveBigIntegerField()
     stderr_bytes = models.PositiveBigIntegerField()
     truncated = models.BooleanField()
+    # What the sandbox refused, as the program reported it ({"action", "path", "error"}):
+    # the best evidence that the rules misread a command (docs/agent-client.md).
+    refused_effects = models.JSONField(default=list, blank=True)
+    # How it was contained: {"network": pod|none, "memory"/"processes": cgroup|rlimit}.
+    sandbox = models.JSONField(default=dict, blank=True)
     reported_by = models.CharField(max_length=200)
     reported_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,4 +1,4 @@
-"""``python -m bench [allocations|approvals|dashboard|soak|all]``: each rewrites its section of
+"""``python -m bench [allocations|approvals|dashboard|executor|rules|scale|soak|all]``: each rewrites its section of
 docs/performance.md."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from bench import allocations, approvals, dashboard, scale, soak
+from bench import allocations, approvals, dashboard, executor, rules, scale, soak
 
 
 def main(argv: list[str]) -> int:
@@ -14,7 +14,7 @@ def main(argv: list[str]) -> int:
     names = argv or ["all"]
     # The soak runs for 20 minutes and breaks processes on purpose, and the scale run takes
     # most of an hour: only when named.
-    known = {"allocations", "approvals", "dashboard", "scale", "soak"}
+    known = {"allocations", "approvals", "dashboard", "executor", "rules", "scale", "soak"}
     if "all" in names:
         names = sorted(known - {"soak", "scale"})
     for name in names:
@@ -27,6 +27,10 @@ def main(argv: list[str]) -> int:
             approvals.run()
         elif name == "dashboard":
             dashboard.run()
+        elif name == "executor":
+            executor.run()
+        elif name == "rules":
+            rules.run()
         elif name == "scale":
             scale.run()
         elif name == "soak":

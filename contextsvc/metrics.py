@@ -193,6 +193,15 @@ def _approval_analytics() -> Iterator[Any]:
     for agent_type, count in approval_selectors.escalation_counts():
         escalations.add_metric([agent_type], count)
     yield escalations
+    refused = CounterMetricFamily(
+        "contextsvc_executor_refused_effects",
+        "Effects an executor's sandbox refused a command (a read, write or network access it "
+        "was not judged to have), by agent type and action: evidence of a rule-engine misreading.",
+        labels=["agent_type", "action"],
+    )
+    for agent_type, action, count in approval_selectors.refused_effect_counts():
+        refused.add_metric([agent_type, action], count)
+    yield refused
     deliveries = GaugeMetricFamily(
         "contextsvc_notification_deliveries",
         "Notification messages by medium and status (pending ones are still being tried).",

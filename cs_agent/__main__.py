@@ -31,6 +31,10 @@ def _connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get("CS_URL"))
     parser.add_argument("--token", default=os.environ.get("CS_TOKEN"))
     parser.add_argument("--agent-type", default=os.environ.get("CS_AGENT_TYPE"))
+    # The sandbox's identity, as ApprovalClient.from_env reads it: the instance the
+    # request names, and the allocation whose topology its risk notes describe.
+    parser.add_argument("--agent-instance", default=os.environ.get("CS_AGENT_INSTANCE"))
+    parser.add_argument("--allocation", default=os.environ.get("CS_ALLOCATION"))
     parser.add_argument("--context-id", required=True)
     parser.add_argument(
         "--timeout", type=float, default=300.0, help="how long to wait for a human (seconds)"
@@ -77,7 +81,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             "--url, --token and --agent-type (or CS_URL, CS_TOKEN, CS_AGENT_TYPE) are required"
         )
-    client = ApprovalClient(args.url, args.token, agent_type=args.agent_type)
+    client = ApprovalClient(
+        args.url,
+        args.token,
+        agent_type=args.agent_type,
+        agent_instance=args.agent_instance,
+        allocation=args.allocation,
+    )
     if args.command == "run":
         return _run(client, args)
     return _check(client, args, parser)

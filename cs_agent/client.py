@@ -270,6 +270,8 @@ class ApprovalClient(ServiceClient):
         stdout_bytes: int,
         stderr_bytes: int,
         truncated: bool,
+        refused_effects: list[dict[str, str]] | None = None,
+        sandbox: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """What an executor ran for an allowed operation; the service checks that it is the
         operation it allowed and keeps it next to the decision."""
@@ -284,6 +286,10 @@ class ApprovalClient(ServiceClient):
             "stderrBytes": stderr_bytes,
             "truncated": truncated,
         }
+        if refused_effects:
+            body["refusedEffects"] = refused_effects
+        if sandbox:
+            body["sandbox"] = sandbox
         if verdict.request_id is not None:
             body["requestId"] = verdict.request_id
         else:

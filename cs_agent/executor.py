@@ -16,23 +16,26 @@ a reviewer edited — handed to ``bash -c`` as one argument, never re-quoted or 
 Isolation (the profile's ``executorIsolation``, sent back with every allow):
 
 ``namespaces`` (the default)
-    ``unshare --user --map-root-user --mount --pid --fork``: a new user namespace (root
-    inside is the agent's own uid outside), mount namespace and PID namespace. Inside, a
-    private tmpfs becomes ``/``, with ``/usr`` (and the merged ``/bin``, ``/lib``…),
-    ``/etc`` read-only, a fresh ``/tmp``, the device files programs need, and the context's
-    own directory at the same path it has outside (``/workspace/<context id>``, so that the
-    absolute paths the rules judged mean the same thing). No other context is there; the
-    process cannot see the agent's other processes; the working directory is the context.
+    bubblewrap and Landlock (``cs_agent.sandbox``): the image's system directories
+    read-only, a ``/proc`` of the command's own PID namespace, a minimal ``/dev``, a private
+    ``/tmp`` of bounded size, and the context's own directory at the same path it has
+    outside (``/workspace/<context id>``, so that the absolute paths the rules judged mean
+    the same thing) — nothing else of the workspace, no capabilities, no network unless a
+    network effect was judged and the profile has one. Inside, Landlock holds the command to
+    the effects the rules judged (``execution.effects``): reading, writing or deleting
+    anything else fails with "Permission denied", and the run report names it.
 ``none``
-    No namespaces: the command runs in the context's directory with the limits only. The
+    No sandbox: the command runs in the context's directory with the limits only. The
     executor refuses it unless the agent also sets ``CS_EXECUTOR_ALLOW_NONE=1``.
 
-Limits: ``max_execution_time_seconds`` (the whole process tree is killed when it passes)
-and ``max_memory_mb`` (a memory cgroup when the executor may create one, which tells an
-out-of-memory kill apart; ``RLIMIT_AS`` otherwise) from the agent type's sources.json; the
-output is capped. The environment is scrubbed to ``ENVIRONMENT`` plus the context's
-virtualenv, which the first ``pip install`` creates (``/workspace/<ctx>/.venv``, first on
-``PATH`` from then on).
+Limits: ``max_execution_time_seconds`` (the whole process tree is killed when it passes),
+``max_memory_mb`` and a process count (a cgroup of the run's own when the executor may
+create one, which also tells an out-of-memory kill apart; ``RLIMIT_AS``/``RLIMIT_NPROC``
+otherwise; the result says which applied) from the agent type's sources.json; ``/tmp`` is
+half the memory limit; the output is capped. The environment is scrubbed to
+``ENVIRONMENT`` plus the context's virtualenv, which the first ``pip install`` creates
+(``/workspace/<ctx>/.venv``, first on ``PATH`` from then on), and git's settings that keep a
+cloned repository from running its own code (``GIT_CONFIG``).
 
 Every run is reported back to the service (``POST /v1/runs``), which checks that the string
 run is the string judged and writes it to the audit log next to the decision.
@@ -42,10 +45,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -53,7 +54,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from cs_agent import sandbox
 from cs_agent.client import ApprovalClient, ApprovalError, Verdict
+from cs_agent.sandbox import SYSTEM_PATH, Plan, SandboxError
 
 # Exit codes of ``python -m cs_agent run`` that are not the command's own (which, as in a
 # shell, is its status, or 128 + the signal that killed it).
@@ -65,51 +68,31 @@ EXIT_ERROR = 122
 DEFAULT_TIME_LIMIT = 300.0
 DEFAULT_MEMORY_MB = 2048
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_MAX_PROCESSES = 256
 # What a command sees of the environment: these, taken from the executor's own if set,
 # and nothing else (no tokens, no service URLs, no proxies, no PYTHON*/LD_* variables).
 PASSED_THROUGH = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
-# Runs as root of the new user namespace, before the command: the image's programs,
-# libraries and configuration read-only, the context at its own path, a private /tmp and
-# the device files programs need. It only ever receives the command as an argument ("$4"),
-# which reaches bash as one word: nothing is re-quoted.
-_SETUP = r"""
-set -eu
-root=$1; context=$2; inside=$3
-mount -t tmpfs -o mode=0755 cs-executor "$root"
-for dir in /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc /opt; do
-  if [ -L "$dir" ]; then
-    ln -s "$(readlink "$dir")" "$root$dir"
-  elif [ -d "$dir" ]; then
-    mkdir -p "$root$dir"
-    mount --rbind "$dir" "$root$dir"
-    mount -o remount,bind,ro "$root$dir"
-  fi
-done
-mkdir -p "$root/tmp" "$root/dev" "$root/proc"
-mount -t tmpfs -o mode=1777 cs-tmp "$root/tmp"
-mkdir -p "$root$inside"
-mount --bind "$context" "$root$inside"
-for device in /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty; do
-  if [ -e "$device" ]; then
-    : > "$root$device"
-    mount --bind "$device" "$root$device" 2>/dev/null || rm -f "$root$device"
-  fi
-done
-ln -s /proc/self/fd "$root/dev/fd"
-# A masked /proc (as in most containers) cannot be mounted again; programs run without it.
-mount -t proc proc "$root/proc" 2>/dev/null || true
-# The namespace's first process stays a plain shell that waits for the command and exits
-# with its status (128 + N when a signal ended it, as shells report it).
-exec chroot "$root" /bin/sh -c 'cd -- "$1" || exit 126; /bin/bash -c "$2"' sh "$inside" "$4"
-"""
-
-
+# The first process: joins the run's cgroups (or lowers its own limits, which everything
+# it starts inherits), then becomes the sandbox. $1 cgroup.procs files (space-separated),
+# $2 the address-space limit (KiB, "" when a memory cgroup holds), $3 the process limit
+# ("" when a pids cgroup holds). Bash, not sh: dash has no "ulimit -u". A limit that
+# cannot be set stops the run before anything of the command starts.
 _LIMIT = r"""
-if [ -n "$1" ]; then echo $$ > "$1"; else ulimit -v "$2"; fi
-shift 2
+for procs in $1; do echo $$ > "$procs" || exit 122; done
+if [ -n "$2" ]; then ulimit -v "$2" || exit 122; fi
+if [ -n "$3" ]; then ulimit -u "$3" || exit 122; fi
+shift 3
 exec "$@"
 """
+# git inside the sandbox never runs what a cloned repository configures: no hooks, no
+# fsmonitor command, no bare repository found by walking up from the working directory,
+# no ext:: transport (a command line as a URL).
+GIT_CONFIG = (
+    ("safe.bareRepository", "explicit"),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("protocol.ext.allow", "never"),
+)
 
 
 class ExecutorError(Exception):
@@ -146,6 +129,10 @@ class RunResult:
     truncated: bool = False
     isolation: str | None = None
     memory_enforcement: str | None = None  # cgroup | rlimit
+    process_enforcement: str | None = None  # cgroup | rlimit
+    network: str | None = None  # pod | none: what the command could reach
+    # What the sandbox refused, as the program reported it: {"action", "path", "error"}.
+    refused_effects: tuple[dict[str, str], ...] = ()
     message: str = ""
     run_id: str | None = None  # the service's record of this run
 
@@ -182,57 +169,46 @@ class _Capture:
                 self.data += chunk[:room]
 
 
-class _MemoryCgroup:
-    """A memory cgroup of its own under the executor's (v2, or v1's memory controller),
-    when the executor may create one: the kernel then kills at the limit and says so."""
+class _Cgroup:
+    """A cgroup of the run's own under the executor's, when the executor may create one:
+    the kernel then holds the limit for every process in it, and says when it killed."""
 
     def __init__(self, path: Path, version: int) -> None:
         self.path = path
         self.version = version
 
     @classmethod
-    def create(cls, limit_bytes: int) -> _MemoryCgroup | None:
-        for version, base, limit_file in (
-            (2, Path("/sys/fs/cgroup"), "memory.max"),
-            (1, Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes"),
-        ):
-            own = _own_cgroup(version)
-            if own is None:
-                continue
-            parent = base / own.lstrip("/")
-            if (
-                not (parent / limit_file).exists()
-                and not (parent / "cgroup.subtree_control").exists()
-            ):
-                continue
-            path = parent / f"cs-executor-{os.getpid()}-{time.monotonic_ns()}"
-            try:
-                path.mkdir()
-            except OSError:
-                continue  # not ours to divide (the usual case in a Pod)
-            try:
-                (path / limit_file).write_text(str(limit_bytes))
-                # Swap would let it run on past the limit instead of being stopped.
-                if version == 1 and (path / "memory.memsw.limit_in_bytes").exists():
-                    (path / "memory.memsw.limit_in_bytes").write_text(str(limit_bytes))
-                elif version == 2 and (path / "memory.swap.max").exists():
-                    (path / "memory.swap.max").write_text("0")
-            except OSError:
-                path.rmdir()
-                continue
-            return cls(path, version)
-        return None
+    def create(cls, version: int, base: Path, settings: Mapping[str, str]) -> _Cgroup | None:
+        own = _own_cgroup(version, base.name)
+        if own is None:
+            return None
+        parent = base / own.lstrip("/")
+        first = next(iter(settings))  # the limit itself; the others where the kernel has them
+        if not (parent / "cgroup.procs").exists():
+            return None
+        path = parent / f"cs-executor-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None  # not ours to divide (the usual case in a Pod)
+        try:
+            for name, value in settings.items():
+                if name == first or (path / name).exists():
+                    (path / name).write_text(value)
+        except OSError:
+            path.rmdir()
+            return None
+        return cls(path, version)
 
     @property
     def procs(self) -> Path:
         return self.path / "cgroup.procs"
 
     def oom_killed(self) -> bool:
-        if self.version == 2:
-            events = (self.path / "memory.events").read_text()
-        else:
-            events = (self.path / "memory.oom_control").read_text()
-        for line in events.splitlines():
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        if not (self.path / name).exists():
+            return False
+        for line in (self.path / name).read_text().splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill" and int(value or 0) > 0:
                 return True
@@ -247,7 +223,46 @@ class _MemoryCgroup:
                 time.sleep(0.02)  # the last process is still leaving
 
 
-def _own_cgroup(version: int) -> str | None:
+@dataclass
+class _Cgroups:
+    """The run's memory and process-count cgroups: one directory on cgroup v2, one per
+    controller's hierarchy on v1; either may be missing (rlimits then hold instead)."""
+
+    memory: _Cgroup | None = None
+    pids: _Cgroup | None = None
+
+    @classmethod
+    def create(cls, memory_bytes: int, processes: int) -> _Cgroups:
+        memory = {"memory.max": str(memory_bytes), "memory.swap.max": "0"}
+        pids = {"pids.max": str(processes)}
+        unified = _Cgroup.create(2, Path("/sys/fs/cgroup"), {**memory, **pids})
+        if unified is not None:
+            if (unified.path / "pids.max").exists():
+                return cls(unified, unified)
+            return cls(unified, _Cgroup.create(1, Path("/sys/fs/cgroup/pids"), pids))
+        return cls(
+            # Swap would let it run on past the limit instead of being stopped.
+            _Cgroup.create(
+                1,
+                Path("/sys/fs/cgroup/memory"),
+                {
+                    "memory.limit_in_bytes": str(memory_bytes),
+                    "memory.memsw.limit_in_bytes": str(memory_bytes),
+                },
+            ),
+            _Cgroup.create(1, Path("/sys/fs/cgroup/pids"), pids),
+        )
+
+    @property
+    def all(self) -> list[_Cgroup]:
+        return list({id(c): c for c in (self.memory, self.pids) if c is not None}.values())
+
+    def remove(self) -> None:
+        for cgroup in self.all:
+            cgroup.remove()
+
+
+def _own_cgroup(version: int, controller: str) -> str | None:
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
@@ -256,7 +271,7 @@ def _own_cgroup(version: int) -> str | None:
         _, controllers, path = line.split(":", 2)
         if version == 2 and controllers == "":
             return path
-        if version == 1 and "memory" in controllers.split(","):
+        if version == 1 and controller in controllers.split(","):
             return path
     return None
 
@@ -280,27 +295,34 @@ class Executor:
         approval_timeout: float = 300.0,
         allow_no_isolation: bool = False,
         memory_cgroups: bool = True,
+        max_processes: int = DEFAULT_MAX_PROCESSES,
         environ: Mapping[str, str] | None = None,
+        system_dirs: tuple[str, ...] = sandbox.SYSTEM_DIRS,
     ) -> None:
         self.client = client
         self.workspace_root = Path(workspace_root)
         self.output_limit = output_limit
         self.approval_timeout = approval_timeout
         self.allow_no_isolation = allow_no_isolation
-        # False: RLIMIT_AS only, even where a cgroup could be made (tests of that path).
+        # False: rlimits only, even where a cgroup could be made (tests of that path).
         self.memory_cgroups = memory_cgroups
+        self.max_processes = max_processes
         self.environ = dict(os.environ if environ is None else environ)
+        # What is bound read-only inside the sandbox (the image's system directories).
+        self.system_dirs = system_dirs
 
     @classmethod
     def from_env(cls, client: ApprovalClient | None = None) -> Executor:
         """The client's settings (``CS_URL``, ``CS_TOKEN``, ``CS_AGENT_TYPE``…) and
         ``CS_WORKSPACE_ROOT`` (default /workspace), ``CS_EXECUTOR_OUTPUT_LIMIT`` (bytes),
-        ``CS_EXECUTOR_ALLOW_NONE=1`` (accept profiles whose isolation is ``none``)."""
+        ``CS_EXECUTOR_ALLOW_NONE=1`` (accept profiles whose isolation is ``none``),
+        ``CS_EXECUTOR_MAX_PROCESSES`` (default 256)."""
         return cls(
             client or ApprovalClient.from_env(),
             workspace_root=os.environ.get("CS_WORKSPACE_ROOT", "/workspace"),
             output_limit=int(os.environ.get("CS_EXECUTOR_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT)),
             allow_no_isolation=os.environ.get("CS_EXECUTOR_ALLOW_NONE") == "1",
+            max_processes=int(os.environ.get("CS_EXECUTOR_MAX_PROCESSES", DEFAULT_MAX_PROCESSES)),
         )
 
     # --- The loop: check, run what was judged, report ----------------------------------------
@@ -323,6 +345,14 @@ class Executor:
     def run_verdict(self, verdict: Verdict, *, context_id: str) -> RunResult:
         """Run what an allowed verdict allowed (``run`` without the asking: for a graph
         that interrupted while a human decided, and resumes with ``client.outcome(id)``)."""
+        result = self.execute(verdict, context_id=context_id)
+        if result.outcome in ("refused", "error"):
+            return result  # nothing ran: nothing to report
+        return self._report(result, context_id)
+
+    def execute(self, verdict: Verdict, *, context_id: str) -> RunResult:
+        """Run what an allowed verdict allowed, in its sandbox, without telling the service
+        (``run_verdict`` reports it)."""
         if not verdict.allowed:
             return RunResult("refused", verdict, message=verdict.reason or verdict.status)
         judged = (verdict.operation or {}).get("command")
@@ -330,10 +360,9 @@ class Executor:
             # Fail closed: an allow without the operation it allowed runs nothing.
             return RunResult("error", verdict, message="the answer did not say what was judged")
         try:
-            result = self._execute(judged, context_id, verdict)
+            return self._execute(judged, context_id, verdict)
         except ExecutorError as exc:
             return RunResult("error", verdict, message=str(exc))
-        return self._report(result, context_id)
 
     def _report(self, result: RunResult, context_id: str) -> RunResult:
         """Tell the service what ran. The command has already run, so a failure to report
@@ -350,6 +379,12 @@ class Executor:
                 stdout_bytes=len(result.stdout),
                 stderr_bytes=len(result.stderr),
                 truncated=result.truncated,
+                refused_effects=list(result.refused_effects),
+                sandbox={
+                    "network": result.network or "pod",
+                    "memory": result.memory_enforcement or "rlimit",
+                    "processes": result.process_enforcement or "rlimit",
+                },
             )
         except ApprovalError as exc:
             return _replace(result, message=f"{result.message} (not reported: {exc})".strip())
@@ -383,17 +418,58 @@ class Executor:
                 f"contexts in {context} (set CS_WORKSPACE_ROOT, or the profile's "
                 "context_workspace)"
             )
-        context.mkdir(parents=True, exist_ok=True)
+        if isolation == "namespaces":
+            if context.parts[1:2] == ("tmp",):
+                raise ExecutorError(
+                    f"the workspace root {self.workspace_root} is under /tmp, which the "
+                    "sandbox replaces with its own: put the workspace elsewhere"
+                )
+            try:
+                sandbox.bwrap_path()
+                sandbox.sandbox_python()
+            except SandboxError as exc:
+                raise ExecutorError(str(exc)) from None
+        try:
+            context_fd = sandbox.open_context(self.workspace_root, context_id)
+        except SandboxError as exc:
+            raise ExecutorError(str(exc)) from None
+        try:
+            return self._execute_in(command, context, context_fd, isolation, limits, verdict)
+        finally:
+            os.close(context_fd)
+
+    def _execute_in(
+        self,
+        command: str,
+        context: Path,
+        context_fd: int,
+        isolation: str,
+        limits: Limits,
+        verdict: Verdict,
+    ) -> RunResult:
+        execution = verdict.execution or {}
         if _pip_installs(verdict) and not (context / ".venv").exists():
             # The executor's own step, the same for every context (seed 001), with limits of
             # its own: ensurepip takes longer and more memory than many commands may.
-            made = self._spawn("python3 -m venv .venv", context, isolation, VENV_LIMITS, venv=False)
+            made = self._spawn(
+                "python3 -m venv .venv",
+                _Run(context, context_fd, isolation, {"write": [f"{context}/**"]}, False),
+                VENV_LIMITS,
+                venv=False,
+            )
             if made.outcome != "exited" or made.exit_status != 0:
                 raise ExecutorError(
                     "could not create the context's virtualenv: "
                     + made.stderr.decode(errors="replace")[-500:]
                 )
-        result = self._spawn(command, context, isolation, limits, venv=True)
+        effects = execution.get("effects")
+        if not isinstance(effects, Mapping):
+            # Fail closed: an answer that does not say what was judged gets the context and
+            # no network.
+            effects = {"read": [f"{context}/**"], "write": [f"{context}/**"], "network": []}
+        network = execution.get("network", "pod") == "pod" and bool(effects.get("network"))
+        run = _Run(context, context_fd, isolation, effects, network)
+        result = self._spawn(command, run, limits, venv=True)
         return _replace(result, verdict=verdict)
 
     def _environment(self, context: Path, *, venv: bool) -> dict[str, str]:
@@ -402,69 +478,61 @@ class Executor:
         if venv and (context / ".venv" / "bin").is_dir():
             env["VIRTUAL_ENV"] = str(context / ".venv")
             path = f"{context / '.venv' / 'bin'}:{path}"
-        env.update({"PATH": path, "HOME": str(context), "PWD": str(context), "TMPDIR": "/tmp"})  # noqa: S108 - the namespace's own
+        env.update({"PATH": path, "HOME": str(context), "PWD": str(context), "TMPDIR": "/tmp"})  # noqa: S108 - the sandbox's own
         env.setdefault("LANG", "C.UTF-8")
+        env["GIT_CONFIG_COUNT"] = str(len(GIT_CONFIG))
+        for index, (key, value) in enumerate(GIT_CONFIG):
+            env[f"GIT_CONFIG_KEY_{index}"] = key
+            env[f"GIT_CONFIG_VALUE_{index}"] = value
         return env
 
-    def _argv(self, command: str, context: Path, isolation: str, root: str) -> list[str]:
-        if isolation == "none":
-            return ["/bin/bash", "-c", command]
-        unshare = shutil.which("unshare", path=SYSTEM_PATH)
-        if unshare is None or shutil.which("chroot", path=SYSTEM_PATH) is None:
-            raise ExecutorError("namespaces isolation needs util-linux's unshare and chroot")
-        return [
-            unshare,
-            "--user",
-            "--map-root-user",
-            "--mount",
-            "--pid",
-            "--fork",
-            "--kill-child",
-            "--",
-            "/bin/sh",
-            "-c",
-            _SETUP,
-            "cs-executor",
-            root,
-            str(context),
-            str(context),
-            command,
-        ]
-
-    def _spawn(
-        self, command: str, context: Path, isolation: str, limits: Limits, *, venv: bool
-    ) -> RunResult:
+    def _spawn(self, command: str, run: _Run, limits: Limits, *, venv: bool) -> RunResult:
         memory = limits.memory_mb * 1024 * 1024
-        cgroup = _MemoryCgroup.create(memory) if self.memory_cgroups else None
-        root = tempfile.mkdtemp(prefix="cs-executor-")
-        env = self._environment(context, venv=venv)
-        # The limit applies before anything of the command starts: a shell joins the cgroup
-        # (or lowers its address-space limit) and then becomes the command.
+        cgroups = _Cgroups.create(memory, self.max_processes) if self.memory_cgroups else _Cgroups()
+        env = self._environment(run.context, venv=venv)
+        plan: Plan | None = None
+        if run.isolation == "none":
+            inner = ["/bin/bash", "-c", command]
+        else:
+            plan = Plan(
+                context=run.context,
+                context_fd=run.context_fd,
+                grants=sandbox.grants_for(run.effects, run.context),
+                network=run.network,
+                # Half the memory limit: tmpfs pages count against a memory cgroup too, and
+                # a full /tmp should fail a write (ENOSPC), not kill the command.
+                tmp_bytes=memory // 2,
+                environment=env,
+                system_dirs=self.system_dirs,
+            )
+            inner = sandbox.bwrap_argv(plan, command)
+        # The limits apply before anything of the command starts: a shell joins the
+        # cgroups (or lowers its own rlimits) and then becomes the sandbox.
         limited = [
-            "/bin/sh",
+            "/bin/bash",
             "-c",
             _LIMIT,
             "cs-limit",
-            str(cgroup.procs) if cgroup is not None else "",
-            str(memory // 1024),
-            *self._argv(command, context, isolation, root),
+            " ".join(str(cgroup.procs) for cgroup in cgroups.all),
+            "" if cgroups.memory is not None else str(memory // 1024),
+            "" if cgroups.pids is not None else str(self.max_processes),
+            *inner,
         ]
         stdout, stderr = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
         started = time.monotonic()
         try:
             process = subprocess.Popen(
                 limited,
-                cwd=context,
+                cwd=run.context,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # one process group to kill
+                pass_fds=(run.context_fd,),
             )
         except OSError as exc:
-            if cgroup is not None:
-                cgroup.remove()
-            os.rmdir(root)
+            cgroups.remove()
             raise ExecutorError(f"could not start the command: {exc}") from None
         readers = [
             threading.Thread(target=stdout.drain, args=(process.stdout,), daemon=True),
@@ -485,11 +553,9 @@ class Executor:
             reader.join(timeout=5)
         duration = time.monotonic() - started
         try:
-            out_of_memory = cgroup is not None and cgroup.oom_killed()
+            out_of_memory = cgroups.memory is not None and cgroups.memory.oom_killed()
         finally:
-            if cgroup is not None:
-                cgroup.remove()
-            os.rmdir(root)
+            cgroups.remove()
         status = process.returncode
         killed_by = -status if status < 0 else None
         if timed_out:
@@ -500,6 +566,7 @@ class Executor:
             outcome = "killed"
         else:
             outcome = "exited"
+        err = bytes(stderr.data)
         return RunResult(
             outcome,
             Verdict(False, "pending"),
@@ -510,11 +577,25 @@ class Executor:
             signal=killed_by or signal.SIGKILL if outcome in ("memory", "timed_out") else killed_by,
             duration=duration,
             stdout=bytes(stdout.data),
-            stderr=bytes(stderr.data),
+            stderr=err,
             truncated=stdout.total > len(stdout.data) or stderr.total > len(stderr.data),
-            isolation=isolation,
-            memory_enforcement="cgroup" if cgroup is not None else "rlimit",
+            isolation=run.isolation,
+            memory_enforcement="cgroup" if cgroups.memory is not None else "rlimit",
+            process_enforcement="cgroup" if cgroups.pids is not None else "rlimit",
+            network="pod" if run.isolation == "none" or run.network else "none",
+            refused_effects=tuple(sandbox.refused_effects(err, plan)) if plan else (),
         )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Where and how one command runs."""
+
+    context: Path
+    context_fd: int
+    isolation: str
+    effects: Mapping[str, Any]
+    network: bool
 
 
 def _kill_group(pgid: int) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cs_agent.client import ServiceClient, _require_env
+from cs_agent.sandbox import open_context as open_directory
 
 
 def directory_size(path: Path) -> int:
@@ -66,10 +67,22 @@ class WorkspaceClient(ServiceClient):
         _, answer = self._call("POST", f"{self._base}/contexts", {"contextId": context_id})
         # The service validated the id as a safe path segment; the path it returns is
         # /workspace/<id>, re-rooted here at the mount point.
-        directory = self.root / Path(answer["path"]).name
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / ".context.json").write_text(json.dumps(answer["contextJson"], indent=2) + "\n")
-        return directory
+        name = Path(answer["path"]).name
+        # As the executor opens it: a context directory that is (or whose parents are) a
+        # symbolic link is refused (SandboxError), never followed to write elsewhere.
+        fd = open_directory(self.root, name)
+        try:
+            out = os.open(
+                ".context.json",
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o644,
+                dir_fd=fd,
+            )
+        finally:
+            os.close(fd)
+        with os.fdopen(out, "w") as file:
+            file.write(json.dumps(answer["contextJson"], indent=2) + "\n")
+        return self.root / name
 
     def report_usage(self, context_id: str | None = None) -> dict[str, Any]:
         """Send the context's directory size (when given) and the whole volume's usage."""

@@ -17,6 +17,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from django.test import Client
 
 from approvals.models import ApprovalRequest, OperationRun, Status
 from contextsvc.core.models import AuditEntry
@@ -53,13 +54,6 @@ SOURCES = {
     },
     "runtime": {"max_execution_time_seconds": 3, "max_memory_mb": 64},
 }
-
-
-@pytest.fixture
-def workspace_root(tmp_path: Path) -> Path:
-    root = tmp_path / "workspace"
-    root.mkdir()
-    return root
 
 
 @pytest.fixture
@@ -134,12 +128,12 @@ def test_an_allowed_command_runs_in_its_context_and_what_ran_is_recorded(
 
 
 def test_other_contexts_and_everything_outside_the_context_are_out_of_reach(
-    executor: Executor, workspace_root: Path, tmp_path: Path, reviewer: Reviewer
+    executor: Executor, workspace_root: Path, reviewer: Reviewer
 ) -> None:
     other = workspace_root / "ctx-b"
     other.mkdir()
     (other / "secret").write_text("b's data\n")
-    outside = tmp_path / "outside"
+    outside = workspace_root.parent / f"{workspace_root.name}-outside"
     outside.mkdir()
 
     # The rules allow reading it (nothing denies it); the namespace does not contain it.
@@ -155,6 +149,7 @@ def test_other_contexts_and_everything_outside_the_context_are_out_of_reach(
     assert (write.outcome, write.exit_status) == ("exited", 1)
     assert b"No such file or directory" in write.stderr
     assert list(outside.iterdir()) == []
+    outside.rmdir()
     assert (other / "secret").read_text() == "b's data\n"
     # The request's page shows what ran next to the decision.
     page = client_for("viewer").get(f"/approvals/{write.verdict.request_id}/")
@@ -168,6 +163,53 @@ def test_other_contexts_and_everything_outside_the_context_are_out_of_reach(
     html = page.content.decode()
     assert f'<pre class="operation">echo x &gt; {outside}/escape</pre>' in html
     assert "Exited</span> · exit status 1" in html
+
+
+def test_what_the_rules_did_not_judge_is_refused_at_run_time_and_reported(
+    executor: Executor, workspace_root: Path, reviewer: Reviewer
+) -> None:
+    """A reviewer approves ``head notes.txt``; the rules judged it to read notes.txt. The
+    file is a link to another file of the context, which nobody judged: Landlock refuses
+    the read, and the run report, the request's page and /metrics say so."""
+    context = workspace_root / "ctx-a"
+    context.mkdir()
+    (context / "other.txt").write_text("not judged\n")
+    (context / "notes.txt").symlink_to("other.txt")
+
+    result = executor.run("head notes.txt", context_id="ctx-a", on_pending=reviewer)
+
+    assert result.verdict.status == "approved"
+    assert result.verdict.execution["effects"] == {
+        "read": [f"{context}/notes.txt"],
+        "write": [],
+        "delete": [],
+        "network": [],
+        "programs": ["head"],
+        "hidden": [],
+    }
+    assert (result.outcome, result.exit_status, result.stdout) == ("exited", 1, b"")
+    assert result.stderr == b"head: cannot open 'notes.txt' for reading: Permission denied\n"
+    refused = {"action": "read", "path": f"{context}/notes.txt", "error": "Permission denied"}
+    assert result.refused_effects == (refused,)
+    run = OperationRun.objects.get()
+    assert (run.refused_effects, run.sandbox) == (
+        [refused],
+        {"network": "none", "memory": "cgroup", "processes": "cgroup"},
+    )
+    assert AuditEntry.objects.get(action="operation.run").payload["refused_effects"] == [refused]
+    html = client_for("viewer").get(f"/approvals/{result.verdict.request_id}/").content.decode()
+    assert (
+        f'<li><span class="badge warn">read</span> <code>{context}/notes.txt</code> '
+        '<span class="muted">Permission denied</span></li>'
+    ) in html
+    assert "network: none, memory by cgroup, processes by cgroup" in html
+    metrics = Client().get(
+        "/metrics", headers={"Authorization": f"Bearer {issue_token('prom', ['read'])}"}
+    )
+    assert (
+        'contextsvc_executor_refused_effects_total{action="read",agent_type="exec-agent"} 1.0'
+        in metrics.content.decode()
+    )
 
 
 def test_the_time_limit_kills_everything_the_command_started(executor: Executor) -> None:

@@ -4,6 +4,7 @@ decides over the API, and its exit status and output say what the agent may do."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ def start_client(
     token: str,
     *extra: str,
     what: tuple[str, ...] = ("shell", "pip install pandas"),
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -47,6 +49,7 @@ def start_client(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
 
 
@@ -92,6 +95,15 @@ def test_client_blocks_until_approved(web_server: str) -> None:
             "timeLimitSeconds": None,
             "memoryLimitMb": None,
             "workspace": "/workspace/ctx-abc123",
+            "network": "pod",
+            "effects": {
+                "read": [],
+                "write": ["/workspace/ctx-abc123/**"],
+                "delete": [],
+                "network": ["*"],
+                "programs": ["pip"],
+                "hidden": [],
+            },
         },
         "check_id": None,
         "edited": False,
@@ -105,6 +117,24 @@ def test_client_blocks_until_approved(web_server: str) -> None:
     ) == [
         ("api:agent-1", "approval.request"),
         ("api:alice", "approval.approve"),
+    ]
+
+
+def test_the_cli_names_the_instance_and_allocation_its_environment_gives(
+    web_server: str,
+) -> None:
+    """Issue 32: ``python -m cs_agent`` built its client from flags only, so the request
+    named the host as its instance and no allocation (no risk notes of its topology)."""
+    token = issue_token("agent-1", ["agent"])
+    env = {**os.environ, "CS_AGENT_INSTANCE": "pod-7", "CS_ALLOCATION": "pool-a"}
+    client = start_client(web_server, token, env=env)
+    request = pending_request()
+    client.kill()
+    client.communicate(timeout=30)
+
+    assert (request.agent_instance, request.allocation) == ("pod-7", "pool-a")
+    assert request.risk_notes == [
+        'names allocation "pool-a", which is not an active allocation of this service'
     ]
 
 
