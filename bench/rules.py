@@ -1,4 +1,5 @@
-"""The rule engine against an earlier version of itself, in the same run.
+"""``python -m bench rules``: the rule engine against an earlier version of itself, in the
+same run, and with the contained allow on.
 
 Both engines — this checkout's and one exported from git at ``BASELINE_COMMIT`` (before the
 positive-knowledge redesign) — evaluate the same lines in fresh processes started the same
@@ -6,8 +7,11 @@ way, so their latencies and their decisions compare on equal terms:
 
 * latency over the benchmark's realistic mix (rules/bench.py);
 * the share of each program family's commands the seed's settings allow (usability);
-* the slowest evaluation of any input up to the length limit: the adversarial corpus, the
-  bypass corpus and lines built at the engine's bounds (this checkout only).
+* the slowest evaluation of any input up to the length limit: both adversarial sets, the
+  everyday commands and lines built at the engine's bounds, with the contained allow off
+  and on (this checkout only);
+* the same mix with the contained allow on (``evaluate(contained=True)``), and the share
+  of each family allowed then.
 
 Every command is data handed to ``evaluate()`` as a string; nothing here runs one.
 """
@@ -26,8 +30,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.report import machine, now, percentile, write_section
 from rules.bench import MAX_LENGTH, _templates, commands
 from tests.support.adversarial_cases import CASES
+from tests.support.adversarial_words import CASES as WORD_CASES
+from tests.support.everyday_commands import COMMANDS as EVERYDAY
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "rules" / "tests" / "fixtures"
@@ -57,9 +64,11 @@ policies = {
 }
 work = json.load(sys.stdin)
 warmup, repeat = int(sys.argv[3]), int(sys.argv[4])
+# The engine before the contained allow has no such argument: only passed when asked for.
+options = {"contained": True} if sys.argv[6] == "contained" else {}
 for policy, line in work[:warmup]:
     rules, sources = policies[policy]
-    evaluate(ShellOperation(line), rules=rules, sources=sources, context_id="ctx-bench")
+    evaluate(ShellOperation(line), rules=rules, sources=sources, context_id="ctx-bench", **options)
 gc.collect()
 out = []
 for policy, line in work[warmup:]:
@@ -69,7 +78,7 @@ for policy, line in work[warmup:]:
         started = time.perf_counter()
         evaluation = evaluate(
             ShellOperation(line + " " * attempt), rules=rules, sources=sources,
-            context_id="ctx-bench",
+            context_id="ctx-bench", **options,
         )
         times.append((time.perf_counter() - started) * 1000)
     times.sort()
@@ -92,13 +101,14 @@ def export(commit: str) -> Path:
     return target
 
 
-def run(
+def evaluate_in(
     engine_root: Path,
     work: list[tuple[str, str]],
     *,
     warmup: int = 0,
     repeat: int = 1,
     package: str = "rules",
+    contained: bool = False,
 ) -> list[tuple[str, float]]:
     """[(decision, median ms)] for each line after the warm-up, in a fresh process."""
     result = subprocess.run(
@@ -111,6 +121,7 @@ def run(
             str(warmup),
             str(repeat),
             package,
+            "contained" if contained else "plain",
         ],
         input=json.dumps(work),
         capture_output=True,
@@ -134,6 +145,8 @@ def families(per_family: int, seed: int = 11) -> dict[str, list[str]]:
 def worst_inputs() -> list[tuple[str, str, str]]:
     """(what, policy, line): every input the engine must judge within its time bound."""
     inputs = [(case.id, case.policy, case.command) for case in CASES]
+    inputs += [(case.id, case.policy, case.command) for case in WORD_CASES]
+    inputs += [(f"everyday: {case.command[:40]}", "seed", case.command) for case in EVERYDAY]
     at_bounds = {
         "16 commands": " && ".join(["grep -rn error logs/ | sort"] * 8),
         "64 words": "ls " + " ".join(f"data/f{i}.txt" for i in range(63)),
@@ -161,9 +174,12 @@ class Comparison:
     baseline: str
     mix_after: list[tuple[str, float]]
     mix_before: list[tuple[str, float]]
+    mix_contained: list[tuple[str, float]]
     families_after: dict[str, list[str]]  # family → decisions
     families_before: dict[str, list[str]]
-    worst: list[tuple[float, str, str]]  # (median ms, what, decision), slowest first
+    families_contained: dict[str, list[str]]
+    # (median ms, what, decision, contained), slowest first, each input both ways
+    worst: list[tuple[float, str, str, bool]]
     inputs: int
 
 
@@ -173,17 +189,35 @@ def compare() -> Comparison:
     flat = [("seed", line) for lines in grouped.values() for line in lines]
     baseline = export(BASELINE_COMMIT)
     results = {}
-    for name, root, package in (
-        ("after", ROOT, "rules"),
-        ("before", baseline, BASELINE_PACKAGE),
+    for name, root, package, contained in (
+        ("after", ROOT, "rules", False),
+        ("before", baseline, BASELINE_PACKAGE, False),
+        ("contained", ROOT, "rules", True),
     ):
         results[name] = (
-            run(root, mix, warmup=WARMUP, package=package),
-            run(root, [("seed", "ls")] * 50 + flat, warmup=50, package=package),
+            evaluate_in(root, mix, warmup=WARMUP, package=package, contained=contained),
+            evaluate_in(
+                root,
+                [("seed", "ls")] * 50 + flat,
+                warmup=50,
+                package=package,
+                contained=contained,
+            ),
         )
     worst_work = worst_inputs()
-    worst = run(ROOT, [("seed", "ls")] * 50 + [(p, line) for _, p, line in worst_work], warmup=50,
-                repeat=3)  # fmt: skip
+    worst: list[tuple[float, str, str, bool]] = []
+    for contained in (False, True):
+        timed = evaluate_in(
+            ROOT,
+            [("seed", "ls")] * 50 + [(p, line) for _, p, line in worst_work],
+            warmup=50,
+            repeat=3,
+            contained=contained,
+        )
+        worst += [
+            (ms, what, decision, contained)
+            for (what, _, _), (decision, ms) in zip(worst_work, timed, strict=True)
+        ]
 
     def by_family(decided: list[tuple[str, float]]) -> dict[str, list[str]]:
         out, index = {}, 0
@@ -196,15 +230,11 @@ def compare() -> Comparison:
         baseline=BASELINE_COMMIT,
         mix_after=results["after"][0],
         mix_before=results["before"][0],
+        mix_contained=results["contained"][0],
         families_after=by_family(results["after"][1]),
         families_before=by_family(results["before"][1]),
-        worst=sorted(
-            (
-                (ms, what, decision)
-                for (what, _, _), (decision, ms) in zip(worst_work, worst, strict=True)
-            ),
-            reverse=True,
-        ),
+        families_contained=by_family(results["contained"][1]),
+        worst=sorted(worst, reverse=True),
         inputs=len(worst_work),
     )
 
@@ -215,3 +245,84 @@ def share(decisions: list[str], decision: str = "allow") -> float:
 
 def mean_ms(results: list[tuple[str, float]]) -> float:
     return statistics.fmean(ms for _, ms in results)
+
+
+# Why a family's allowed share fell with the positive-knowledge engine (docs/rules.md).
+DROP_REASONS = {
+    "python script": "runs a workspace file the agent wrote: agent-written code is never "
+    "allowed by a rule (asked about)",
+    "python script (venv PATH)": "the same, and VIRTUAL_ENV is not a harmless environment "
+    "variable and the workspace's .venv/bin is not a trusted directory",
+    "python -c": "inline code cannot be judged (asked about, as before)",
+    "git status/log": "",
+    "here-document": "",
+}
+
+
+def _timing(results: list[tuple[str, float]]) -> str:
+    ms = [value for _, value in results]
+    return f"p50 {percentile(ms, 50):.3f} ms, p99 {percentile(ms, 99):.3f} ms, max {max(ms):.3f} ms"
+
+
+def run() -> None:
+    engine = compare()
+    after = [decision for decision, _ in engine.mix_after]
+    before = [decision for decision, _ in engine.mix_before]
+    held = [decision for decision, _ in engine.mix_contained]
+    family_rows = []
+    for family, decided in engine.families_after.items():
+        was, now_ = share(engine.families_before[family]), share(decided)
+        contained = share(engine.families_contained[family])
+        reason = DROP_REASONS.get(family, "") if now_ < was - 0.5 else ""
+        if now_ < was - 0.5 and not reason:
+            reason = "(no reason recorded: a regression to look at)"
+        family_rows.append(
+            f"| {family} | {len(decided)} | {was:.1f} % | {now_:.1f} % | {contained:.1f} % "
+            f"| {reason} |"
+        )
+    worst_rows = "\n".join(
+        f"| {what} | {'on' if contained else 'off'} | {decision} | {ms:.2f} ms |"
+        for ms, what, decision, contained in engine.worst[:10]
+    )
+    over = sum(1 for ms, *_ in engine.worst if ms > 5)
+    body = f"""
+## Rule engine
+
+Measured {now()} on {machine()}. Command: `python -m bench rules` (also in `make bench`).
+
+`evaluate()` on {len(after)} distinct shell commands (after {WARMUP} warm-up), one to
+three chained, at most 200 characters, the seed's settings.json and sources.json; this
+checkout with the contained allow off and on, against the engine at `{engine.baseline}`
+(before the positive-knowledge redesign, issue 15), each in a fresh process on the same
+lines in the same run. Targets: p99 ≤ 2 ms; any input up to the length limit ≤ 5 ms.
+
+| engine | decisions | per evaluation |
+|---|---|---|
+| this checkout | allow {share(after):.1f} %, ask {share(after, "ask"):.1f} %, deny {share(after, "deny"):.1f} % | {_timing(engine.mix_after)} |
+| this checkout, contained | allow {share(held):.1f} %, ask {share(held, "ask"):.1f} %, deny {share(held, "deny"):.1f} % | {_timing(engine.mix_contained)} |
+| `{engine.baseline}` | allow {share(before):.1f} %, ask {share(before, "ask"):.1f} %, deny {share(before, "deny"):.1f} % | {_timing(engine.mix_before)} |
+
+Mean per evaluation: {mean_ms(engine.mix_after):.3f} ms now ({mean_ms(engine.mix_contained):.3f} ms
+contained), {mean_ms(engine.mix_before):.3f} ms before (ratio
+{mean_ms(engine.mix_after) / mean_ms(engine.mix_before):.2f}).
+
+**Usability**: the share of each family's single commands ({PER_FAMILY} generated each)
+that the seed's settings allow, before, now, and now with the contained allow on (the
+everyday commands of the three agent types are in docs/rules.md, "Everyday commands").
+
+| family | n | allowed before | allowed now | contained | why it fell |
+|---|---|---|---|---|---|
+{chr(10).join(family_rows)}
+
+**Worst case**: every one of {engine.inputs} inputs — both adversarial sets (all classes,
+up to 4096 characters and past it), the everyday commands, and lines built at the
+engine's bounds (16 commands, 64 words, 40 paths, depth 6) — with the contained allow off
+and on, median of three evaluations each: {over} of {len(engine.worst)} over 5 ms. The
+slowest:
+
+| input | contained | decision | median |
+|---|---|---|---|
+{worst_rows}
+"""
+    write_section("rules", body)
+    print(body)

@@ -9,13 +9,23 @@ part is, allowed if every part is, and asked about otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
+from typing import Any
 
+from rules.effects import (
+    contained_hosts,
+    effects_of,
+    hidden_paths,
+    opaque_effects,
+    refuses,
+    target_of,
+)
 from rules.invocations import (
     FileAccess,
     Invocation,
@@ -57,8 +67,8 @@ from rules.settings import parse_rule
 from rules.shell import decompose
 from rules.sources import Sources
 from rules.text import hidden_characters, sanitise
-from rules.walker import as_written
-from rules.words import Word, WordKind
+from rules.walker import SHELLS, as_written
+from rules.words import PYTHON_NAME, Word, WordKind
 
 # Builtins that only move the shell or change its own state: no rule is needed (what they
 # assign or where they go is judged as a problem or a path, programs/builtins.py).
@@ -315,8 +325,42 @@ def _part(kind: Kind, text: str, decision: Decision, reason: str, rule: Rule | N
     return Part(kind, text, decision, reason, rule.text if rule else None)
 
 
+def _allowing_rule(view: View, texts: Any, compiled: CompiledRules) -> Rule | None:
+    """The first allow rule that certainly matches ``view`` (its program as an allow rule
+    sees it)."""
+    for item in compiled.lists["allow"].shell_candidates((view.program,)):
+        if shell_match(item, texts, for_allow=True) is Match.CERTAIN:
+            return item.rule
+    return None
+
+
+def _contained_by(
+    invocation: Invocation, all_texts: list[Any], compiled: CompiledRules
+) -> Rule | None:
+    """The allow rule under which the invocation runs contained: every problem is one the
+    executor holds (rules.invocations.Contained: code an interpreter runs that the engine
+    cannot read, or HeldFiles: a word only known at run time given to a program that only
+    reads and writes files), every interpreter in it (``timeout 9 python3 x.py``,
+    ``python3 -m pip``) is explicitly allowed, and so is the command itself. None: it is
+    asked about."""
+    effective = invocation.effective
+    if effective is None or not invocation.contained_only:
+        return None
+    for view, texts in zip(invocation.views, all_texts, strict=True):
+        if not view.trusted:
+            return None
+        interpreter = view.program in SHELLS or PYTHON_NAME.match(view.program)
+        if view is not effective and interpreter and _allowing_rule(view, texts, compiled) is None:
+            return None
+    texts = all_texts[-1] if invocation.views[-1] is effective else view_texts(effective)
+    return _allowing_rule(effective, texts, compiled)
+
+
 def judge_shell(
-    invocation: Invocation, compiled: CompiledRules, sources: Sources | None
+    invocation: Invocation,
+    compiled: CompiledRules,
+    sources: Sources | None,
+    contained: bool = False,
 ) -> list[Judged]:
     where = _where(invocation.origin)
     text = invocation.text
@@ -347,23 +391,35 @@ def judge_shell(
             decision, rule = Decision.ASK, possible.rule
             reason = f"may match {list_name} rule {possible.rule.text} at run time{where}"
             break
+    held = False
     if decision is None and invocation.problems:
-        decision, reason = Decision.ASK, f"{invocation.problems[0]}{where}"
+        container = _contained_by(invocation, all_texts, compiled) if contained else None
+        if container is not None:
+            # The trade (docs/rules.md, "Contained allow"): what the code (or the word)
+            # does is not judged here; the executor holds it to the context, the image
+            # read-only and, for code, sources.json's hosts instead.
+            decision, rule, held = Decision.ALLOW, container, True
+            reason = (
+                f"contained: {invocation.problems[0]}, so the executor holds it to the "
+                f"context; allowed: {container.text}{where}"
+            )
+        else:
+            decision, reason = Decision.ASK, f"{invocation.problems[0]}{where}"
     effective = invocation.effective
     if decision is None and invocation.transparent:
         decision, reason = Decision.ALLOW, f"nothing to run of its own{where}"
     if decision is None and effective is not None:
         texts = all_texts[-1] if invocation.views[-1] is effective else view_texts(effective)
-        for item in compiled.lists["allow"].shell_candidates((effective.program,)):
-            if shell_match(item, texts, for_allow=True) is Match.CERTAIN:
-                decision, rule = Decision.ALLOW, item.rule
-                reason = f"allowed: {item.rule.text}{where}"
-                break
+        rule = _allowing_rule(effective, texts, compiled)
+        if rule is not None:
+            decision, reason = Decision.ALLOW, f"allowed: {rule.text}{where}"
         if decision is None and effective.program in HARMLESS_BUILTINS and effective.trusted:
             decision, reason = Decision.ALLOW, f"harmless shell builtin{where}"
     if decision is None:
         decision, reason = Decision.ASK, f"no rule matched{where}"
     part = _part(Kind.SHELL, text, decision, reason, rule)
+    if held:
+        part = dataclasses.replace(part, contained=True)
     if sources is not None and effective is not None and decision != Decision.DENY:
         verdict = check_command(as_written(effective, invocation.views), sources)
         part = _narrow(part, verdict)
@@ -372,7 +428,7 @@ def judge_shell(
         proposal = propose_shell_rule(effective)
     result = [Judged(part, proposal)]
     for access in invocation.files:
-        judged = judge_file(access, compiled)
+        judged = judge_file(access, compiled, contained)
         if judged:
             result.append(judged)
     for network in invocation.network:
@@ -440,10 +496,34 @@ def _file_texts(access: FileAccess) -> tuple[str, str, str]:
 _ALL_ACTIONS = tuple(FileAction)
 
 
-def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
+def _covers_target(access: FileAccess, compiled: CompiledRules) -> bool:
+    """Does an allow rule cover everything the executor would let ``access`` do (the
+    tree its unknown path lies in), which lies in the context?"""
+    if access.action is None:
+        return False
+    workspace = compiled.workspace
+    target = target_of(access, workspace)
+    if target.removesuffix("/**") != workspace and not target.startswith(workspace + "/"):
+        return False
+    probe = FileAccess(access.action, target, access.source, glob=target.endswith("/**"))
+    found = _first_path_match(compiled.lists["allow"], (access.action,), probe)
+    return found is not None and found[2] is Match.CERTAIN
+
+
+def _held(text: str, reason: str, rule: Rule | None) -> Judged:
+    """Allowed, contained: what is only known at run time, the executor holds."""
+    part = _part(Kind.FILE, text, Decision.ALLOW, f"contained: {reason}", rule)
+    return Judged(dataclasses.replace(part, contained=True))
+
+
+def judge_file(
+    access: FileAccess, compiled: CompiledRules, contained: bool = False
+) -> Judged | None:
     """The part for one file access; None when it changes nothing (a read by a known
     reader that no rule mentions). Most accesses are such reads: their texts are only
-    built once they become a part."""
+    built once they become a part. ``contained``: the executor holds the run to its
+    effects, so a deny rule it enforces (effects.refuses) need not ask about a path only
+    known at run time."""
     actions = (access.action,) if access.action else _ALL_ACTIONS
     for list_name in ("deny", "ask"):
         hit = _first_path_match(compiled.lists[list_name], actions, access)
@@ -464,6 +544,22 @@ def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
             directory = sanitise(access.path.rsplit("/", 1)[0] or "/")
             reason = f"a recursive read of {directory} includes files {rule} denies{via}"
             return Judged(_part(Kind.FILE, text, Decision.DENY, reason, item.rule))
+        if (
+            contained
+            and list_name == "deny"
+            and (match is Match.POSSIBLE or access.uncertain)
+            and refuses(access, item.rule, compiled.workspace)
+        ):
+            refusal = (
+                "its path is hidden"
+                if access.action is FileAction.READ
+                else ("it writes only in the context")
+            )
+            reason = f"may match {rule} at run time, which the executor refuses ({refusal}){via}"
+            if access.require_allow and not _covers_target(access, compiled):
+                reason = f"may match deny rule {rule} at run time{via}"
+                return Judged(_part(Kind.FILE, text, Decision.ASK, reason, item.rule))
+            return _held(text, reason, None)
         if access.action is None:
             reason = f"the command may {action.value} it, which {rule} covers{via}"
         elif match is Match.POSSIBLE:
@@ -496,6 +592,11 @@ def judge_file(access: FileAccess, compiled: CompiledRules) -> Judged | None:
     if allowed is not None and allowed[2] is Match.CERTAIN:
         reason = f"allowed: {allowed[0].rule.text}{via}"
         return Judged(_part(Kind.FILE, text, Decision.ALLOW, reason, allowed[0].rule))
+    if contained and _covers_target(access, compiled):
+        covering = _first_path_match(compiled.lists["allow"], (access.action,), access)
+        rule_text = covering[0].rule.text if covering else "the context"
+        reason = f"the path is only known at run time; the executor holds it to {rule_text}{via}"
+        return _held(text, reason, None)
     reason = "no file rule allows it" if access.path else "the path is only known at run time"
     proposal = propose_file_rule(access.action, access.path, compiled.workspace)
     return Judged(_part(Kind.FILE, text, Decision.ASK, f"{reason}{via}", None), proposal)
@@ -600,12 +701,17 @@ def propose_file_rule(action: FileAction | None, path: str | None, workspace: st
 
 
 def _judge(
-    operation: Operation, rules: RuleSet, sources: Sources | None, context_id: str
-) -> tuple[list[Judged], str]:
+    operation: Operation,
+    rules: RuleSet,
+    sources: Sources | None,
+    context_id: str,
+    contained: bool = False,
+) -> tuple[list[Judged], str, dict[str, list[str]] | None]:
     check_context_id(context_id)
     compiled = compile_rules(rules, context_id)
     if isinstance(operation, ShellOperation):
         normalised = sanitise(operation.command)
+        hidden = hidden_paths(rules, compiled.workspace)
         try:
             decomposition = decompose(
                 operation.command, workspace=compiled.workspace, context_id=context_id
@@ -613,41 +719,58 @@ def _judge(
         except RecursionError:
             # Nesting deep enough to exhaust the stack (bashlex or the walker): fail closed.
             part = Part(Kind.SHELL, normalised, Decision.ASK, "nested too deeply to judge")
-            return [Judged(part)], normalised
+            return [Judged(part)], normalised, opaque_effects(compiled.workspace, hidden)
         judged: list[Judged] = []
         for invocation in decomposition.invocations:
-            judged.extend(judge_shell(invocation, compiled, sources))
-        return judged, normalised
+            judged.extend(judge_shell(invocation, compiled, sources, contained))
+        effects = effects_of(
+            decomposition,
+            compiled.workspace,
+            contained_network=contained_hosts(rules, sources) if contained else None,
+            hidden=hidden,
+        )
+        return judged, normalised, effects
     if isinstance(operation, FileOperation):
         path = operation.path
         normalised = sanitise(path)
         if hidden_characters(path):
             part = Part(Kind.FILE, f"{operation.action.value} {normalised}", Decision.ASK,
                         "the path contains hidden or control characters")  # fmt: skip
-            return [Judged(part)], f"{operation.action.value} {normalised}"
+            return [Judged(part)], f"{operation.action.value} {normalised}", None
         absolute = normalise_path(posixpath.join(compiled.workspace, path))
         access = FileAccess(operation.action, absolute, "", glob=False, require_allow=True)
         judged_file = judge_file(access, compiled)
         assert judged_file is not None  # require_allow: never neutral
-        return [judged_file], f"{operation.action.value} {absolute}"
+        return [judged_file], f"{operation.action.value} {absolute}", None
     assert isinstance(operation, NetworkOperation)
     text = f"{operation.direction.value} {sanitise(operation.host)}"
     if hidden_characters(operation.host):
         part = Part(Kind.NETWORK, text, Decision.ASK, "the host contains hidden characters")
-        return [Judged(part)], text
+        return [Judged(part)], text, None
     judged_host = judge_host(operation.host, "", compiled, sources, operation.direction)
     if operation.url:
         text += f" ({sanitise(operation.url)})"
-    return [judged_host], text
+    return [judged_host], text, None
 
 
 def evaluate(
-    operation: Operation, *, rules: RuleSet, sources: Sources | None, context_id: str
+    operation: Operation,
+    *,
+    rules: RuleSet,
+    sources: Sources | None,
+    context_id: str,
+    contained: bool = False,
 ) -> Evaluation:
-    """Decide ``operation`` for the context ``context_id``; see the module docstring."""
-    judged, normalised = _judge(operation, rules, sources, context_id)
+    """Decide ``operation`` for the context ``context_id``; see the module docstring.
+
+    ``contained``: the agent type's executor holds every command to its judged effects
+    (bubblewrap and Landlock), so an explicitly allowed interpreter running code the engine
+    cannot read is allowed, contained, instead of asked about (docs/rules.md)."""
+    judged, normalised, effects = _judge(operation, rules, sources, context_id, contained)
     parts = [item.part for item in judged]
-    return Evaluation(decision=combine(parts), parts=tuple(parts), normalised=normalised)
+    return Evaluation(
+        decision=combine(parts), parts=tuple(parts), normalised=normalised, effects=effects
+    )
 
 
 def propose_allow_rule(
@@ -656,12 +779,13 @@ def propose_allow_rule(
     rules: RuleSet,
     sources: Sources | None,
     context_id: str,
+    contained: bool = False,
 ) -> str | None:
     """A narrow allow rule for "approve and allow similar": for the first part that is
     asked about, ``shell(program subcommand first-arg:*)``, ``file(action:directory/*)`` or
     ``network(outbound:host)``. None when no allow rule could make the operation pass (it is
     denied, or the asked part cannot be judged at all, like ``python -c …``)."""
-    judged, _ = _judge(operation, rules, sources, context_id)
+    judged, _, _ = _judge(operation, rules, sources, context_id, contained)
     if any(item.part.decision == Decision.DENY for item in judged):
         return None
     for item in judged:

@@ -19,6 +19,26 @@ TRUSTED_BIN_DIRS = frozenset(
 )
 
 
+class Contained(str):
+    """A problem an enforcing executor contains: an interpreter (python, a shell) runs code
+    the engine cannot read — a script, a module, inline code, its standard input. It is
+    asked about like any other problem, unless the evaluation is contained
+    (``evaluate(contained=True)``: the agent type's executor holds a command to its judged
+    effects) and a rule explicitly allows the interpreter (rules.engine)."""
+
+    __slots__ = ()
+
+
+class HeldFiles(Contained):
+    """A contained problem about files only: a word only known at run time where a program
+    whose every option only reads or writes files (head, wc, cp) could take it as an option
+    or a path, or a file that lists what a package manager installs. The executor holds the
+    run's reads to the image and the context and its writes to the context; unlike code, it
+    needs no network for it."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
 class View:
     """A simple command as rules see it. ``trusted``: the program is a bare name (found on
@@ -71,6 +91,12 @@ class Invocation:
     origin: str = ""
     fallback: bool = False  # from a best-effort split: only a deny found in it is reported
 
+    @property
+    def contained_only(self) -> bool:
+        """Every problem is one an enforcing executor contains (programs.base.Contained):
+        an interpreter runs code the engine cannot read, and nothing else is wrong."""
+        return bool(self.problems) and all(isinstance(p, Contained) for p in self.problems)
+
 
 @dataclass(frozen=True, slots=True)
 class Decomposition:
@@ -78,8 +104,56 @@ class Decomposition:
 
 
 def normalise_path(path: str) -> str:
+    """``path`` with "." and ".." resolved — through the links every image has first
+    (:func:`resolve_links`): ``/dev/fd/../environ`` is ``/proc/self/environ``, not the
+    ``/dev/environ`` a lexical normpath makes of it. Where a link leads only at run time
+    (``/proc/self/cwd/..``) this falls back to the lexical path; :func:`resolve_paths`
+    treats such a path as unknown instead."""
+    if ".." in path or _MAGIC.search(path):
+        path = resolve_links(path) or path
     normal = posixpath.normpath(path)
     return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+
+
+MAGIC_LINKS = {
+    "/dev/fd": "/proc/self/fd",
+    "/dev/stdin": "/proc/self/fd/0",
+    "/dev/stdout": "/proc/self/fd/1",
+    "/dev/stderr": "/proc/self/fd/2",
+    "/etc/mtab": "/proc/self/mounts",
+    "/dev/core": "/proc/kcore",
+}
+_FINAL_LINKS = frozenset({"/etc/mtab", "/dev/core"})
+_MAGIC = re.compile(r"/(?:dev|etc)/+(?:fd|std(?:in|out|err)|mtab|core)(?:/|$)")
+
+
+def resolve_links(path: str) -> str | None:
+    """``path`` resolved component by component through :data:`MAGIC_LINKS` and /proc's
+    links (``/proc/<pid>/root`` is "/"); None when a link only known at run time
+    (``/proc/self/cwd``, ``fd/3``, ``exe``) has more components after it."""
+    parts = [part for part in path.split("/") if part and part != "."]
+    resolved: list[str] = []
+    for index, part in enumerate(parts):
+        if part == "..":
+            if resolved:
+                resolved.pop()
+            continue
+        resolved.append(part)
+        rest = parts[index + 1 :]
+        if resolved[0] == "proc" and 3 <= len(resolved) <= 5:
+            link = _PROC_LINK.match("/" + "/".join(resolved))
+            if link and link.end() == len("/" + "/".join(resolved)):
+                if link.group(1) == "root":
+                    resolved = []
+                elif rest:
+                    return None
+                continue
+        here = "/" + "/".join(resolved)
+        target = MAGIC_LINKS.get(here)
+        device = not rest or (here == "/dev/fd" and len(rest) == 1 and rest[0].isdigit())
+        if target is not None and (not device or here in _FINAL_LINKS):
+            resolved = target.strip("/").split("/")
+    return "/" + "/".join(resolved) if path.startswith("/") else "/".join(resolved)
 
 
 # The working directories a command may run in; None when unknown. It is a set because a
@@ -109,8 +183,12 @@ def resolve_paths(word: Word, cwd: Cwd) -> list[str] | None:
     for value in values:
         for directory in cwd or ("/",):
             path = value if value.startswith("/") else directory + "/" + value
-            if _NOT_NORMAL.search(path):
-                path = normalise_path(path)  # the working directories are normal already
+            if _NOT_NORMAL.search(path) or _MAGIC.search(path):
+                # (the working directories are normal already)
+                resolved = resolve_links(path)
+                if resolved is None:
+                    return None  # through /proc/<pid>/cwd and the like: only known then
+                path = normalise_path(resolved)
             if path.startswith("/proc/"):
                 through = _through_proc(path)
                 if through is None:

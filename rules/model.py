@@ -127,6 +127,9 @@ def operation_from_dict(data: Mapping[str, Any]) -> Operation:
     if kind == "shell":
         command = _text_field(data, "command")
         assert command is not None
+        if not command.strip():
+            # Nothing to run: approving it would report a success the agent never had.
+            raise OperationError("command", "must not be empty or only whitespace")
         return ShellOperation(command=command)
     if kind == "file":
         action = _text_field(data, "action")
@@ -134,8 +137,8 @@ def operation_from_dict(data: Mapping[str, Any]) -> Operation:
             raise OperationError("action", f"must be read, write or delete; got {action!r}")
         path = _text_field(data, "path")
         assert path is not None
-        if not path:
-            raise OperationError("path", "must not be empty")
+        if not path.strip():
+            raise OperationError("path", "must not be empty or only whitespace")
         return FileOperation(action=FileAction(action), path=path)
     direction = _text_field(data, "direction", required=False) or Direction.OUTBOUND.value
     if direction not in {d.value for d in Direction}:
@@ -271,8 +274,11 @@ class Part:
     reason: str
     rule: str | None = None
     sources_entry: str | None = None
+    # Allowed because an enforcing executor contains it (an explicitly allowed interpreter
+    # runs code the engine cannot read), not because the engine understood what it does.
+    contained: bool = False
 
-    def to_dict(self) -> dict[str, str | None]:
+    def to_dict(self) -> dict[str, str | bool | None]:
         return {
             "kind": self.kind.value,
             "text": self.text,
@@ -280,6 +286,7 @@ class Part:
             "rule": self.rule,
             "sources_entry": self.sources_entry,
             "reason": self.reason,
+            "contained": self.contained,
         }
 
 
@@ -290,11 +297,19 @@ class Evaluation:
     decision: Decision
     parts: tuple[Part, ...]
     normalised: str  # the operation as a reviewer should see it, hidden characters escaped
+    # A shell command's judged effects (rules.effects), which the executor enforces; not
+    # part of the explanation (to_dict), which is what reviewers read.
+    effects: dict[str, list[str]] | None = field(default=None, compare=False)
 
     @property
     def deciding_part(self) -> Part | None:
         """The first part with the overall decision (the first deny, the first ask …)."""
         return next((part for part in self.parts if part.decision == self.decision), None)
+
+    @property
+    def contained(self) -> bool:
+        """Allowed only because the executor contains it: some allowed part is."""
+        return self.decision == Decision.ALLOW and any(part.contained for part in self.parts)
 
     @property
     def rule(self) -> str | None:
@@ -312,6 +327,7 @@ class Evaluation:
             "normalised": self.normalised,
             "rule": self.rule,
             "sources_entry": self.sources_entry,
+            "contained": self.contained,
             "parts": [part.to_dict() for part in self.parts],
         }
 

@@ -379,7 +379,7 @@ def check_git(words: Sequence[Word], sources: Sources) -> Verdict | None:
 # curl and wget are read with their tables (programs/network.py); the others are not
 # modelled, so never allowed, and every word that is not an option is taken for a URL.
 
-_FETCHERS = {"curl", "wget", "aria2c", "http", "https", "xh"}
+FETCHERS = {"curl", "wget", "aria2c", "http", "https", "xh"}
 _HTTP_METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
 
 
@@ -432,6 +432,6 @@ def check_command(words: Sequence[Word], sources: Sources) -> Verdict | None:
         return check_conda(words, sources)
     if program == "git":
         return check_git(words, sources)
-    if program in _FETCHERS:
+    if program in FETCHERS:
         return check_fetch(program, words, sources)
     return None

@@ -255,6 +255,28 @@ def compile_path(glob: str, workspace: str, context_id: str) -> PathPattern:
 
 
 @lru_cache(maxsize=2048)  # a path is matched against every rule of each list
+def _bracket_end(path: str, start: int) -> int | None:
+    """Where the bracket expression opened at ``start`` closes (bash(1), "Pattern
+    Matching"): a "]" first (after "!" or "^") is a member, and "[:alpha:]", "[=a=]" and
+    "[.a.]" inside are members whole. None: no closing "]", so "[" is literal."""
+    index = start + 1
+    if index < len(path) and path[index] in "!^":
+        index += 1
+    if index < len(path) and path[index] == "]":
+        index += 1
+    while index < len(path):
+        char = path[index]
+        if char == "]":
+            return index
+        if char == "[" and path[index + 1 : index + 2] in {":", "=", "."}:
+            close = path.find(path[index + 1] + "]", index + 2)
+            if close != -1:
+                index = close + 2
+                continue
+        index += 1
+    return None
+
+
 def glob_tokens(path: str) -> tuple[Token, ...]:
     """A path that may contain shell glob characters as a wildcard sequence (over-approx)."""
     tokens: list[Token] = []
@@ -263,9 +285,9 @@ def glob_tokens(path: str) -> tuple[Token, ...]:
         char = path[index]
         if char in "*?":
             tokens.append(STAR)
-        elif char == "[" and "]" in path[index + 1 :]:
+        elif char == "[" and (end := _bracket_end(path, index)) is not None:
             tokens.append(STAR)
-            index = path.index("]", index + 1)
+            index = end
         elif char == SENTINEL:
             tokens.append(STAR)
         else:

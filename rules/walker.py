@@ -33,6 +33,7 @@ from rules.invocations import (
     HARMLESS_DEVICES,
     MAX_CWDS,
     TRUSTED_BIN_DIRS,
+    Contained,
     Cwd,
     FileAccess,
     Invocation,
@@ -99,7 +100,11 @@ def _unquoted_glob(raw: str) -> bool:
         elif char == "$" and raw[index + 1 : index + 2] == "{":
             close = raw.find("}", index)
             index = close if close != -1 else len(raw)
-        elif char in "*?[":
+        elif char in "*?":
+            return True
+        elif char == "[" and "]" in raw[index + 2 :]:
+            # A bracket expression needs its closing "]" (bash, "Pattern Matching"): "[" on
+            # its own, the test builtin, is literal. Any later "]", quoted or not, counts.
             return True
         elif char == "{":
             brace_open = True
@@ -107,6 +112,31 @@ def _unquoted_glob(raw: str) -> bool:
             return True
         index += 1
     return False
+
+
+# An unquoted here-document body undergoes parameter expansion, arithmetic expansion and
+# command substitution (bash(1), "Here Documents"); the delimiter's quotes are gone by the
+# time the walker sees it (bashparse), so every body is read as expanded. Safe in it: $NAME,
+# ${NAME} and ${NAME} with a default, an alternative, a pattern removal or replacement, or a
+# case change (their words are expanded the same way, and a substitution in them is found).
+# Anything else can run what a variable's value holds — ${x@P} (prompt expansion), ${!x}
+# (indirection to "a[$(cmd)]"), subscripts, offsets and $((…)) (arithmetic evaluates a
+# name's value as an expression) — or assign (${X:=…}).
+_BODY_EXPANSION = re.compile(r"\$(?:\(\(|\[|\{)")
+_SAFE_BRACED = re.compile(
+    r"\$\{(?:#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[#@*?$!-])"
+    r"(?:(?::?[-+]|##?|%%?|\^\^?|,,?|//?)[^}]*)?)\}"
+)
+
+
+def _unsafe_body_expansion(body: str) -> str | None:
+    """The first expansion in a here-document body that could run or assign something."""
+    for match in _BODY_EXPANSION.finditer(body):
+        if match.group() == "${" and _SAFE_BRACED.match(body, match.start()):
+            continue
+        end = body.find("}", match.start()) if match.group() == "${" else match.end() + 8
+        return sanitise(body[match.start() : min(end + 1, match.start() + 24)])
+    return None
 
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
@@ -541,6 +571,24 @@ class Walker:
             return unknown(sanitise(raw))
         return Word(scanned.value, kind, scanned.tilde, brace)
 
+    def brace_words(self, node: Any, context: _Context, word: Word) -> list[Word]:
+        """The words bash makes of a brace word, each read like any word: ``grep {-r,x}
+        /etc`` is ``grep -r x /etc`` (bash(1), "Brace Expansion": before every other
+        expansion, so ``$WORKSPACE/{a,b}`` is two words, each then expanded)."""
+        raw = context.text[node.pos[0] : node.pos[1]]
+        expanded = brace_expand(raw)
+        if expanded is None:
+            return [word]  # too many words: the problem is already recorded, paths unknown
+        result = []
+        for text in expanded:
+            scanned = scan_word(text, self.expand)
+            if scanned.value is None:
+                result.append(unknown(sanitise(text)))
+                continue
+            kind = WordKind.GLOB if _unquoted_glob(text) else WordKind.LITERAL
+            result.append(Word(scanned.value, kind, scanned.tilde))
+        return result
+
     def redirect(self, node: Any, context: _Context, problems: list[str]) -> tuple[str, Any]:
         """(operator, target) where target is a Word, a here-document body (str), or None
         for descriptor duplication/closing."""
@@ -550,6 +598,8 @@ class Walker:
             body = heredoc.value.rsplit("\n", 1)[0] if "\n" in heredoc.value else ""
             if "$(" in body or "`" in body:
                 problems.append("here-document with command substitution is not judged")
+            elif "$" in body and (expansion := _unsafe_body_expansion(body)):
+                problems.append(f"here-document body expands {expansion}, which is not judged")
             return operator, body
         target = node.output
         if isinstance(target, int | str):
@@ -584,6 +634,8 @@ class Walker:
                     assignments.append(
                         (name.group(1), replace(word, value=word.value[name.end() - part.pos[0] :]))
                     )
+                elif word.brace:
+                    words.extend(self.brace_words(part, context, word))
                 else:
                     words.append(word)
             elif kind == "redirect":
@@ -675,7 +727,8 @@ class Walker:
                 problems.extend(self.assignment_problems(wrapper_name, value, exported=True))
             files.extend(self.accesses_of(result.files, "wrapper option", self.cwd))
             for code in result.code:
-                problems.extend(self.code_problems(name, code, self.cwd))
+                # python -m pip without -I: a pip module in the working directory runs.
+                problems.extend(self.code_problems(name, code, self.cwd, contained=True))
             chdir = result.chdir or chdir
             if result.rest is None:
                 break
@@ -923,6 +976,9 @@ class Walker:
             # A program run by its path: from the workspace (its .venv/bin too) it is a
             # file the agent can write.
             problems.extend(self.code_problems(name, words[0], cwd))
+        if found.chdir is not None and found.chdir.kind is WordKind.GLOB:
+            # cd /et? goes wherever the pattern matches first: not a place known here.
+            found.chdir = unknown(found.chdir.value)
         if found.chdir is not None and name in {"cd", "pushd"}:
             targets = resolve_paths(found.chdir, self.cwd) if found.chdir.value != "-" else None
             union = None if targets is None or self.cwd is None else self.cwd | set(targets)
@@ -962,29 +1018,37 @@ class Walker:
             network.append(
                 NetworkAccess(destination_host(destination), f"{name} {destination.display}", True)
             )
+        interpreter = name in SHELLS or bool(PYTHON_NAME.match(name))
         for word in found.code:
             # Before "what the script does is not modelled": the sharper reason.
-            written = self.code_problems(name, word, cwd)
+            written = self.code_problems(name, word, cwd, contained=interpreter)
             problems[first:first] = written
             first += len(written)
-        if name in SHELLS or PYTHON_NAME.match(name):
+        if interpreter:
             for operator, target in redirects:
                 if operator == "<" and isinstance(target, Word):
-                    problems.extend(self.code_problems(name, target, cwd))
+                    problems.extend(self.code_problems(name, target, cwd, contained=True))
 
-    def code_problems(self, name: str, word: Word, cwd: Cwd) -> list[str]:
+    def code_problems(
+        self, name: str, word: Word, cwd: Cwd, *, contained: bool = False
+    ) -> list[str]:
         """The agent's writable places are never a source of trusted code: a script, module
-        or program file there (or only known at run time) may be the agent's own."""
+        or program file there (or only known at run time) may be the agent's own.
+        ``contained``: an interpreter runs it, which an enforcing executor can contain
+        (programs.base.Contained); a program file run by its path is never contained."""
+        mark = Contained if contained else str
         paths = resolve_paths(word, cwd)
         if paths is None:
-            return [f"{name} runs {word.display}, which is only known at run time"]
+            return [mark(f"{name} runs {word.display}, which is only known at run time")]
         for path in paths:
             if path.startswith(("/dev/", "/proc/")) or path in {"/dev", "/proc"}:
-                return [f"{name} runs code from {path}, which the engine cannot see"]
+                return [mark(f"{name} runs code from {path}, which the engine cannot see")]
             if self.agent_writable(path):
                 return [
-                    f"{name} runs code from {sanitise(path)}, which the agent can write "
-                    "(agent-written code is never allowed by a rule)"
+                    mark(
+                        f"{name} runs code from {sanitise(path)}, which the agent can write "
+                        "(agent-written code is never allowed by a rule)"
+                    )
                 ]
         return []
 

@@ -415,7 +415,10 @@ def _expand(text: str) -> list[str] | None:
                 commas.append(index)
             index += 1
         if index >= len(text):
-            return [text]  # no closing brace: nothing expands
+            # No closing brace for this one: bash leaves it literal and goes on to the next
+            # ("{a/../{x,y}" is "{a/../x" and "{a/../y"; bash(1), "Brace Expansion").
+            start += 1
+            continue
         body = text[start + 1 : index]
         prefix, suffix = text[:start], text[index + 1 :]
         if commas:

@@ -11,10 +11,12 @@ be. Whatever is not understood is a *problem*: the command is at most asked abou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from rules.invocations import HeldFiles
 from rules.words import Word, WordKind
 
 
@@ -37,6 +39,13 @@ class Effect(Enum):
     CHDIR = "chdir"  # its value is the directory the program works in (git -C)
     RECURSIVE = "recursive"  # makes the program read whole directories below its operands
     NETWORK = "network"  # its value is a URL or host (judged by the module, e.g. sources)
+    # Its value is a file listing what the program installs (pip -r): not readable here, so
+    # asked about, or contained (rules.invocations.HeldFiles) where the executor holds the
+    # run to the context and sources.json's registries.
+    LISTED = "listed"
+    # Creates links (cp -s, cp -l), which path rules cannot follow: never allowed by a rule,
+    # but a link is refused by Landlock where it leads, so an enforcing executor holds it.
+    LINK = "link"
     EXEC = "exec"  # runs a program or code: never allowed by a rule
     CONFIG = "config"  # configuration that can make the program run or contact anything
     UNSAFE = "unsafe"  # anything else no rule can judge (the note says what)
@@ -46,7 +55,14 @@ class Effect(Enum):
     __hash__ = object.__hash__
 
 
-NOT_ALLOWABLE = frozenset({Effect.EXEC, Effect.CONFIG, Effect.UNSAFE})
+NOT_ALLOWABLE = frozenset({Effect.EXEC, Effect.CONFIG, Effect.UNSAFE, Effect.LINK})
+# What an option can do that an enforcing executor holds (Landlock: reads of the image and
+# the context, writes in the context): a word only known at run time that becomes such an
+# option, or such an option's unknown value, is contained rather than asked about.
+FILE_EFFECTS = frozenset(
+    {Effect.HARMLESS, Effect.READ, Effect.READ_LIST, Effect.WRITE, Effect.DELETE}
+    | {Effect.RECURSIVE, Effect.CHDIR, Effect.LINK}
+)
 
 
 @dataclass(frozen=True)
@@ -92,11 +108,13 @@ class Table:
     complete: bool = False
     long_names: dict[str, Option] = field(init=False, repr=False, compare=False)
     short_names: dict[str, Option] = field(init=False, repr=False, compare=False)
-    # Has options no rule may allow, so a glob that expands to a file named like one is a
-    # risk; every option is a harmless flag, so a word that turns out to be an option
-    # cannot change what the command does with files (cd's -L/-P, cat's -n). Computed once.
-    injectable: bool = field(init=False, repr=False, compare=False)
-    flags_only: bool = field(init=False, repr=False, compare=False)
+    # Every option only reads or writes files (containable), so an enforcing executor
+    # holds whatever a word only known at run time turns out to be. Computed once.
+    containable: bool = field(init=False, repr=False, compare=False)
+    # Every option only changes what the program prints (ls, cat, wc without
+    # --files0-from…): a word that turns out to be one, value and all, changes no file it
+    # touches but to leave one out.
+    harmless: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         long_names: dict[str, Option] = {}
@@ -111,13 +129,10 @@ class Table:
                 names[key] = option
         object.__setattr__(self, "long_names", long_names)
         object.__setattr__(self, "short_names", short_names)
-        injectable = any(option.effect in NOT_ALLOWABLE for option in self.options)
-        flags_only = all(
-            option.effect is Effect.HARMLESS and option.arity is Arity.NONE
-            for option in self.options
-        )
-        object.__setattr__(self, "injectable", injectable)
-        object.__setattr__(self, "flags_only", flags_only)
+        containable = all(option.effect in FILE_EFFECTS for option in self.options)
+        harmless = all(option.effect is Effect.HARMLESS for option in self.options)
+        object.__setattr__(self, "harmless", harmless)
+        object.__setattr__(self, "containable", containable)
 
     def long(self, name: str, guess: bool = False) -> tuple[Option | None, str]:
         """(option, its full name) for ``--name``, resolving a unique prefix the way
@@ -256,12 +271,14 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
             parsed.add_operand(word, index - 1)
             continue
         value = word.value
-        if word.kind is not WordKind.LITERAL:
-            risky = spec.injectable if word.kind is WordKind.GLOB else not spec.flags_only
+        # A glob that starts with "-" reaches the program starting with "-" whether it
+        # matches a file or stays as written: read as the option it spells (--format=%G?).
+        dashed = word.kind is WordKind.GLOB and value[:1] == "-" and value != "-"
+        if word.kind is not WordKind.LITERAL and not dashed:
+            risky = not spec.harmless
             if may_be_option(word) and risky:
-                problems.append(
-                    f"{what}: {word.display} may expand to an option only known at run time"
-                )
+                problem = f"{what}: {word.display} may expand to an option only known at run time"
+                problems.append(HeldFiles(problem) if spec.containable else problem)
             parsed.add_operand(word, index - 1)
             if not spec.permute:
                 operands_only = True
@@ -312,12 +329,15 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
         effect = item.option.effect
         if effect in NOT_ALLOWABLE:
             problems.append(f"{what}: {item.name} {item.option.note or effect.value}")
+        elif effect is Effect.LISTED:
+            problems.append(HeldFiles(f"{what}: {item.name} {item.option.note}"))
         elif (
             item.value is not None
             and item.value.kind is WordKind.UNKNOWN
             and effect is not Effect.HARMLESS
         ):
-            problems.append(f"{what}: the value of {item.name} is only known at run time")
+            problem = f"{what}: the value of {item.name} is only known at run time"
+            problems.append(HeldFiles(problem) if effect in FILE_EFFECTS else problem)
     return parsed
 
 
@@ -390,6 +410,27 @@ class Program:
     # Any use of this program runs code the agent may have written (pytest, make): it is
     # understood — so its paths are still judged — but never allowed by a rule.
     runs_project_code: str = ""
+
+
+_PIPE = re.compile(r"/dev/(?:fd/\d+|stdin|stdout|stderr)$")
+
+
+def paired(first: Word, second: Word) -> list[Word]:
+    """What ``diff FIRST SECOND`` also reads when one of them is a directory: the file in
+    it named like the other's last component (GNU diff, "Comparing Directories"; git
+    diff --no-index the same, diff-no-index.c's append_basename): ``diff /etc shadow``
+    reads /etc/shadow. Which one is a directory is only known then: both are judged."""
+    if WordKind.UNKNOWN in (first.kind, second.kind) or "-" in (first.value, second.value):
+        return []
+    if _PIPE.match(first.value) or _PIPE.match(second.value):
+        return []  # <(sort a) is a pipe, not a directory
+    result = []
+    for directory, other in ((first, second), (second, first)):
+        base = other.value.rstrip("/").rsplit("/", 1)[-1]
+        if base and base not in {".", ".."}:
+            kind = WordKind.GLOB if WordKind.GLOB in (first.kind, second.kind) else first.kind
+            result.append(Word(directory.value.rstrip("/") + "/" + base, kind))
+    return result
 
 
 def option_uses(name: str, parsed: Parsed, understanding: Understanding) -> None:

@@ -29,6 +29,9 @@ _CONFIGURING = (
     ("**/pip.conf", "configures pip (indexes, build options)"),
     ("**/pip.ini", "configures pip (indexes, build options)"),
     ("**/pyvenv.cfg", "configures a Python virtual environment"),
+    # pip's wheel cache (~/.cache/pip, and HOME is the context): pip installs a cached
+    # wheel of the requirement instead of fetching it (pip/_internal/cache.py).
+    ("**/.cache/pip/**", "is pip's cache: pip installs a wheel found there, not the index's"),
     ("**/.curlrc", "configures curl"),
     ("**/.wgetrc", "configures wget"),
     ("**/.netrc", "holds credentials fetchers send"),

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rules.invocations import HeldFiles
 from rules.programs import base
 from rules.programs.base import (
     NO_OPTIONS,
@@ -23,6 +24,7 @@ from rules.programs.base import (
     Use,
     flags,
     option_uses,
+    paired,
     valued,
 )
 from rules.words import Word, WordKind, integer_literal
@@ -264,12 +266,56 @@ def _copy(name: str, parsed: Parsed, found: Understanding) -> None:
         for source in sources
         if source.kind is WordKind.LITERAL and destination.kind is WordKind.LITERAL
     )
-    backup_suffix = parsed.values("-S", "--suffix")
-    for suffix in backup_suffix:
+    _links(name, parsed, sources, found)
+    _backups(name, parsed, [destination] if not target_dir else [], found)
+
+
+def _links(name: str, parsed: Parsed, sources: list[Word], found: Understanding) -> None:
+    """cp -P/-d/-a, and -R without -L (coreutils "cp invocation": "-R … copies symbolic
+    links as symbolic links"), copies a link as a link: one taken from outside the
+    workspace (/dev/fd is /proc/self/fd) would lead from the workspace to where path rules
+    cannot follow. An enforcing executor refuses what such a link leads to."""
+    if name != "cp" or parsed.has("-L", "--dereference"):
+        return
+    if not parsed.has("-P", "--no-dereference", "-d", "-a", "--archive") and not parsed.has(
+        "-R", "-r", "--recursive"
+    ):
+        return
+    for source in sources:
+        value = source.value
+        if source.kind is not WordKind.LITERAL or value.startswith("/") or ".." in value:
+            found.problems.append(
+                HeldFiles(
+                    f"{name} copies links as links: one in {source.display} may lead where "
+                    "path rules cannot follow"
+                )
+            )
+            return
+
+
+def _backups(name: str, parsed: Parsed, destinations: list[Word], found: Understanding) -> None:
+    """-b/--backup (and -S, which implies it) renames what a destination replaces to
+    DESTINATION + SUFFIX (coreutils "Backup options"; "~" by default, ".~N~" numbered): a
+    name no argument spells (notes.txt -S rc onto .bash makes .bashrc), judged as a write."""
+    suffixes = parsed.values("-S", "--suffix")
+    for suffix in suffixes:
         if "/" in suffix.value or suffix.kind is not WordKind.LITERAL:
             found.problems.append(
                 f"{name}: a backup suffix {suffix.display} may name another directory"
             )
+            return
+    if not (suffixes or parsed.has("-b", "--backup")):
+        return
+    endings = [suffix.value for suffix in suffixes] or ["~", ".~*~"]
+    targets = [*destinations, *found.creates]
+    for target in targets:
+        if target.kind is not WordKind.LITERAL:
+            continue
+        for ending in endings:
+            kind = WordKind.GLOB if "*" in ending else WordKind.LITERAL
+            backup = Word(target.value.rstrip("/") + ending, kind)
+            found.write([backup], f"backup of {name}:")
+            found.creates.append(backup)
 
 
 _BACKUP = valued("--backup", arity=Arity.OPTIONAL) + valued("-S,--suffix")
@@ -288,12 +334,12 @@ CP = Program(
         valued("-t,--target-directory", WRITE),
         flags(
             "-s,--symbolic-link",
-            Effect.UNSAFE,
+            Effect.LINK,
             "creates symbolic links, which path rules cannot follow",
         ),
         flags(
             "-l,--link",
-            Effect.UNSAFE,
+            Effect.LINK,
             "creates hard links: a write to one is a write to the other file, which path "
             "rules cannot follow",
         ),
@@ -385,6 +431,11 @@ def _diff(name: str, parsed: Parsed, found: Understanding) -> None:
     found.read(
         [w for w in parsed.operands if w.value != "-"], "argument of diff:", recursive=recursive
     )
+    pairs = [tuple(parsed.operands)] if len(parsed.operands) == 2 else []
+    for given in parsed.values("--from-file", "--to-file"):
+        pairs.extend((given, operand) for operand in parsed.operands)
+    for first, second in pairs:
+        found.read(paired(first, second), "argument of diff (a directory's file):")
 
 
 DIFF = Program(

@@ -141,6 +141,11 @@ def _find(name: str, parsed: Parsed, found: Understanding) -> None:
     for start in starts:
         if start.kind is WordKind.UNKNOWN and start != LISTED:
             found.problems.append(f"find: the starting point {start.display} may be an option")
+        elif start.kind is WordKind.GLOB and start.value[:1] in "*?[":
+            # find * with a file named "-delete" or "-fprint": an expression, not a start.
+            found.problems.append(
+                f"find: the starting point {start.display} may expand to an expression"
+            )
     found.read(starts, "find")
     while index < len(words):
         word = words[index]

@@ -15,6 +15,7 @@ from rules.programs.base import (
     Understanding,
     flags,
     option_uses,
+    paired,
     table,
     valued,
 )
@@ -198,8 +199,12 @@ def _config_read(name: str, parsed: Parsed, found: Understanding) -> None:
         found.problems.append("git config changes configuration")
 
 
-def program(names: str, *groups: list[Option], operands: Reader = _plain) -> Program:
-    return Program(tuple(names.split()), table(flags("-h,--help"), *groups), operands)
+def program(
+    names: str, *groups: list[Option], operands: Reader = _plain, numeric: bool = False
+) -> Program:
+    return Program(
+        tuple(names.split()), table(flags("-h,--help"), *groups, numeric=numeric), operands
+    )
 
 
 def _reads(name: str, parsed: Parsed, found: Understanding) -> None:
@@ -222,9 +227,44 @@ STATUS = program(
     ),
     operands=_reads,
 )
-LOG = program("log whatchanged", DIFF_OPTIONS, REVISION_OPTIONS, operands=_reads)
-SHOW = program("show", DIFF_OPTIONS, REVISION_OPTIONS, operands=_reads)
-DIFF = program("diff", DIFF_OPTIONS, operands=_reads)
+# git-log(1), PRETTY FORMATS: the built-in formats; any other name is a "pretty.<name>"
+# alias from git config (which the agent's repository may set) unless it holds a "%".
+_BUILTIN_FORMATS = frozenset(
+    {"oneline", "short", "medium", "full", "fuller", "reference", "email", "mboxrd", "raw"}
+)
+
+
+def _log(name: str, parsed: Parsed, found: Understanding) -> None:
+    """git log/show: revisions and paths are read; a format that shows a signature runs
+    the signing program (git-log(1): "%G?", "%GS", "%GK" … "check the signature",
+    gpg.program / gpg.ssh.program), as does a format alias only git config defines."""
+    for value in parsed.values("--pretty", "--format"):
+        text = value.value
+        spec = text.split(":", 1)[1] if text.startswith(("format:", "tformat:")) else text
+        if value.kind is not WordKind.LITERAL:
+            found.problems.append(f"{name}: its format is only known at run time")
+        elif "%G" in spec:
+            found.problems.append(
+                f"{name}: the format shows a signature (%G), which runs the signing program"
+            )
+        elif "%" not in spec and ":" not in text and text and text not in _BUILTIN_FORMATS:
+            found.problems.append(f"{name}: format {text} is an alias git config defines")
+    _reads(name, parsed, found)
+
+
+# -<n> limits the commits shown (git-log(1), "Commit Limiting": -<number>, -n <number>).
+LOG = program("log whatchanged", DIFF_OPTIONS, REVISION_OPTIONS, operands=_log, numeric=True)
+SHOW = program("show", DIFF_OPTIONS, REVISION_OPTIONS, operands=_log, numeric=True)
+
+
+def _diff(name: str, parsed: Parsed, found: Understanding) -> None:
+    _reads(name, parsed, found)
+    if parsed.has("--no-index") and len(parsed.operands) == 2:
+        first, second = parsed.operands
+        found.read(paired(first, second), f"git {name} --no-index (a directory's file):")
+
+
+DIFF = program("diff", DIFF_OPTIONS, operands=_diff)
 ADD = program(
     "add",
     flags(
@@ -260,10 +300,13 @@ CHECKOUT = program(
     flags(
         "-q,--quiet --progress --no-progress -f,--force --ours --theirs --no-track --guess "
         "--no-guess -l -d,--detach --ignore-skip-worktree-bits -m,--merge "
-        "--ignore-other-worktrees --overwrite-ignore --recurse-submodules "
+        "--ignore-other-worktrees --overwrite-ignore "
         "--no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -W,--worktree "
         "-S,--staged --discard-changes -c,--create -C,--force-create --no-overwrite-ignore"
     ),
+    # git-checkout(1): "--recurse-submodules … updates the content of all active
+    # submodules": git runs in each, with the submodule's own configuration.
+    flags("--recurse-submodules", UNSAFE, "runs git in the submodules, with their configuration"),
     valued("-b -B --orphan --conflict -s,--source"),
     valued("-t,--track", arity=OPTIONAL),
     valued("--pathspec-from-file", Effect.READ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from rules.invocations import Contained
 from rules.patterns import SENTINEL
 from rules.programs.base import (
     Abbreviations,
@@ -48,6 +49,16 @@ def _venv(name: str, parsed: Parsed, found: Understanding) -> None:
     if not parsed.operands:
         found.problems.append(f"{name} needs a directory")
     found.write(parsed.operands, f"{name}:")
+    if not parsed.has("--without-pip"):
+        # venv's _setup_pip runs DIR/bin/python -Im ensurepip (Lib/venv/__init__.py): that
+        # Python processes DIR's site-packages, so a .pth file already there runs.
+        found.problems.append(
+            Contained(f"{name} runs the new environment's Python (ensurepip) in DIR")
+        )
+    if parsed.has("--upgrade-deps"):
+        # … then DIR/bin/python -m pip install --upgrade pip setuptools, which reads
+        # DIR/pip.conf (pip's site configuration) for its index.
+        found.problems.append(Contained(f"{name} --upgrade-deps runs pip from the index"))
     if parsed.has("--clear"):
         found.delete(
             [Word(word.value.rstrip("/") + "/" + SENTINEL, word.kind) for word in parsed.operands],
@@ -125,15 +136,17 @@ def _python(name: str, parsed: Parsed, found: Understanding) -> None:
     found.problems.extend(own.problems)
     isolated = own.has("-I", "-P")
     if mode == "-c":
-        found.problems.append("inline Python code (-c) cannot be judged")
+        found.problems.append(Contained("inline Python code (-c) cannot be judged"))
     elif mode == "stdin":
-        found.problems.append(f"{name} reads its program from standard input")
+        found.problems.append(Contained(f"{name} reads its program from standard input"))
     elif mode == "-m":
         module = target.value if target is not None else ""
         if target is None or target.kind is not WordKind.LITERAL:
-            found.problems.append(f"{name} -m runs a module only known at run time")
+            found.problems.append(Contained(f"{name} -m runs a module only known at run time"))
         elif module not in KNOWN_MODULES:
-            found.problems.append(f"{name} -m {module}: what the module does is not modelled")
+            found.problems.append(
+                Contained(f"{name} -m {module}: what the module does is not modelled")
+            )
         elif module in MODULES:
             program = MODULES[module]
             what = f"{name} -m {module}"
@@ -151,7 +164,7 @@ def _python(name: str, parsed: Parsed, found: Understanding) -> None:
         # (the standard library's timeit.py runs them, pip/__main__.py installs them): not
         # modelled, like an unknown -m module.
         found.problems.append(
-            f"{name} runs the script {target.display}: what it does is not modelled"
+            Contained(f"{name} runs the script {target.display}: what it does is not modelled")
         )
 
 
@@ -171,7 +184,8 @@ PIP_GENERAL = [
     *valued("--keyring-provider", Effect.UNSAFE, "runs a keyring program"),
     *valued("--python", Effect.EXEC, "runs pip under another interpreter"),
     *valued("--log,--log-file,--local-log", Effect.WRITE),
-    *valued("--cache-dir", Effect.WRITE),
+    # pip installs a wheel it finds in its cache rather than the index's (cache.py).
+    *valued("--cache-dir", Effect.UNSAFE, "installs wheels from a cache the agent may fill"),
     *valued("--proxy", Effect.UNSAFE, "sends its traffic through a proxy"),
     *valued("--trusted-host", Effect.UNSAFE, "trusts a host without TLS verification"),
     *valued("--cert --client-cert", Effect.CONFIG, "replaces the TLS trust or identity"),
@@ -187,6 +201,18 @@ ARCHIVE = re.compile(
     r"\.(?:whl|zip|tar|tar\.gz|tgz|tar\.bz2|tbz|tar\.xz|txz|tlz|tar\.lz|tar\.lzma)$", re.I
 )
 _LOCAL_SOURCE = re.compile(r"^(?:\.|/|~|file:)", re.I)
+
+
+def _requirement_target(text: str) -> str:
+    """What pip installs a requirement from, as its own parser reads the text
+    (pip/_internal/req/constructors.py, parse_req_from_line): surrounding whitespace
+    stripped, environment markers after ";" and extras in "[…]" left off, and a direct
+    reference "name @ target" taken as its target — "x.whl[extra]", " x.tar.gz ",
+    "X.WHL; python_version>'3'" and "pkg @ ./dist/pkg.whl" are all local archives."""
+    target = text.split(";", 1)[0].strip()
+    if "@" in target:
+        target = target.split("@", 1)[1].strip()
+    return re.sub(r"\s*\[[^\]]*\]$", "", target).strip()
 
 
 def _pip_operands(name: str, parsed: Parsed, found: Understanding) -> None:
@@ -212,7 +238,7 @@ def _pip_operands(name: str, parsed: Parsed, found: Understanding) -> None:
                 Word(word.value.split("@", 1)[-1].strip().removeprefix("git+"))
             )
             continue
-        value = word.value
+        value = _requirement_target(word.value)
         if _LOCAL_SOURCE.search(value) or ARCHIVE.search(value) or "/" in value:
             found.problems.append(
                 f"{name} {word.display}: a local project or archive runs its own build code "
@@ -240,7 +266,10 @@ INSTALL = Program(
         valued("--group", Effect.UNSAFE, "installs what a file lists"),
         valued("-t,--target --root --prefix --src", Effect.WRITE),
         valued("--report", Effect.WRITE),
-        valued("-r,--requirement -c,--constraint", Effect.UNSAFE, "installs what a file lists"),
+        # A requirements file is the agent's and not readable here; an enforcing executor
+        # holds what it installs to the context's virtualenv and sources.json's registries.
+        valued("-r,--requirement", Effect.LISTED, "installs what a file lists"),
+        valued("-c,--constraint", Effect.LISTED, "constrains the install by what a file lists"),
         valued(
             "-e,--editable", Effect.EXEC, "builds and installs a project the agent may have written"
         ),

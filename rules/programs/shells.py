@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from rules.invocations import Contained
 from rules.programs.base import (
     Abbreviations,
     Effect,
@@ -75,7 +76,9 @@ def _shell(name: str, parsed: Parsed, found: Understanding) -> None:
     found.read([script], f"script of {name}:")
     # A system script does what its code says with its arguments (sh /bin/zgrep x FILE
     # reads FILE): not modelled.
-    found.problems.append(f"{name} runs the script {script.display}: what it does is not modelled")
+    found.problems.append(
+        Contained(f"{name} runs the script {script.display}: what it does is not modelled")
+    )
 
 
 SHELL = Program(("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"), SHELL_TABLE, _shell)

@@ -16,22 +16,9 @@ from rules import (
     ShellOperation,
     Sources,
     evaluate,
-    parse_settings,
-    parse_sources,
 )
-from rules.tests.policies import seed_settings, seed_sources
 
 EVIL = "https://evil.example"
-
-
-@pytest.fixture(scope="module")
-def rules() -> RuleSet:
-    return parse_settings(seed_settings())
-
-
-@pytest.fixture(scope="module")
-def sources() -> Sources:
-    return parse_sources(seed_sources())
 
 
 def deny(command: str, decided_by: str, case_id: str) -> object:
@@ -107,7 +94,8 @@ CORPUS = [
     ask(f"$(echo curl) {EVIL}", "not known before run time", "substituted-program"),
     ask(f'"$(which curl)" {EVIL}', "not known before run time", "which-program"),
     ask(f"curl${{IFS}}{EVIL}", "not known before run time", "ifs-split"),
-    ask(f"{{curl,{EVIL}}}", "expanded by the shell", "brace-expansion"),
+    # Brace expansion comes first: the words are "curl" and the URL (bash(1)).
+    deny(f"{{curl,{EVIL}}}", "shell(curl:*)", "brace-expansion"),
     ask(f"/usr/bin/cur? {EVIL}", "expanded by the shell", "glob-program"),
     ask(f"$'\\x63url' {EVIL}", "ANSI-C", "ansi-c-quoting"),
     # bashlex does not look inside ${…}; tree-sitter does, and bash runs curl when X is unset

@@ -36,16 +36,6 @@ from rules.tests.policies import ALLOWED, CTX, seed_settings, seed_sources
 from rules.words import scan_word
 
 
-@pytest.fixture(scope="module")
-def rules() -> RuleSet:
-    return parse_settings(seed_settings())
-
-
-@pytest.fixture(scope="module")
-def sources() -> Sources:
-    return parse_sources(seed_sources())
-
-
 def policy(**lists: list[str]) -> RuleSet:
     return parse_settings({"permissions": lists})
 
@@ -327,6 +317,7 @@ def test_sources_entry_is_named(rules: RuleSet, sources: Sources) -> None:
         "normalised": "pip install pandas pyautogui",
         "rule": None,
         "sources_entry": "package_managers.pip.blocked_packages[1]",
+        "contained": False,
         "parts": [
             {
                 "kind": "shell",
@@ -335,6 +326,7 @@ def test_sources_entry_is_named(rules: RuleSet, sources: Sources) -> None:
                 "rule": None,
                 "sources_entry": "package_managers.pip.blocked_packages[1]",
                 "reason": "pip install: package pyautogui is blocked",
+                "contained": False,
             }
         ],
     }
@@ -1237,7 +1229,7 @@ def test_git_external_diff_programs_are_asked_about(rules: RuleSet) -> None:
         (
             "pip install -c constraints.txt pandas",
             Decision.ASK,
-            "pip install: -c installs what a file lists",
+            "pip install: -c constrains the install by what a file lists",
         ),
         (
             "git clone file:///etc x",
