@@ -17,3 +17,17 @@ def own_requests_only(*, actor: str, scopes: Set[str]) -> str | None:
     if scopes & SEES_EVERY_REQUEST:
         return None
     return actor
+
+
+# Who may withdraw a request that is not theirs: reviewers (a reader sees every request
+# but decides nothing, and withdrawing one is a decision).
+CANCELS_ANY_REQUEST = frozenset({Scope.APPROVER, Scope.ADMIN})
+
+
+def own_cancellable_only(*, actor: str, scopes: Set[str]) -> str | None:
+    """The ``requested_by`` a credential may cancel requests of (its own), or None when it
+    may cancel any: a token with the agent and read scopes sees every request, yet
+    withdraws only what it asked."""
+    if scopes & CANCELS_ANY_REQUEST:
+        return None
+    return actor

@@ -22,7 +22,7 @@ from approvals import access, selectors, services
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
-from contextsvc.core.errors import InvalidRequest, NotFound
+from contextsvc.core.errors import Forbidden, InvalidRequest, NotFound
 from contextsvc.core.jsonbody import (
     field,
     integer,
@@ -46,7 +46,7 @@ CHECK_FIELDS = frozenset(
     }
 )
 DECISION_FIELDS = frozenset(
-    {"decision", "reason", "scope", "expiresInSeconds", "rule", "operation"}
+    {"decision", "reason", "scope", "expiresInSeconds", "rule", "operation", "version"}
 )
 
 
@@ -114,6 +114,24 @@ class ApprovalCheckRequest(serializers.Serializer):
     )
 
 
+class Effects(serializers.Serializer):
+    """What a shell command was judged to do: the executor holds it to this (Landlock).
+    Absolute paths; ``D/**`` is everything below D."""
+
+    read = serializers.ListField(child=serializers.CharField())
+    write = serializers.ListField(child=serializers.CharField())
+    delete = serializers.ListField(child=serializers.CharField())
+    network = serializers.ListField(
+        child=serializers.CharField(), help_text="Hosts; * one only known at run time"
+    )
+    programs = serializers.ListField(child=serializers.CharField())
+    hidden = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="What the deny rules forbid reading: left out of everything granted",
+    )
+
+
 class Execution(serializers.Serializer):
     """How the agent's executor runs what is allowed (the profile's, when it was judged)."""
 
@@ -122,6 +140,10 @@ class Execution(serializers.Serializer):
     timeLimitSeconds = serializers.IntegerField(allow_null=True)
     memoryLimitMb = serializers.IntegerField(allow_null=True)
     workspace = serializers.CharField(help_text="The context's directory the rules judged")
+    network = serializers.ChoiceField(
+        choices=["pod", "none"], help_text="none: commands never get the Pod's network"
+    )
+    effects = Effects(required=False, help_text="A shell command's judged effects")
 
 
 class Verdict(serializers.Serializer):
@@ -202,6 +224,10 @@ class Approval(serializers.Serializer):
     )
     approvals = Signoff(many=True, help_text="Who approved it so far")
     escalatedAt = serializers.DateTimeField(allow_null=True)
+    version = serializers.CharField(
+        help_text="A digest of the operation as shown (the edit, and who made it) and the "
+        "approvals so far: send it with a decision (docs/approvals.md, Versioned decisions)"
+    )
 
 
 class ApprovalList(serializers.Serializer):
@@ -225,6 +251,11 @@ class DecisionRequest(serializers.Serializer):
         resource_type_field_name=None,
         required=False,
         help_text="With approve_edited: the operation to approve instead (same kind)",
+    )
+    version = serializers.CharField(
+        required=False,
+        help_text="The request's version as the decider saw it (a decision on another "
+        "version is a 409); required to approve a request a reviewer edited",
     )
 
 
@@ -377,6 +408,7 @@ class ApprovalDecisionApi(ServiceAPIView):
             expires_in_seconds=integer(body, "expiresInSeconds"),
             rule=text(body, "rule") or None,
             operation=body.get("operation"),
+            version=text(body, "version") or None,
         )
         return Response(selectors.approval_json(decided))
 
@@ -389,13 +421,21 @@ class ApprovalCancelApi(ServiceAPIView):
     @extend_schema(
         operation_id="approvals_cancel",
         request=None,
-        responses=responses({200: Approval}, 404, 409),
+        responses=responses({200: Approval}, 403, 404, 409),
     )
     def post(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
-        # Agents cancel only their own; the lookup 404s otherwise.
-        selectors.approval_get(request_id=parsed, requested_by=_own_only(request))
-        cancelled = services.approval_cancel(request_id=parsed, actor=actor_of(request.user))
+        actor = actor_of(request.user)
+        # Agents see only their own (the lookup 404s otherwise); one that may read every
+        # request still cancels only its own.
+        found = selectors.approval_get(request_id=parsed, requested_by=_own_only(request))
+        own = access.own_cancellable_only(actor=actor, scopes=principal_scopes(request.user))
+        if own is not None and found.requested_by != own:
+            raise Forbidden(
+                f"{actor} may cancel only the requests it asked: withdrawing another's needs "
+                "the approver scope"
+            )
+        cancelled = services.approval_cancel(request_id=parsed, actor=actor)
         return Response(selectors.approval_json(cancelled))
 
 
@@ -453,6 +493,8 @@ class GrantDetailApi(ServiceAPIView):
 
 RUN_FIELDS = frozenset(
     {
+        "refusedEffects",
+        "sandbox",
         "requestId",
         "checkId",
         "contextId",
@@ -467,6 +509,20 @@ RUN_FIELDS = frozenset(
     }
 )
 MAX_BYTES = 2**63 - 1
+
+
+class RefusedEffect(serializers.Serializer):
+    """One thing the sandbox refused the command, as the program reported it."""
+
+    action = serializers.ChoiceField(choices=list(services.REFUSED_ACTIONS))
+    path = serializers.CharField(allow_blank=True, max_length=services.MAX_REFUSED_PATH)
+    error = serializers.CharField(max_length=200)
+
+
+class Sandbox(serializers.Serializer):
+    network = serializers.ChoiceField(choices=["pod", "none"])
+    memory = serializers.ChoiceField(choices=["cgroup", "rlimit"])
+    processes = serializers.ChoiceField(choices=["cgroup", "rlimit"])
 
 
 class RunReport(serializers.Serializer):
@@ -485,6 +541,8 @@ class RunReport(serializers.Serializer):
     stdoutBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
     stderrBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
     truncated = serializers.BooleanField()
+    refusedEffects = RefusedEffect(many=True, required=False)
+    sandbox = Sandbox(required=False)
 
 
 class Run(serializers.Serializer):
@@ -501,6 +559,8 @@ class Run(serializers.Serializer):
     stdoutBytes = serializers.IntegerField()
     stderrBytes = serializers.IntegerField()
     truncated = serializers.BooleanField()
+    refusedEffects = RefusedEffect(many=True)
+    sandbox = serializers.DictField()
     reportedBy = serializers.CharField()
     reportedAt = serializers.DateTimeField()
 
@@ -538,6 +598,8 @@ class RunCollectionApi(ServiceAPIView):
             stdout_bytes=_count(body, "stdoutBytes", MAX_BYTES),
             stderr_bytes=_count(body, "stderrBytes", MAX_BYTES),
             truncated=field(body, "truncated", bool, required=True),
+            refused_effects=field(body, "refusedEffects", list) or [],
+            sandbox=field(body, "sandbox", dict) or {},
             actor=actor_of(request.user),
         )
         return Response(

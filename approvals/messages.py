@@ -4,6 +4,7 @@ functions of their arguments (and the e-mail templates)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -35,6 +36,25 @@ def shown(text: str, limit: int = MAX_SHOWN) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# A scheme and the authority after it (user@host:port), and "www." anywhere.
+_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*)://([^\s/?#<>\"'`]*)")
+_WWW = re.compile(r"\b(www)\.", re.IGNORECASE)
+
+
+def defused(text: str) -> str:
+    """Agent text (a command, an instance name, an allocation) as a message shows it, with
+    no URL a mail client or Slack would turn into a link: ``https://evil.example/x`` is
+    ``hxxps[:]//evil[.]example/x`` — the convention incident reports use, readable, never
+    clickable. The request's page has the exact text."""
+
+    def url(match: re.Match[str]) -> str:
+        scheme = re.sub("tt", "xx", match.group(1), flags=re.IGNORECASE)
+        authority = match.group(2).replace(".", "[.]").replace("@", "[@]")
+        return f"{scheme}[:]//{authority}"
+
+    return _WWW.sub(r"\1[.]", _URL.sub(url, text))
+
+
 def webhook_body(
     *, event: str, delivery_id: str, approval: dict[str, Any] | None, url: str | None, at: str
 ) -> dict[str, Any]:
@@ -54,18 +74,16 @@ def slack_body(*, event: str, approval: dict[str, Any] | None, url: str | None) 
     title = headline(event, approval)
     if approval is None:
         return {"text": title, "blocks": [_slack_section(title)]}
-    operation = shown(approval["normalised"])
-    who = approval["agentType"] + (
-        f" / {approval['agentInstance']}" if approval.get("agentInstance") else ""
-    )
+    operation = defused(shown(approval["normalised"]))
+    who = _who(approval)
     fields = [
         ("Agent", who),
-        ("Context", approval["contextId"]),
+        ("Context", defused(approval["contextId"])),
         ("Risk", approval["risk"]),
         ("Deadline", approval["deadline"]),
     ]
     if approval.get("allocation"):
-        fields.insert(2, ("Allocation", approval["allocation"]))
+        fields.insert(2, ("Allocation", defused(approval["allocation"])))
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": title}},
         {
@@ -91,7 +109,10 @@ def slack_body(*, event: str, approval: dict[str, Any] | None, url: str | None) 
             {
                 "type": "context",
                 "elements": [
-                    {"type": "mrkdwn", "text": "\n".join(f"• {_slack_escape(n)}" for n in notes)}
+                    {
+                        "type": "mrkdwn",
+                        "text": "\n".join(f"• {_slack_escape(defused(n))}" for n in notes),
+                    }
                 ],
             }
         )
@@ -109,10 +130,16 @@ def slack_body(*, event: str, approval: dict[str, Any] | None, url: str | None) 
             }
         )
     text = f"{title}: {approval['operation']['kind']} `{_slack_escape(shown(operation, 200))}`"
-    text += f" ({_slack_escape(who)}, context {_slack_escape(approval['contextId'])})"
+    text += f" ({_slack_escape(who)}, context {_slack_escape(defused(approval['contextId']))})"
     if url:
         text += f" <{url}|Review>"
     return {"text": text, "blocks": blocks}
+
+
+def _who(approval: dict[str, Any]) -> str:
+    """The agent type (an admin's profile name) and the instance the agent named."""
+    instance = approval.get("agentInstance")
+    return approval["agentType"] + (f" / {defused(instance)}" if instance else "")
 
 
 def _slack_section(text: str) -> dict[str, Any]:
@@ -136,13 +163,17 @@ def email_message(
     title = headline(event, approval)
     kind = approval["operation"]["kind"]
     subject = (
-        f"[Context Service] {title}: {kind} {_one_line(approval['normalised'], 80)} "
+        f"[Context Service] {title}: {kind} {_one_line(defused(approval['normalised']), 80)} "
         f"({approval['agentType']})"
     )
     context = {
         "title": title,
         "approval": approval,
-        "operation": shown(approval["normalised"]),
+        "operation": defused(shown(approval["normalised"])),
+        "who": _who(approval),
+        "context_id": defused(approval["contextId"]),
+        "allocation": defused(approval.get("allocation") or ""),
+        "notes": [defused(note) for note in approval.get("riskNotes") or []],
         "url": url,
         "approve_url": approve_url,
         "deny_url": deny_url,

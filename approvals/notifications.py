@@ -345,19 +345,21 @@ def _post(delivery: Delivery) -> int:
     seconds = settings.CS_NOTIFY_TIMEOUT_SECONDS
     url = sealed.unseal(channel.url_sealed)
     try:
-        egress.check(url)
+        target = egress.check(url)
     except egress.Unresolved as exc:
         raise Retryable(exc.message) from None
     except egress.Refused as exc:
         raise Undeliverable(exc.message) from None
     try:
-        response = requests.post(
-            url,
-            data=data,
-            headers=headers,
-            timeout=seconds,
-            allow_redirects=False,
-        )
+        # To the address just checked, not to what the name resolves to a moment later.
+        with egress.session(target) as session:
+            response = session.post(
+                url,
+                data=data,
+                headers=headers,
+                timeout=seconds,
+                allow_redirects=False,
+            )
     except requests.Timeout:
         raise Retryable(f"no answer within {seconds:g} s") from None
     except requests.ConnectionError:

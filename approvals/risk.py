@@ -33,17 +33,27 @@ class Surroundings:
     allocation_name: str  # as the agent named it ("" when it named none)
     allocation: Allocation | None
     agent_workspace: AgentWorkspace | None  # annotated with active_contexts
+    # The allocation named runs another agent type (its profile's): the agent's claim is
+    # not its topology, and the reviewer is told so instead.
+    runs_other: str = ""
 
 
 def surroundings(*, allocation: str, namespace: str, agent_type: str) -> Surroundings:
+    """What the service knows of where the operation runs. The allocation is the agent's
+    word: it counts only when that allocation is active, in that namespace, and — when
+    made from a profile — made for this agent type, so that an agent cannot borrow a
+    reassuring topology by naming someone else's pool."""
     found = allocation_active_by_name(name=allocation) if allocation else None
     if found is not None and namespace and found.namespace != namespace:
         found = None  # the name is held in another namespace: not the agent's pool
+    runs_other = ""
+    if found is not None and found.profile_name and found.profile_name != agent_type:
+        runs_other, found = found.profile_name, None
     workspace = workspace_live_for(
         namespace=namespace or (found.namespace if found else settings.CS_NAMESPACE),
         agent_type=agent_type,
     )
-    return Surroundings(allocation, found, workspace)
+    return Surroundings(allocation, found, workspace, runs_other)
 
 
 def _listed(paths: list[str]) -> str:
@@ -115,11 +125,17 @@ def risk_notes(
     in_workspace = any(inside(path, WORKSPACE_MOUNT_PATH) for _, path in changes)
     in_artifacts = any(inside(path, ARTIFACTS_MOUNT_PATH) for _, path in changes)
     reads_only = operation.kind.value == "file" and not changes
-    if around.allocation_name and around.allocation is None:
+    if around.runs_other:
+        notes.append(
+            f'names allocation "{around.allocation_name}", which runs agent type '
+            f'"{around.runs_other}", not this one: its topology is not this request\'s'
+        )
+    elif around.allocation_name and around.allocation is None:
         notes.append(
             f'names allocation "{around.allocation_name}", which is not an active allocation '
             "of this service"
         )
+
     if pool is not None:
         notes += _allocation_notes(pool, writes=in_workspace, reads_only=reads_only)
         if in_artifacts and artifacts:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.db import connection
 from django.db.models import Case, CharField, Count, F, Min, Q, QuerySet, Value, When
 from django.utils import timezone
 
@@ -124,6 +125,27 @@ def decision_of(request: ApprovalRequest) -> str | None:
     return DECISION.get(Status(request.status))
 
 
+def execution_of(request: ApprovalRequest) -> dict[str, Any]:
+    """How the executor runs what was decided: an approved edit runs held to the effects
+    of the edit, not of the command asked."""
+    if request.edit and "effects" in request.edit:
+        return {**request.execution, "effects": request.edit["effects"]}
+    return dict(request.execution)
+
+
+def approval_version(request: ApprovalRequest) -> str:
+    """What a decider saw, as one short digest: the operation as shown (the reviewer's edit
+    once there is one, and who made it) and who approved it so far. A decision that names
+    another version decides something else than the request now is (services._decide)."""
+    signoffs = sorted(request.signoffs.all(), key=lambda signoff: (signoff.at, signoff.pk))
+    shown = {
+        "operation": request.effective_operation,
+        "editedBy": (request.edit or {}).get("by"),
+        "approvals": [signoff.actor for signoff in signoffs],
+    }
+    return operation_digest(shown)[:32]
+
+
 def approval_json(request: ApprovalRequest) -> dict[str, Any]:
     """What agents and reviewers see of a request. ``decision`` is what the agent must do:
     null while pending, allow when approved (allow_edited: run ``edit.operation``), deny
@@ -147,7 +169,7 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
         "decidedBy": request.decided_by or None,
         "reason": request.reason or None,
         "grant": grant_json(request.grant) if request.grant else None,
-        "execution": request.execution,
+        "execution": execution_of(request),
         "riskNotes": request.risk_notes,
         "edit": request.edit,
         "approvalsRequired": request.approvals_required,
@@ -156,6 +178,7 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
             for signoff in request.signoffs.all()
         ],
         "escalatedAt": request.escalated_at.isoformat() if request.escalated_at else None,
+        "version": approval_version(request),
     }
 
 
@@ -234,6 +257,8 @@ def run_json(run: OperationRun) -> dict[str, Any]:
         "stdoutBytes": run.stdout_bytes,
         "stderrBytes": run.stderr_bytes,
         "truncated": run.truncated,
+        "refusedEffects": run.refused_effects,
+        "sandbox": run.sandbox,
         "reportedBy": run.reported_by,
         "reportedAt": run.reported_at.isoformat(),
     }
@@ -332,6 +357,18 @@ def escalation_counts() -> list[tuple[str, int]]:
         .order_by("agent_type")
     )
     return [(agent_type, count) for agent_type, count in rows]
+
+
+def refused_effect_counts() -> list[tuple[str, str, int]]:
+    """(agent type, action, count) of the effects executors' sandboxes refused: counted in
+    the database (a jsonb array per run), so a scrape reads one row per group."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT agent_type, effect->>'action', count(*)"
+            " FROM approvals_operationrun, jsonb_array_elements(refused_effects) AS effect"
+            " GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+        return [(agent_type, action, count) for agent_type, action, count in cursor.fetchall()]
 
 
 def delivery_counts() -> list[tuple[str, str, int]]:

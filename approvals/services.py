@@ -31,10 +31,10 @@ from approvals.models import (
     Status,
 )
 from approvals.risk import risk_notes, surroundings
-from approvals.selectors import grant_list_active_for, operation_digest
+from approvals.selectors import approval_version, grant_list_active_for, operation_digest
 from contextsvc.core.auth import Role
 from contextsvc.core.errors import Conflict, Forbidden, InvalidRequest, NotFound
-from contextsvc.core.models import AuditEntry
+from contextsvc.core.models import ApiClient, AuditEntry
 from contextsvc.core.services import audit_record
 from contextsvc.core.users import people_with_role
 from profiles.approvalpolicy import ApprovalPolicy
@@ -77,6 +77,13 @@ class Policy:
     # Rule text → the grant that added it (only rules the profile does not have itself:
     # an allow by those is the profile's, not the grant's).
     grants: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def contained(self) -> bool:
+        """The agent's executor holds each command to its judged effects (bubblewrap and
+        Landlock: cs_agent refuses to run a namespaces profile without them), so an
+        explicitly allowed interpreter runs contained instead of being asked about."""
+        return self.execution.get("isolation") == "namespaces"
 
 
 def policy_for(*, agent_type: str, context_id: str) -> Policy:
@@ -159,6 +166,16 @@ def _grants_hit(policy: Policy, evaluation: Evaluation) -> list[int]:
     )
 
 
+def _execution(policy: Policy, workspace: str, evaluation: Evaluation) -> dict[str, Any]:
+    """How the executor runs what is allowed: the profile's settings, the directory the
+    rules judged paths against (it runs there or not at all) and, for a shell command,
+    the effects it was judged to have, which it is held to (rules.effects)."""
+    execution = {**policy.execution, "workspace": workspace}
+    if evaluation.effects is not None:
+        execution["effects"] = evaluation.effects
+    return execution
+
+
 def approval_check(
     *,
     operation: dict[str, Any],
@@ -182,10 +199,15 @@ def approval_check(
         raise InvalidRequest(f"operation.{exc}") from None
     seconds = _deadline_seconds(deadline_seconds)
     policy = policy_for(agent_type=agent_type, context_id=context_id)
-    # The directory the rules judged paths against: the executor runs there or not at all.
     workspace = policy.rules.workspace(context_id)
-    execution = {**policy.execution, "workspace": workspace}
-    evaluation = evaluate(parsed, rules=policy.rules, sources=policy.sources, context_id=context_id)
+    evaluation = evaluate(
+        parsed,
+        rules=policy.rules,
+        sources=policy.sources,
+        context_id=context_id,
+        contained=policy.contained,
+    )
+    execution = _execution(policy, workspace, evaluation)
     explanation = evaluation.to_dict()
     if evaluation.decision in (Decision.ALLOW, Decision.DENY):
         # Allows too: after an incident the question is which rule let the agent do it.
@@ -199,6 +221,9 @@ def approval_check(
             # What a run report is held to: exactly this operation (run_record).
             "judged_sha256": operation_digest(parsed.to_dict()),
         }
+        if evaluation.contained:
+            # Allowed because the executor contains it, not because it was understood.
+            payload["contained"] = True
         if hit:
             payload["grants"] = hit
         with transaction.atomic():
@@ -324,14 +349,46 @@ def _pending_locked(request_id: UUID) -> ApprovalRequest:
     return request
 
 
+def _check_version(request: ApprovalRequest, version: str | None, *, approving: bool) -> None:
+    """A decision decides the request as its decider saw it. One that names an older
+    version — the request was edited, or approved by someone, since — is refused and told
+    what it now is. Approving a request a reviewer edited must name the version: under the
+    two-person rule the second approver approves the edited text explicitly, never the
+    agent's original that an old page or an e-mail showed. Denying needs none: a denial is
+    safe whatever was seen."""
+    current = approval_version(request)
+    if version == current or (version is None and (not approving or not request.edit)):
+        return
+    signoffs = request.signoffs.count()
+    shown = request.edit["normalised"] if request.edit else request.normalised
+    edited = f", edited by {request.edit['by']}" if request.edit else ""
+    state = (
+        f"it now reads {shown!r}{edited}, with {signoffs} of {request.approvals_required} "
+        f"approvals (version {current})"
+    )
+    if version is None:
+        raise Conflict(
+            f"approval request {request.pk} was edited since it was asked: {state}; "
+            "approve it again naming that version"
+        )
+    raise Conflict(f"approval request {request.pk} changed since version {version}: {state}")
+
+
 def _decide(
-    request_id: UUID, work: Callable[[ApprovalRequest], ApprovalRequest]
+    request_id: UUID,
+    work: Callable[[ApprovalRequest], ApprovalRequest],
+    *,
+    version: str | None = None,
+    approving: bool = True,
 ) -> ApprovalRequest:
-    """``work`` on the locked pending request, in one transaction. Concurrent deciders take
-    turns on the row lock; the second finds the request decided (409)."""
+    """``work`` on the locked pending request, in one transaction, if it is still the
+    version the decider saw (:func:`_check_version`). Concurrent deciders take turns on
+    the row lock; the second finds the request decided (409)."""
     try:
         with transaction.atomic():
-            return work(_pending_locked(request_id))
+            request = _pending_locked(request_id)
+            _check_version(request, version, approving=approving)
+            return work(request)
     except Conflict:
         # Still pending but past its deadline: it expires now, and the answer says so.
         if expire_if_due(request_id):
@@ -339,16 +396,45 @@ def _decide(
         raise
 
 
+def _person(actor: str) -> str:
+    """Who stands behind an actor: an API client a person created is that person (its
+    token is theirs to use), anything else itself."""
+    if actor.startswith("api:"):
+        creator = (
+            ApiClient.objects.filter(name=actor.removeprefix("api:"))
+            .values_list("created_by__username", flat=True)
+            .first()
+        )
+        if creator:
+            return f"user:{creator}"
+    return actor
+
+
 def _refuse_own(request: ApprovalRequest, actor: str) -> None:
     # An agent's token that also holds the approver scope, or a person who asked through the
-    # API: the one who asks never approves, and never counts as one of two approvers.
+    # API: the one who asks never approves, and never counts as one of two approvers — nor
+    # does the person who created the asking client, or a client they created.
     if actor == request.requested_by:
         raise Forbidden(f"{actor} asked for this operation and cannot approve it")
+    person = _person(actor)
+    if person == _person(request.requested_by):
+        raise Forbidden(
+            f"{actor} is {person}, who asked for this operation (as {request.requested_by}), "
+            "and cannot approve it"
+        )
 
 
 def _approve(request: ApprovalRequest, *, actor: str, reason: str, via: str) -> ApprovalRequest:
     """One approver's approval of the locked pending request: it is approved when it has
-    as many distinct approvers as it requires, and waits for the next one otherwise."""
+    as many distinct approvers as it requires — distinct people: a person and an API
+    client they created are one — and waits for the next one otherwise."""
+    person = _person(actor)
+    for earlier in ApprovalSignoff.objects.filter(request=request).values_list("actor", flat=True):
+        if earlier != actor and _person(earlier) == person:
+            raise Conflict(
+                f"{actor} is {person}, who has already approved approval request "
+                f"{request.pk} as {earlier}: it needs another approver"
+            )
     try:
         with transaction.atomic():
             ApprovalSignoff.objects.create(request=request, actor=actor, reason=reason)
@@ -389,7 +475,7 @@ def _approve(request: ApprovalRequest, *, actor: str, reason: str, via: str) -> 
 
 
 def approval_deny(
-    *, request_id: UUID, actor: str, reason: str, via: str = "api"
+    *, request_id: UUID, actor: str, reason: str, via: str = "api", version: str | None = None
 ) -> ApprovalRequest:
     return _decide(
         request_id,
@@ -401,17 +487,24 @@ def approval_deny(
             action="approval.deny",
             details={"via": via},
         ),
+        version=version,
+        approving=False,
     )
 
 
 def approval_approve(
-    *, request_id: UUID, actor: str, reason: str = "", via: str = "api"
+    *,
+    request_id: UUID,
+    actor: str,
+    reason: str = "",
+    via: str = "api",
+    version: str | None = None,
 ) -> ApprovalRequest:
     def work(request: ApprovalRequest) -> ApprovalRequest:
         _refuse_own(request, actor)
         return _approve(request, actor=actor, reason=reason, via=via)
 
-    return _decide(request_id, work)
+    return _decide(request_id, work, version=version)
 
 
 def _judge_edit(request: ApprovalRequest, raw: Any) -> tuple[dict[str, Any], Policy]:
@@ -437,7 +530,11 @@ def _judge_edit(request: ApprovalRequest, raw: Any) -> tuple[dict[str, Any], Pol
         raise InvalidRequest("the edit is the operation as asked: approve it instead")
     policy = policy_for(agent_type=request.agent_type, context_id=request.context_id)
     evaluation = evaluate(
-        edited, rules=policy.rules, sources=policy.sources, context_id=request.context_id
+        edited,
+        rules=policy.rules,
+        sources=policy.sources,
+        context_id=request.context_id,
+        contained=policy.contained,
     )
     if evaluation.decision == Decision.DENY:
         raise InvalidRequest(
@@ -448,13 +545,17 @@ def _judge_edit(request: ApprovalRequest, raw: Any) -> tuple[dict[str, Any], Pol
     around = surroundings(
         allocation=request.allocation, namespace=request.namespace, agent_type=request.agent_type
     )
-    return {
+    edit = {
         "operation": edited.to_dict(),
         "normalised": evaluation.normalised,
         "evaluation": evaluation.to_dict(),
         "risk": assess(edited, evaluation, workspace).value,
         "riskNotes": risk_notes(edited, evaluation, workspace=workspace, around=around),
-    }, policy
+    }
+    if evaluation.effects is not None:
+        # What the executor holds the edited command to (approval_json sends these).
+        edit["effects"] = evaluation.effects
+    return edit, policy
 
 
 def approval_edit_check(*, request_id: UUID, operation: Any) -> dict[str, Any]:
@@ -468,7 +569,13 @@ def approval_edit_check(*, request_id: UUID, operation: Any) -> dict[str, Any]:
 
 
 def approval_approve_edited(
-    *, request_id: UUID, actor: str, operation: Any, reason: str = "", via: str = "api"
+    *,
+    request_id: UUID,
+    actor: str,
+    operation: Any,
+    reason: str = "",
+    via: str = "api",
+    version: str | None = None,
 ) -> ApprovalRequest:
     """Approve the reviewer's version of the operation instead of the agent's: the agent
     is told to run the edit (decision ``allow_edited``); the request keeps both."""
@@ -506,7 +613,7 @@ def approval_approve_edited(
         )
         return _approve(request, actor=actor, reason=reason, via=via)
 
-    return _decide(request_id, work)
+    return _decide(request_id, work, version=version)
 
 
 def approval_decide(
@@ -520,21 +627,32 @@ def approval_decide(
     rule: str | None = None,
     operation: Any = None,
     via: str = "api",
+    version: str | None = None,
 ) -> ApprovalRequest:
     """A reviewer's decision, from the API, the dashboard or an e-mail link: approve, deny,
     approve an edited operation (which alone reads ``operation``), or approve and allow
-    similar (which alone reads ``scope``, ``expires_in_seconds`` and ``rule``)."""
+    similar (which alone reads ``scope``, ``expires_in_seconds`` and ``rule``). ``version``:
+    the request as the decider saw it (:func:`_check_version`)."""
     if operation is not None and decision != "approve_edited":
         raise InvalidRequest("operation goes only with approve_edited")
     if decision == "approve":
-        return approval_approve(request_id=request_id, actor=actor, reason=reason, via=via)
+        return approval_approve(
+            request_id=request_id, actor=actor, reason=reason, via=via, version=version
+        )
     if decision == "deny":
-        return approval_deny(request_id=request_id, actor=actor, reason=reason, via=via)
+        return approval_deny(
+            request_id=request_id, actor=actor, reason=reason, via=via, version=version
+        )
     if decision == "approve_edited":
         if operation is None:
             raise InvalidRequest("operation is required with approve_edited")
         return approval_approve_edited(
-            request_id=request_id, actor=actor, operation=operation, reason=reason, via=via
+            request_id=request_id,
+            actor=actor,
+            operation=operation,
+            reason=reason,
+            via=via,
+            version=version,
         )
     if decision == "approve_similar":
         if not scope:
@@ -547,16 +665,18 @@ def approval_decide(
             rule=rule,
             reason=reason,
             via=via,
+            version=version,
         )
         return decided
     raise InvalidRequest("decision must be approve, deny, approve_edited or approve_similar")
 
 
 def approval_decide_by_link(
-    *, token: str, request_id: UUID, user: User, reason: str = ""
+    *, token: str, request_id: UUID, user: User, reason: str = "", version: str | None = None
 ) -> ApprovalRequest:
     """The decision an e-mail's link names, confirmed by the person it was sent to, signed
-    in; the link is used up with it (in one transaction)."""
+    in, on the version of the request the confirmation page showed; the link is used up
+    with it (in one transaction)."""
     try:
         with transaction.atomic():
             link = links.link_open(token=token, request_id=request_id, user=user, for_update=True)
@@ -568,6 +688,7 @@ def approval_decide_by_link(
                 decision=link.decision,
                 reason=reason,
                 via="email link",
+                version=version,
             )
     except Conflict:
         if expire_if_due(request_id):
@@ -584,6 +705,7 @@ def approval_approve_similar(
     rule: str | None = None,
     reason: str = "",
     via: str = "api",
+    version: str | None = None,
 ) -> tuple[ApprovalRequest, Grant]:
     """Approve, and allow operations like this one from now on: the proposed narrow rule
     (or one the reviewer wrote, which must match this operation), for this context or this
@@ -634,7 +756,7 @@ def approval_approve_similar(
         made.append(grant)
         return decided
 
-    decided = _decide(request_id, work)
+    decided = _decide(request_id, work, version=version)
     decided.refresh_from_db()
     return decided, made[0]
 
@@ -854,6 +976,40 @@ def _allowed_operation(
     )
 
 
+REFUSED_ACTIONS = ("read", "write", "delete", "network")
+MAX_REFUSED = 20
+MAX_REFUSED_PATH = 4096
+_SANDBOX_VALUES = {"network": ("pod", "none"), "memory": ("cgroup", "rlimit"),
+                   "processes": ("cgroup", "rlimit")}  # fmt: skip
+
+
+def _refused_effects(items: list[Any]) -> list[dict[str, str]]:
+    if len(items) > MAX_REFUSED:
+        raise InvalidRequest(f"refusedEffects holds at most {MAX_REFUSED} items")
+    checked = []
+    for index, item in enumerate(items):
+        where = f"refusedEffects[{index}]"
+        if not isinstance(item, dict) or set(item) != {"action", "path", "error"}:
+            raise InvalidRequest(f"{where} must be an object with action, path and error")
+        if item["action"] not in REFUSED_ACTIONS:
+            raise InvalidRequest(f"{where}.action must be one of {', '.join(REFUSED_ACTIONS)}")
+        for key, limit in (("path", MAX_REFUSED_PATH), ("error", 200)):
+            if not isinstance(item[key], str) or len(item[key]) > limit:
+                raise InvalidRequest(f"{where}.{key} must be a string of at most {limit}")
+        checked.append({key: str(item[key]) for key in ("action", "path", "error")})
+    return checked
+
+
+def _sandbox(given: dict[str, Any]) -> dict[str, str]:
+    unknown = sorted(set(given) - set(_SANDBOX_VALUES))
+    if unknown:
+        raise InvalidRequest(f"sandbox.{unknown[0]} is not a field of a run's sandbox")
+    for key, value in given.items():
+        if value not in _SANDBOX_VALUES[key]:
+            raise InvalidRequest(f"sandbox.{key} must be one of {', '.join(_SANDBOX_VALUES[key])}")
+    return {key: str(value) for key, value in given.items()}
+
+
 def run_record(
     *,
     context_id: str,
@@ -868,6 +1024,8 @@ def run_record(
     stderr_bytes: int,
     truncated: bool,
     actor: str,
+    refused_effects: list[Any] | None = None,
+    sandbox: dict[str, Any] | None = None,
 ) -> OperationRun:
     """Keep what an executor ran next to the decision that allowed it. The command must be
     the one judged: a report of anything else is refused, and the refusal is audited (an
@@ -875,6 +1033,8 @@ def run_record(
     catch)."""
     if outcome not in RunOutcome.values:
         raise InvalidRequest(f"outcome must be one of {', '.join(RunOutcome.values)}")
+    refused = _refused_effects(refused_effects or [])
+    contained = _sandbox(sandbox or {})
     request, entry, agent_type, judged = _allowed_operation(
         request_id=request_id, check_id=check_id, actor=actor, context_id=context_id
     )
@@ -904,6 +1064,8 @@ def run_record(
                 stdout_bytes=stdout_bytes,
                 stderr_bytes=stderr_bytes,
                 truncated=truncated,
+                refused_effects=refused,
+                sandbox=contained,
                 reported_by=actor,
             )
             audit_record(
@@ -919,6 +1081,8 @@ def run_record(
                     "signal": signal,
                     "duration_ms": duration_ms,
                     "truncated": truncated,
+                    "refused_effects": refused,
+                    "sandbox": contained,
                 },
             )
     except IntegrityError:

@@ -12,7 +12,8 @@ from rest_framework.response import Response
 
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
-from contextsvc.core.auth import actor_of, check_agent_type
+from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
+from contextsvc.core.errors import Forbidden
 from contextsvc.core.jsonbody import integer, read_json_object, reject_unknown_fields, text
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
@@ -21,6 +22,25 @@ from workspaces import selectors, services
 from workspaces.models import AgentWorkspace, WorkspaceContext
 
 READERS = (Scope.READ, Scope.AGENT, Scope.ALLOCATIONS)
+# Readers of every agent type's workspaces; an agent's token reads only its own types'.
+_READS_ALL = frozenset({Scope.READ, Scope.ALLOCATIONS, Scope.ADMIN})
+
+
+def _check_reader(request: Request, agent_type: str) -> None:
+    """An agent-only credential reads the workspaces (and contexts: other conversations'
+    ids) of the agent types it was issued for, and no others."""
+    if not principal_scopes(request.user) & _READS_ALL:
+        check_agent_type(request.user, agent_type)
+
+
+def _may_read(request: Request, agent_type: str) -> bool:
+    try:
+        _check_reader(request, agent_type)
+    except Forbidden:
+        return False
+    return True
+
+
 # A PostgreSQL bigint (schemathesis found that a larger one was a 500).
 MAX_BYTES = 2**63 - 1
 
@@ -127,7 +147,9 @@ class WorkspaceCollectionApi(ServiceAPIView):
     )
     def get(self, request: Request) -> Response:
         found = selectors.workspace_list_live(namespace=request.query_params.get("namespace"))
-        return Response({"items": [workspace_json(w) for w in found]})
+        # An agent's token lists only its own agent types' workspaces.
+        items = [w for w in found if _may_read(request, w.agent_type)]
+        return Response({"items": [workspace_json(w) for w in items]})
 
     @extend_schema(
         operation_id="agent_workspaces_ensure",
@@ -164,9 +186,10 @@ class WorkspaceDetailApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="agent_workspaces_get",
-        responses=responses({200: AgentWorkspaceSerializer}, 404),
+        responses=responses({200: AgentWorkspaceSerializer}, 403, 404),
     )
     def get(self, request: Request, namespace: str, agent_type: str) -> Response:
+        _check_reader(request, agent_type)
         return Response(
             workspace_json(selectors.workspace_get(namespace=namespace, agent_type=agent_type))
         )
@@ -192,9 +215,10 @@ class WorkspaceContextsApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="workspace_contexts_list",
-        responses=responses({200: WorkspaceContextList}, 404),
+        responses=responses({200: WorkspaceContextList}, 403, 404),
     )
     def get(self, request: Request, namespace: str, agent_type: str) -> Response:
+        _check_reader(request, agent_type)
         workspace = selectors.workspace_get(namespace=namespace, agent_type=agent_type)
         return Response({"items": [context_response(c) for c in workspace.contexts.all()]})
 

@@ -50,6 +50,17 @@ def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
         "timeLimitSeconds": None,
         "memoryLimitMb": None,
         "workspace": "/workspace/ctx-1",
+        "network": "pod",
+        # What the executor holds it to: a listing of the context, nothing written.
+        "effects": {
+            "read": ["/workspace/ctx-1"],
+            "write": [],
+            "delete": [],
+            "network": [],
+            "programs": ["ls"],
+            # Nothing the deny rules forbid reading is a fixed path.
+            "hidden": [],
+        },
     }
     assert allowed.json()["checkId"] == AuditEntry.objects.get(action="approval.allow").pk
     assert denied.status_code == 200
@@ -504,3 +515,46 @@ def test_grants_are_listed_newest_first_and_active_ones_on_their_own(
     with kept():
         assert agent.get("/v1/grants").status_code == 403
         assert agent.delete(f"/v1/grants/{active.pk}").status_code == 403
+
+
+@pytest.mark.parametrize(("isolation", "decision"), [("namespaces", "allow"), ("none", "ask")])
+def test_a_script_of_an_allowed_interpreter_runs_contained_only_where_the_executor_holds_it(
+    agent: ApiClient, isolation: str, decision: str
+) -> None:
+    SandboxProfileFactory.create(
+        name="script-agent",
+        executor_isolation=isolation,
+        rules={"permissions": {"allow": ["shell(python3:*)"], "deny": ["file(read:/etc/shadow)"]}},
+        sources={"web_access": {"enabled": True, "allowed_domains": ["pypi.org"]}},
+    )
+
+    response = agent.post(
+        "/v1/approvals",
+        {
+            "contextId": "ctx-1",
+            "agentType": "script-agent",
+            "operation": {"kind": "shell", "command": "python3 analysis.py"},
+        },
+    )
+
+    assert response.status_code == (200 if decision == "allow" else 202)
+    body = response.json()
+    assert body["decision"] == decision if decision == "allow" else body["status"] == "pending"
+    assert body["evaluation"]["contained"] is (decision == "allow")
+    assert body["evaluation"]["parts"][0]["contained"] is (decision == "allow")
+    if decision == "allow":
+        assert body["execution"]["effects"] == {
+            "read": ["/workspace/ctx-1/**", "/workspace/ctx-1/analysis.py"],
+            "write": ["/workspace/ctx-1/**"],
+            "delete": [],
+            "network": ["pypi.org"],
+            "programs": ["python3"],
+            "hidden": ["/etc/shadow"],
+        }
+        entry = AuditEntry.objects.get(action="approval.allow")
+        assert entry.payload["contained"] is True
+        assert entry.payload["rule"] == "shell(python3:*)"
+        assert ApprovalRequest.objects.count() == 0
+    else:
+        assert not AuditEntry.objects.filter(action="approval.allow").exists()
+        assert ApprovalRequest.objects.get().evaluation["contained"] is False

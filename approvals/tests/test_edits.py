@@ -230,14 +230,17 @@ def test_under_the_two_person_rule_an_edit_is_the_first_approval_and_never_lower
         "medium",
     )
     before = rows()
-    again = edit(bob, high, shell("cp a.csv c.csv"))
+    again = edit(bob, high, shell("cp a.csv c.csv"), version=first["version"])
     assert (again.status_code, again.json()["message"]) == (
         409,
         f"approval request {high} already has 1 of 2 approvals: approve it as it stands, or "
         "deny it",
     )
     assert rows() == before
-    second = bob.post(f"/v1/approvals/{high}/decision", {"decision": "approve"}).json()
+    # The second approver approves the edited text, naming the version that shows it.
+    second = bob.post(
+        f"/v1/approvals/{high}/decision", {"decision": "approve", "version": first["version"]}
+    ).json()
     assert (second["status"], second["decision"], [a["by"] for a in second["approvals"]]) == (
         "approved",
         "allow_edited",
@@ -252,3 +255,79 @@ def test_under_the_two_person_rule_an_edit_is_the_first_approval_and_never_lower
         "high",
     )
     assert ApprovalRequest.objects.get(pk=medium).status == Status.PENDING
+
+
+def test_an_approved_edit_runs_held_to_the_effects_of_the_edit(
+    agent: ApiClient, approver: ApiClient
+) -> None:
+    request_id = ask(agent, shell("head notes.txt"))
+
+    body = edit(approver, request_id, shell("head -n 3 other.txt")).json()
+    polled = agent.get(f"/v1/approvals/{request_id}").json()
+
+    effects = {
+        "read": ["/workspace/ctx-1/other.txt"],
+        "write": [],
+        "delete": [],
+        "network": [],
+        "programs": ["head"],
+        "hidden": [],
+    }
+    assert body["execution"]["effects"] == effects
+    assert polled["execution"]["effects"] == effects
+    # The request keeps what the asked command was judged to do.
+    assert ApprovalRequest.objects.get(pk=request_id).execution["effects"]["read"] == [
+        "/workspace/ctx-1/notes.txt"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"refusedEffects": "read"}, "refusedEffects must be an array"),
+        (
+            {"refusedEffects": [{"action": "read", "path": "/x"}]},
+            "refusedEffects[0] must be an object with action, path and error",
+        ),
+        (
+            {"refusedEffects": [{"action": "exec", "path": "/x", "error": "e"}]},
+            "refusedEffects[0].action must be one of read, write, delete, network",
+        ),
+        (
+            {"refusedEffects": [{"action": "read", "path": 3, "error": "e"}]},
+            "refusedEffects[0].path must be a string of at most 4096",
+        ),
+        (
+            {"refusedEffects": [{"action": "read", "path": "/x", "error": "e"}] * 21},
+            "refusedEffects holds at most 20 items",
+        ),
+        ({"sandbox": {"network": "host"}}, "sandbox.network must be one of pod, none"),
+        ({"sandbox": {"gpu": "yes"}}, "sandbox.gpu is not a field of a run's sandbox"),
+    ],
+)
+def test_a_run_report_with_bad_sandbox_fields_is_refused_and_changes_nothing(
+    agent: ApiClient, extra: dict[str, Any], message: str
+) -> None:
+    allowed = agent.post(
+        "/v1/approvals", {"contextId": "ctx-1", "agentType": "data-agent", "operation": shell("ls")}
+    ).json()
+    report = {
+        "checkId": allowed["checkId"],
+        "contextId": "ctx-1",
+        "command": "ls",
+        "outcome": "exited",
+        "exitStatus": 0,
+        "durationMs": 5,
+        "stdoutBytes": 0,
+        "stderrBytes": 0,
+        "truncated": False,
+    }
+    before = rows()
+
+    refused = agent.post("/v1/runs", {**report, **extra})
+
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {"error": "invalid_request", "message": message},
+    )
+    assert rows() == before

@@ -1253,6 +1253,22 @@ AGENT_WORKSPACE = "agent-workspace"
 CLEANUP_CONTEXT_LABEL = f"{LABEL_DOMAIN}/context"
 
 
+def managed_claim(pvc: Manifest) -> tuple[str, str] | None:
+    """What a PVC is to this service, for workspace.claimName: ("artifacts", context) for
+    artifacts a released allocation retained, ("allocation", pool) for an allocation's own
+    volume, ("agent-workspace", agent type) for an agent type's shared workspace; None for
+    a PVC the service does not manage (the caller's own: the v1 contract's case)."""
+    labels = (pvc.get("metadata") or {}).get("labels") or {}
+    ours = labels.get(MANAGED_BY_LABEL) == MANAGED_BY
+    if labels.get(WORKSPACE_TYPE_LABEL) == AGENT_WORKSPACE:
+        return "agent-workspace", str(labels.get(WORKSPACE_AGENT_LABEL, ""))
+    if ours and labels.get(CONTEXT_TYPE_LABEL) == "artifacts":
+        return "artifacts", str(labels.get(CONTEXT_NAME_LABEL, ""))
+    if ours and labels.get(POOL_LABEL):
+        return "allocation", str(labels[POOL_LABEL])
+    return None
+
+
 def agent_workspace_pvc_name(agent_type: str) -> str:
     return f"{agent_type}-workspace"
 

@@ -243,6 +243,9 @@ CS_KUBE_TIMEOUT_SECONDS = env_float("CS_KUBE_TIMEOUT_SECONDS", 10.0, minimum=0.1
 # Namespaces callers may put allocations in (the v1 ``namespace`` extension field); ``*``
 # allows any. The watcher watches just these, or the whole cluster for ``*``.
 CS_ALLOWED_NAMESPACES = env_list("CS_ALLOWED_NAMESPACES", [CS_NAMESPACE])
+# PVCs this service manages that an allocation may still mount through workspace.claimName
+# as the caller asks ("namespace/name", an admin's decision; docs/api.md, "claimName").
+CS_CLAIMS_ALLOWED = env_list("CS_CLAIMS_ALLOWED", [])
 # How long transient Kubernetes errors are retried before an allocation is failed.
 CS_RECONCILE_DEADLINE_SECONDS = env_int("CS_RECONCILE_DEADLINE_SECONDS", 300, minimum=1)
 # Provisioning longer than this is flagged as stuck on the dashboard.
@@ -320,6 +323,8 @@ SPECTACULAR_SETTINGS = {
         "NetworkKindEnum": ["network"],
         "PodIsolationEnum": ["default", "gvisor", "kata"],
         "ExecutorIsolationEnum": ["namespaces", "none"],
+        # A run report's sandbox.memory and sandbox.processes: how a limit was held.
+        "LimitEnforcementEnum": ["cgroup", "rlimit"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

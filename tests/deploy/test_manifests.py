@@ -112,12 +112,15 @@ def test_egress_is_narrowed_to_the_database_redis_and_the_api_server() -> None:
 
     ours = {"matchLabels": {"app.kubernetes.io/name": "context-service"}}
     assert base["default-deny"] == {"podSelector": ours, "policyTypes": ["Ingress", "Egress"]}
-    # The base allows each port only; the local overlay also pins where it may go.
+    # The base's destinations are a placeholder that reaches nothing (TEST-NET-1): "any
+    # address" on 443 would let the worker's webhooks past the notifications rule's except
+    # list (policies add up). Each overlay sets them, as the local one does.
+    placeholder = [{"ipBlock": {"cidr": "192.0.2.0/24"}}]
     assert [rule.get("to") for rule in base["context-service-egress"]["egress"]] == [
         None,
-        [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
-        [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
-        [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+        placeholder,
+        placeholder,
+        placeholder,
     ]
     assert [
         ([port["port"] for port in rule["ports"]], rule.get("to"))
@@ -131,6 +134,41 @@ def test_egress_is_narrowed_to_the_database_redis_and_the_api_server() -> None:
             [{"ipBlock": {"cidr": "172.18.0.0/16"}}, {"ipBlock": {"cidr": "10.96.0.1/32"}}],
         ),
     ]
+
+
+PRIVATE_IPV4 = [
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "169.254.0.0/16",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_worker_notifications_reach_public_addresses_only(overlay: str) -> None:
+    policies = {
+        doc["metadata"]["name"]: doc["spec"]
+        for doc in render(overlay)
+        if doc["kind"] == "NetworkPolicy"
+    }
+    worker = {"app.kubernetes.io/name": "context-service", "app.kubernetes.io/component": "worker"}
+
+    notifications = policies["context-service-worker-notifications"]
+    assert notifications["podSelector"] == {"matchLabels": worker}
+    assert [
+        (rule["to"], [port["port"] for port in rule["ports"]]) for rule in notifications["egress"]
+    ] == [([{"ipBlock": {"cidr": "0.0.0.0/0", "except": PRIVATE_IPV4}}], [80, 443, 25, 465, 587])]
+    # No other rule for the worker opens "any address" (it would undo the except list).
+    for name, spec in policies.items():
+        for rule in spec.get("egress", []):
+            for peer in rule.get("to", []):
+                block = peer.get("ipBlock", {})
+                assert (
+                    block.get("cidr") not in ("0.0.0.0/0", "::/0")
+                    or block.get("except") == PRIVATE_IPV4
+                ), name
 
 
 def test_every_pod_meets_the_restricted_standard() -> None:
@@ -224,13 +262,44 @@ def test_every_deployable_setting_is_in_the_configmap_or_the_secret() -> None:
         ]
 
 
-def test_dockerfile_passes_hadolint() -> None:
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "agent/Dockerfile"])
+def test_dockerfile_passes_hadolint(dockerfile: str) -> None:
     hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
     result = subprocess.run(
-        [hadolint, "--config", str(DEPLOY / "hadolint.yaml"), str(DEPLOY / "Dockerfile")],
+        [hadolint, "--config", str(DEPLOY / "hadolint.yaml"), str(DEPLOY / dockerfile)],
         capture_output=True,
         text=True,
         check=False,
     )
 
     assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_the_agent_pod_example_is_accepted_and_has_what_bubblewrap_needs(
+    kube_cluster: Any,
+) -> None:
+    from kubernetes.dynamic import DynamicClient
+
+    pod = yaml.safe_load((DEPLOY / "agent" / "pod.yaml").read_text())
+    create_namespace("agent-example", kubeconfig=kube_cluster.kubeconfig)
+    with kube_cluster.api_client() as api:
+        accepted = (
+            DynamicClient(api)
+            .resources.get(api_version="v1", kind="Pod")
+            .server_side_apply(
+                body=pod,
+                name=pod["metadata"]["name"],
+                namespace="agent-example",
+                field_manager="context-service-deploy-test",
+                dry_run="All",
+            )
+        )
+
+    spec = accepted.to_dict()["spec"]
+    (container,) = spec["containers"]
+    assert (spec["hostUsers"], container["securityContext"]["procMount"]) == (False, "Unmasked")
+    assert spec["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    # The agent image installs bubblewrap, which namespaces isolation needs.
+    assert "bubblewrap=" in (DEPLOY / "agent" / "Dockerfile").read_text()

@@ -12,6 +12,7 @@ import pytest
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
+from cs_agent.sandbox import SandboxError
 from cs_agent.workspace import WorkspaceClient
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import make_pvc
@@ -225,6 +226,28 @@ def test_the_agent_client_opens_its_context_directory_and_reports_usage(
     assert reported["usageBytes"] == row.usage_bytes
     assert row.usage_bytes is not None
     assert row.usage_bytes > 0
+
+
+def test_the_agent_client_refuses_a_context_directory_that_is_a_link(
+    rossoctl: ApiClient, namespace: str, web_server: str, tmp_path: Path
+) -> None:
+    ensure(rossoctl, namespace)
+    ready(namespace)
+    token = issue_token("weather-pod", ["agent"], agent_types=["weather-service"])
+    client = WorkspaceClient(
+        web_server, token, agent_type="weather-service", namespace=namespace, root=tmp_path
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "ctx-8").symlink_to(elsewhere)
+
+    with pytest.raises(SandboxError) as refused:
+        client.open_context("ctx-8")
+
+    assert str(refused.value) == (
+        f"{tmp_path}/ctx-8 is a symbolic link: the agent does not follow it"
+    )
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_a_workspace_with_active_contexts_is_only_deleted_by_force(
