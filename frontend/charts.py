@@ -127,7 +127,19 @@ def warm_pools(now: datetime) -> dict[str, Any]:
             size_at.append(known[-1] if known else None)
         pools.append({"pool": target, "size": size_at, "demand": demand[target]})
     labels = [timezone.localtime(m).strftime("%H:%M") for m in minutes]
-    return {"labels": labels, "pools": pools}
+    return {"labels": labels, "pools": pools, "hitRatio": _hit_ratio(since)}
+
+
+def _hit_ratio(since: datetime) -> str:
+    """How many of the last hour's claims found a warm Sandbox, every warm pool together
+    (what contextsvc_warm_pool_hit_ratio says of all time, in /metrics)."""
+    warm = cold = 0
+    for _, _, hits, misses in allocations.warm_claim_counts(since=since):
+        warm, cold = warm + hits, cold + misses
+    claims = warm + cold
+    if not claims:
+        return "no claims"
+    return f"{100 * warm / claims:.0f} % warm ({warm} of {claims} claims)"
 
 
 def decision_time(now: datetime) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth.models import User
 
 from contextsvc.core.auth import Role
 from contextsvc.core.users import has_role
@@ -45,7 +46,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "snapshot", "topic": self.topic, "data": data})
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "resync":
+        resync = isinstance(content, dict) and content.get("type") == "resync"
+        if resync and await self._still_allowed():
             await self.send_snapshot()
 
     async def disconnect(self, code: int) -> None:
@@ -53,4 +55,22 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def live_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(message["event"])
+        if await self._still_allowed():
+            await self.send_json(message["event"])
+
+    async def _still_allowed(self) -> bool:
+        """The person is looked at again before anything is sent: one demoted or
+        deactivated since the socket opened hears nothing more, and the socket closes
+        (4403, as at connect)."""
+        user = self.scope.get("user")
+        allowed = await database_sync_to_async(_has_viewer_role)(getattr(user, "pk", None))
+        if not allowed:
+            await self.close(code=FORBIDDEN)
+        return allowed
+
+
+def _has_viewer_role(user_id: int | None) -> bool:
+    if user_id is None:
+        return False
+    person = User.objects.filter(pk=user_id, is_active=True).first()
+    return person is not None and has_role(person, Role.VIEWER)

@@ -97,6 +97,8 @@ class DecisionForm(forms.Form):
         empty_value=None,
     )
     rule = forms.CharField(max_length=4096, required=False)
+    # The request as the card showed it (approvals.selectors.approval_version).
+    version = forms.CharField(max_length=64, required=False)
     # The reviewer's edit (approve_edited): the field of the request's kind.
     command = forms.CharField(max_length=MAX_OPERATION_TEXT, required=False, strip=False)
     path = forms.CharField(max_length=MAX_OPERATION_TEXT, required=False, strip=False)

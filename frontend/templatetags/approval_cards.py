@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import template
 
 from approvals.models import ApprovalRequest, Delivery
+from approvals.selectors import approval_version
 
 register = template.Library()
 
@@ -40,3 +41,10 @@ def notified_at(request: ApprovalRequest, event: str) -> str:
     """When one event's messages were made ("12:01:05 UTC"), or ""."""
     sent = _sent(request, event)
     return f"{sent[0].created_at:%H:%M:%S} UTC" if sent else ""
+
+
+@register.filter
+def version(request: object) -> str:
+    """The version a decision on this card decides (approvals.selectors.approval_version);
+    empty for the empty card the page's script fills."""
+    return approval_version(request) if isinstance(request, ApprovalRequest) else ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -217,3 +218,23 @@ def test_grants_are_revoked_from_the_queue_by_approvers_only() -> None:
     again = approver.post(f"/grants/{grant.pk}/revoke/", follow=True)
     assert f"grant {grant.pk} is already revoked" in again.content.decode()
     assert rows() == after
+
+
+def test_the_users_page_shows_last_logins_in_utc_with_the_zone() -> None:
+    """Issue 32: it showed "Dec. 3, 2026, 11:39 a.m.", no zone, where the docs say UTC."""
+    admin = client_for("admin")
+    User.objects.filter(username="user-admin").update(
+        last_login=datetime(2026, 12, 3, 11, 39, 5, tzinfo=UTC)
+    )
+
+    page = admin.get("/users/").content.decode()
+
+    assert '<time datetime="2026-12-03T11:39:05+00:00">2026-12-03 11:39:05 UTC</time>' in page
+
+
+def test_the_login_page_asks_for_no_resource_that_is_not_there() -> None:
+    """Issue 32: a browser on the login page logged a 404 (for /favicon.ico)."""
+    page = Client().get("/login/").content.decode()
+
+    assert '<link rel="icon" href="data:,">' in page
+    assert Client().get("/favicon.ico").status_code == 404  # nothing there to ask for

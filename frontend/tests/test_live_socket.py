@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from websockets.exceptions import InvalidStatus
+from django.contrib.auth.models import Group, User
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
@@ -97,3 +98,28 @@ def test_a_resync_message_answers_with_a_fresh_snapshot(web_server: str) -> None
     assert second["data"]["pending"][str(waiting.pk)]["normalised"] == "pip install pandas"
     # Other messages are ignored: the next answer is the next resync's.
     assert third == second
+
+
+@pytest.mark.parametrize("change", ["demoted", "deactivated"])
+def test_a_person_who_may_no_longer_see_the_queue_hears_nothing_more(
+    web_server: str, change: str
+) -> None:
+    headers = {"Cookie": session_cookie("viewer")}
+    event = {"type": "live.event", "event": {"type": "approval.created", "data": {"id": "y"}}}
+    with connect(
+        socket_url(web_server, "approvals"), origin=Origin(web_server), additional_headers=headers
+    ) as socket:
+        json.loads(socket.recv(timeout=10))  # the snapshot
+        person = User.objects.get(username="user-viewer")
+        if change == "demoted":
+            person.groups.remove(*Group.objects.all())
+        else:
+            User.objects.filter(pk=person.pk).update(is_active=False)
+
+        async_to_sync(get_channel_layer().group_send)(events.APPROVALS, event)
+
+        with pytest.raises(ConnectionClosed) as closed:
+            socket.recv(timeout=10)
+
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4403

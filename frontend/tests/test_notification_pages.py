@@ -97,6 +97,22 @@ def test_a_bad_channel_is_refused_with_its_reason_and_nothing_changes(
     assert rows() == before
 
 
+def test_the_channel_form_posted_for_json_gets_the_apis_refusal() -> None:
+    """Issue 32: a script posting the form got the page again, 200; it gets the API's 400."""
+    admin = client_for("admin")
+    before = rows()
+    body = {"name": "new", "kind": "webhook", "url": "http://10.0.0.5\\x.example/hook",
+            "agent_types": "*", "events": ["approval.created"]}  # fmt: skip
+
+    response = admin.post("/notifications/", body, headers={"Accept": "application/json"})
+
+    assert (response.status_code, response.json()) == (
+        400,
+        {"error": "invalid_request", "message": "url must not contain a backslash"},
+    )
+    assert rows() == before
+
+
 def test_admin_actions_on_a_channel_are_refused_to_others_and_audited() -> None:
     channel = make()
     others, admin = [client_for(role) for role in ("viewer", "approver")], client_for("admin")

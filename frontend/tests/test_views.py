@@ -14,7 +14,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocations.models import Allocation, Phase
+from allocations.models import Allocation, Phase, Strategy
+from allocations.tests.factories import AllocationFactory
 from approvals.models import ApprovalRequest
 from approvals.services import approval_check
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
@@ -472,3 +473,45 @@ def test_admins_suspend_resume_scale_and_extend_from_the_page(namespace: str) ->
         ("user:user-admin", "allocation.update"),
         ("user:user-admin", "allocation.update"),
     ]
+
+
+def test_a_contained_allow_is_marked_in_the_audit_log_and_on_the_profile() -> None:
+    rules = {"permissions": {"allow": ["shell(python3:*)"]}}
+    SandboxProfileFactory.create(name="held-agent", rules=rules, executor_isolation="namespaces")
+    SandboxProfileFactory.create(name="plain-agent", rules=rules, executor_isolation="none")
+    for agent_type in ("held-agent", "plain-agent"):
+        approval_check(
+            operation={"kind": "shell", "command": "python3 analysis.py"},
+            context_id="ctx-held",
+            agent_type=agent_type,
+            actor="api:agent",
+        )
+
+    audit = client_for("admin").get("/audit/").content.decode()
+    viewer = client_for("viewer")
+    held = viewer.get("/profiles/held-agent/").content.decode()
+    plain = viewer.get("/profiles/plain-agent/").content.decode()
+
+    # One allow, contained (the executor holds it); the other agent type's run is asked.
+    assert audit.count('<span class="badge decision-contained"') == 1
+    assert audit.count("<code>approval.allow</code>") == 1
+    assert ApprovalRequest.objects.filter(agent_type="plain-agent", status="pending").count() == 1
+    assert "<dt>Interpreter runs</dt><dd>contained:" in held
+    assert "<dt>Interpreter runs</dt><dd>asked:" in plain
+
+
+def test_the_overview_shows_the_warm_pool_hit_ratio_of_the_last_hour() -> None:
+    """Issue 32: docs/profiles.md said the overview shows it; it plotted size and claims."""
+    now = timezone.now()
+    for name, warm, cold in (("w-1", 2, 0), ("w-2", 1, 1), ("w-old", 0, 5)):
+        AllocationFactory.create(
+            name=name, strategy=Strategy.WARMPOOL, warm_pool="agents", replicas=warm + cold,
+            warm_claims=warm, cold_claims=cold, claims_bound_at=now, phase=Phase.READY,
+        )  # fmt: skip
+    # Requested two hours ago: not in the last hour.
+    Allocation.objects.filter(name="w-old").update(requested_at=now - timedelta(hours=2))
+
+    page = client_for("viewer").get("/").content.decode()
+
+    shown = '<span data-chart-total="warmPools.hitRatio" id="warm-hit-ratio">'
+    assert f"{shown}75 % warm (3 of 4 claims)</span>" in page

@@ -80,6 +80,7 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
                 if data["decision"] == "approve_edited"
                 else None,
                 via="dashboard",
+                version=data["version"] or None,
             )
             status = 200
             message = (
@@ -147,6 +148,7 @@ def approval_link(request: HttpRequest, request_id: str, token: str) -> HttpResp
                 request_id=parsed,
                 user=request.user,  # type: ignore[arg-type]
                 reason=request.POST.get("reason", "")[:1000],
+                version=request.POST.get("version", "")[:64] or None,
             )
         except ServiceError as exc:
             messages.error(request, exc.message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -14,7 +14,7 @@ from approvals.models import Delivery, NotificationChannel
 from contextsvc.core.auth import Role
 from contextsvc.core.errors import ServiceError
 from contextsvc.core.users import has_role
-from frontend.access import actor, admin_required, viewer_required
+from frontend.access import actor, admin_required, viewer_required, wants_json
 from frontend.forms import ChannelForm
 
 
@@ -38,6 +38,11 @@ def channel_list(request: HttpRequest) -> HttpResponse:
                 form.add_error(None, exc.message)
             else:
                 return _secret_shown(request, channel, secret)
+        if wants_json(request):
+            # A script posting the form gets the API's refusal, not the page re-rendered.
+            return JsonResponse(
+                {"error": "invalid_request", "message": _form_problem(form)}, status=400
+            )
     status = request.GET.get("status", "")
     return render(
         request,
@@ -54,6 +59,14 @@ def channel_list(request: HttpRequest) -> HttpResponse:
             "public_url": settings.CS_PUBLIC_URL,
         },
     )
+
+
+def _form_problem(form: ChannelForm) -> str:
+    """The form's first problem as the API words one: ``field: message``."""
+    for field, errors in form.errors.items():
+        prefix = "" if field == "__all__" else f"{field}: "
+        return prefix + str(errors[0])
+    return "invalid channel"
 
 
 def _secret_shown(

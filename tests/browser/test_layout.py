@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from approvals.services import approval_check
+from approvals.services import approval_approve, approval_cancel, approval_check
 from profiles.services import profile_save
 
 pytestmark = [pytest.mark.browser, pytest.mark.cluster]
@@ -53,6 +53,20 @@ def crowded(service: None) -> None:
             agent_type="data-agent",
             actor="api:agent",
         )
+    # The queue's history: an approved and a cancelled request (their status badges).
+    decided = [
+        approval_check(
+            operation={"kind": "shell", "command": f"head notes-{index}.txt"},
+            context_id="ctx-history",
+            agent_type="data-agent",
+            actor="api:agent",
+        ).request
+        for index in range(2)
+    ]
+    assert decided[0] is not None
+    assert decided[1] is not None
+    approval_approve(request_id=decided[0].pk, actor="user:someone")
+    approval_cancel(request_id=decided[1].pk, actor="api:agent")
 
 
 @pytest.mark.usefixtures("crowded")
@@ -96,6 +110,16 @@ def test_nothing_overflows_the_window(
         box = badge.bounding_box()
         assert box is not None
         assert box["x"] + box["width"] <= card_right
+    # Every badge on the page — the parts' decisions, the history's statuses — is one line
+    # (issue 32: "ask" squeezed to 22×44 px, letters stacked; "approv/ed" at 800 px).
+    broken = page.evaluate(
+        """() => [...document.querySelectorAll('.badge')]
+            .filter((e) => e.offsetParent !== null)
+            .filter((e) => e.offsetHeight > 2 * parseFloat(getComputedStyle(e).fontSize) + 4
+                || e.scrollWidth > e.clientWidth + 1)
+            .map((e) => e.textContent)"""
+    )
+    assert broken == [], (width, broken)
     screenshot(page, f"approvals-{width}")
 
     # The audit table stays inside its card (long targets wrap).

@@ -233,6 +233,9 @@ function fillCard(card, request) {
     return li;
   }));
   notes.hidden = !(request.riskNotes || []).length;
+  // What a decision from this card decides: the version it shows (a decision on an older
+  // one is refused, docs/approvals.md).
+  field("version").value = request.version || "";
   field("edit").hidden = !request.edit;
   if (request.edit) {
     field("edit-by").textContent = request.edit.by;
