@@ -278,12 +278,14 @@ def warm_pool_demand(*, since: datetime) -> dict[tuple[str, str], int]:
     return {(namespace, pool): int(claims) for namespace, pool, claims in rows}
 
 
-def warm_claim_counts() -> list[tuple[str, str, int, int]]:
+def warm_claim_counts(*, since: datetime | None = None) -> list[tuple[str, str, int, int]]:
     """(namespace, warm pool, claims that took a warm Sandbox, claims that cold-started) over
-    every warm-pool allocation whose claims were bound, by pool."""
+    every warm-pool allocation whose claims were bound (requested since ``since``), by pool."""
+    bound = Allocation.objects.filter(strategy=Strategy.WARMPOOL, claims_bound_at__isnull=False)
+    if since is not None:
+        bound = bound.filter(requested_at__gte=since)
     rows = (
-        Allocation.objects.filter(strategy=Strategy.WARMPOOL, claims_bound_at__isnull=False)
-        .values_list("namespace", "warm_pool")
+        bound.values_list("namespace", "warm_pool")
         .annotate(warm=Sum("warm_claims"), cold=Sum("cold_claims"))
         .order_by("namespace", "warm_pool")
     )

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Q, TextField, Value, When
-from django.db.models.functions import Now
+from django.db.models.functions import Least, Now
 from django.utils import timezone
 
 from allocations import provisioning, queue, selectors
@@ -98,6 +98,30 @@ def _namespace_for(request_namespace: str) -> str:
     return namespaces.check_managed(request_namespace or settings.CS_NAMESPACE)
 
 
+def _check_managed_claim(request: PoolRequest, namespace: str, pvc: dict[str, Any]) -> None:
+    """A PVC this service manages is mounted through claimName only as its rule says:
+    retained artifacts read-only; another allocation's volume and an agent type's
+    workspace never (they hold other conversations), unless an admin names the PVC in
+    CS_CLAIMS_ALLOWED. A PVC the service does not manage is the caller's: as v1 did."""
+    managed = objects.managed_claim(pvc)
+    if managed is None or f"{namespace}/{request.claim_name}" in settings.CS_CLAIMS_ALLOWED:
+        return
+    kind, owner = managed
+    claim = f'workspace.claimName "{request.claim_name}"'
+    if kind == "artifacts":
+        if request.read_only is True:
+            return
+        raise InvalidRequest(
+            f"{claim} holds the artifacts retained as context {owner}: mount it with "
+            "workspace.readOnly true"
+        )
+    whose = f'allocation "{owner}"' if kind == "allocation" else f'agent type "{owner}"'
+    raise InvalidRequest(
+        f"{claim} is the workspace of {whose}, which this service does not mount into "
+        "another allocation (an admin may allow it by name: CS_CLAIMS_ALLOWED)"
+    )
+
+
 def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str, str]:
     """(size, accessMode, storageClass) of the caller's PVC, which must fit the request."""
     with cluster_call():
@@ -106,6 +130,7 @@ def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str,
         raise InvalidRequest(
             f'workspace.claimName "{request.claim_name}" does not exist in namespace "{namespace}"'
         )
+    _check_managed_claim(request, namespace, pvc)
     shape = objects.pvc_shape(pvc)
     if request.replicas > 1 and shape.access_mode != "ReadWriteMany":
         raise InvalidRequest(
@@ -122,12 +147,13 @@ class WarmPoolCheck:
     fence: dict[str, list[dict[str, Any]]]
 
 
-def _check_warm_pool(request: PoolRequest, namespace: str) -> WarmPoolCheck:
+def _warm_pool_check(warm_pool: str, namespace: str) -> WarmPoolCheck:
     """The pool exists, and its template passes the Pod Security table (podsecurity) but
     for the restricted rules its owner relaxed on the pool, by name: the service does not
-    own the template, but it does not hand out unhardened sandboxes silently."""
+    own the template, but it does not hand out unhardened sandboxes silently — at create,
+    and at every scale-up (the template may have been edited since)."""
     with cluster_call():
-        pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, request.warm_pool)
+        pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, warm_pool)
         template_name = objects.warm_pool_template_name(pool) if pool is not None else None
         template = (
             kube.get_object(objects.SANDBOX_TEMPLATE, namespace, template_name)
@@ -135,12 +161,10 @@ def _check_warm_pool(request: PoolRequest, namespace: str) -> WarmPoolCheck:
             else None
         )
     if pool is None:
-        raise InvalidRequest(
-            f'warmPoolRef "{request.warm_pool}" does not exist in namespace "{namespace}"'
-        )
+        raise InvalidRequest(f'warmPoolRef "{warm_pool}" does not exist in namespace "{namespace}"')
     if template is None:
         raise InvalidRequest(
-            f'warmPoolRef "{request.warm_pool}": its SandboxTemplate "{template_name or ""}" '
+            f'warmPoolRef "{warm_pool}": its SandboxTemplate "{template_name or ""}" '
             f'does not exist in namespace "{namespace}"'
         )
     relaxations = objects.warm_pool_relaxations(pool) & podsecurity.RELAXABLE
@@ -148,7 +172,7 @@ def _check_warm_pool(request: PoolRequest, namespace: str) -> WarmPoolCheck:
     problems = podsecurity.violations(pod_spec, annotations=annotations, relaxations=relaxations)
     if problems:
         refused = InvalidRequest(
-            f'warmPoolRef "{request.warm_pool}": its SandboxTemplate "{template_name}" is not '
+            f'warmPoolRef "{warm_pool}": its SandboxTemplate "{template_name}" is not '
             f"hardened ({problems[0]}); harden it, or relax rules by name in the pool's "
             f"{objects.WARM_POOL_RELAXATIONS_ANNOTATION} annotation"
         )
@@ -256,7 +280,7 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
     if request.strategy == Strategy.EXISTING:
         size, access_mode, storage_class = _existing_workspace(request, namespace)
     elif request.strategy == Strategy.WARMPOOL:
-        checked = _check_warm_pool(request, namespace)
+        checked = _warm_pool_check(request.warm_pool, namespace)
         relaxations = checked.relaxations
         blueprint = {"fence": checked.fence, "relaxations": sorted(relaxations)}
 
@@ -334,7 +358,10 @@ def _live_for_update(name: str) -> Allocation:
 
 def _check_scale(allocation: Allocation, replicas: int) -> None:
     """What a create would refuse for this many replicas (outside any transaction: the
-    caller's PVC is read from the cluster)."""
+    caller's PVC and the warm pool's template are read from the cluster)."""
+    if allocation.strategy == Strategy.WARMPOOL and replicas > allocation.replicas:
+        # More claims hand out more of the template's Pods: it must still be hardened.
+        _warm_pool_check(allocation.warm_pool, allocation.namespace)
     if replicas <= 1:
         return
     if allocation.has_artifacts and allocation.artifacts_access_mode == "ReadWriteOnce":
@@ -791,7 +818,7 @@ def _changes_nothing(phase: str, seen: Seen, observation: Observation) -> bool:
     else:
         reported = seen.reason == ""
     return (
-        seen.ready_replicas == observation.ready
+        seen.ready_replicas == min(observation.ready, seen.replicas)
         and (seen.replicas <= observation.ready) == (phase == Phase.READY)
         and reported
     )
@@ -910,16 +937,19 @@ def allocation_observe_ready(
     becomes_ready = Q(replicas__lte=ready)
     reason, message = problem if problem is not None else ("", "")
     reported = Q(reason=reason, message=message) if problem else Q(reason="")
+    # While scaling down, the Sandboxes past the new count are still there (and ready)
+    # until the prune removes them: never more ready than wanted ("3/1" on the timeline).
+    counted = Least(Value(ready), F("replicas"))
     changed = (
         Allocation.objects.filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
         .filter(
-            ~Q(ready_replicas=ready)
+            ~Q(ready_replicas=counted)
             | (becomes_ready & ~Q(phase=Phase.READY))
             | (~becomes_ready & Q(phase=Phase.READY))
             | ~reported
         )
         .update(
-            ready_replicas=ready,
+            ready_replicas=counted,
             phase=Case(
                 When(becomes_ready, then=Value(Phase.READY)),
                 When(phase=Phase.REQUESTED, then=Value(Phase.REQUESTED)),

@@ -231,7 +231,11 @@ def parse_pool_update(body: dict[str, Any], *, now: datetime | None = None) -> P
     replicas = field(body, "replicas", int)
     if replicas is not None and not 1 <= replicas <= 100:
         raise InvalidRequest(REPLICAS_MESSAGE)
-    if "expiresAt" in body and body["expiresAt"] is None and "ttlSeconds" not in body:
+    if "expiresAt" in body and "ttlSeconds" in body:
+        # Both named, even as null (clear it and set it): a contradiction, refused like
+        # both values (issue 32: {"ttlSeconds": 600, "expiresAt": null} set a 600 s expiry).
+        raise InvalidRequest(EXPIRY_BOTH_MESSAGE)
+    if "expiresAt" in body and body["expiresAt"] is None:
         return PoolUpdate(replicas=replicas, expires_at=None)  # no expiry any more
     expires_at = _expiry(body, now or timezone.now())
     return PoolUpdate(replicas=replicas, expires_at=KEEP if expires_at is None else expires_at)
@@ -271,6 +275,16 @@ def pool_phases(allocation: Allocation) -> list[dict[str, Any]]:
             steps.append(("volumesBound", allocation.volumes_bound_at))
         steps.append(("podsScheduled", allocation.pods_scheduled_at))
     steps = [("accepted", allocation.requested_at), *steps, ("ready", allocation.ready_at)]
+    # Each phase implies the ones before it (ready means scheduled, scheduled means
+    # created), but the watcher may see them in another order under load (a Pod's
+    # scheduling after its Sandbox's ready): a phase seen after a later one is shown at
+    # that later one's time, so the timeline never runs backwards.
+    later: datetime | None = None
+    for index in range(len(steps) - 1, -1, -1):
+        phase, at = steps[index]
+        if at is not None and later is not None and at > later:
+            steps[index] = (phase, later)
+        later = steps[index][1] or later
     return [
         {
             "phase": phase,

@@ -1,8 +1,6 @@
 """Approval benchmarks (issue: human-in-the-loop approvals).
 
-1. The rule engine: ``evaluate()`` per shell command up to 200 characters, a realistic mix,
-   every line new (nothing cached), under the seed's settings.json and sources.json.
-2. Decision to waiting client: agents long-poll ``GET /v1/approvals/{id}?wait=30`` through the
+1. Decision to waiting client: agents long-poll ``GET /v1/approvals/{id}?wait=30`` through the
    real web process; the benchmark decides over HTTP and measures, on one clock, from just
    before the decision request is sent to the moment the waiting client has its answer.
 """
@@ -16,7 +14,6 @@ import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 
-from bench import rules
 from bench.harness import Http, service_stack
 from bench.report import machine, now, percentile, write_section
 from contextsvc.testenv import ensure_cluster
@@ -144,7 +141,6 @@ def bench_holds(web_url: str) -> tuple[list[float], list[float]]:
 
 
 def run() -> None:
-    engine = rules.compare()
     cluster = ensure_cluster()
     try:
         with service_stack(
@@ -162,7 +158,8 @@ def run() -> None:
 
 Measured {now()} on {machine()}. Command: `make bench` (`python -m bench approvals`).
 
-{engine_section(engine)}
+The rule engine's own numbers are in "Rule engine" below (`python -m bench rules`).
+
 **Decision → waiting client**: {DECISIONS} pending requests (after {WARMUP_DECISIONS}
 warm-up), {CONCURRENT_WAITERS} agents long-polling at a time through the web process
 (uvicorn, async consumer, Redis channel layer), each agent and its approver in a process
@@ -184,66 +181,3 @@ suite checks the behaviour (the answers), this the time.
 """
     write_section("approvals", body)
     print(body)
-
-
-# Why a family's allowed share fell with the positive-knowledge engine (docs/rules.md).
-DROP_REASONS = {
-    "python script": "runs a workspace file the agent wrote: agent-written code is never "
-    "allowed by a rule (asked about)",
-    "python script (venv PATH)": "the same, and VIRTUAL_ENV is not a harmless environment "
-    "variable and the workspace's .venv/bin is not a trusted directory",
-    "python -c": "inline code cannot be judged (asked about, as before)",
-    "git status/log": "",
-    "here-document": "",
-}
-
-
-def _timing(results: list[tuple[str, float]]) -> str:
-    ms = [value for _, value in results]
-    return f"p50 {percentile(ms, 50):.3f} ms, p99 {percentile(ms, 99):.3f} ms, max {max(ms):.3f} ms"
-
-
-def engine_section(engine: rules.Comparison) -> str:
-    after = [decision for decision, _ in engine.mix_after]
-    before = [decision for decision, _ in engine.mix_before]
-    family_rows = []
-    for family, decided in engine.families_after.items():
-        was, now_ = rules.share(engine.families_before[family]), rules.share(decided)
-        reason = DROP_REASONS.get(family, "") if now_ < was - 0.5 else ""
-        if now_ < was - 0.5 and not reason:
-            reason = "(no reason recorded: a regression to look at)"
-        family_rows.append(f"| {family} | {len(decided)} | {was:.1f} % | {now_:.1f} % | {reason} |")
-    worst_rows = "\n".join(
-        f"| {what} | {decision} | {ms:.2f} ms |" for ms, what, decision in engine.worst[:8]
-    )
-    over = sum(1 for ms, _, _ in engine.worst if ms > 5)
-    return f"""**Rule engine**: `evaluate()` on {len(after)} distinct shell commands (after 1000
-warm-up), one to three chained, at most 200 characters, the seed's settings.json and
-sources.json; this checkout against the engine at `{engine.baseline}` (before the
-positive-knowledge redesign, issue 15), each in a fresh process on the same lines in the
-same run. Targets: p99 ≤ 2 ms; any input up to the length limit ≤ 5 ms.
-
-| engine | decisions | per evaluation |
-|---|---|---|
-| this checkout | allow {rules.share(after):.1f} %, ask {rules.share(after, "ask"):.1f} %, deny {rules.share(after, "deny"):.1f} % | {_timing(engine.mix_after)} |
-| `{engine.baseline}` | allow {rules.share(before):.1f} %, ask {rules.share(before, "ask"):.1f} %, deny {rules.share(before, "deny"):.1f} % | {_timing(engine.mix_before)} |
-
-Mean per evaluation: {rules.mean_ms(engine.mix_after):.3f} ms now, {rules.mean_ms(engine.mix_before):.3f} ms
-before (ratio {rules.mean_ms(engine.mix_after) / rules.mean_ms(engine.mix_before):.2f}).
-
-**Usability**: the share of each family's single commands ({rules.PER_FAMILY} generated
-each) that the seed's settings allow, before and after.
-
-| family | n | allowed before | allowed now | why it fell |
-|---|---|---|---|---|
-{chr(10).join(family_rows)}
-
-**Worst case**: every one of {engine.inputs} inputs — the adversarial corpus (all classes,
-up to 4096 characters and past it), and lines built at the engine's bounds (16 commands,
-64 words, 40 paths, depth 6) — median of three evaluations each: {over} over 5 ms. The
-slowest:
-
-| input | decision | median |
-|---|---|---|
-{worst_rows}
-"""

@@ -16,6 +16,7 @@ import pytest
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
+from contextsvc.testenv import ClusterHandle, seed_demo
 from tests.support.api import issue_token
 from tests.support.contextctl import GO_USER_AGENT, Contextctl
 from tests.support.kube import NOTHING, make_pvc, make_warm_pool, pool_objects
@@ -235,6 +236,24 @@ def test_warm_pool(contextctl: Contextctl, namespace: str) -> None:
     assert pool_objects(namespace, "fast-run")["claims"] == ["claim-fast-run-0", "claim-fast-run-1"]
     assert contextctl.run("rm", "fast-run").exit_code == 0
     released(contextctl, namespace, "fast-run")
+
+
+def test_the_demo_warm_pool_make_run_seeds_is_one_the_service_hands_out(
+    contextctl: Contextctl, namespace: str, kube_cluster: ClusterHandle
+) -> None:
+    """Issue 32: the README's warm-pool example on the pool `make run` seeds answered 400
+    (its template was not hardened)."""
+    seed_demo(kube_cluster.kubeconfig, namespace)
+
+    created = contextctl.run("create", "x", "--warm-pool", "demo")
+
+    assert created.exit_code == 0, created.stderr
+    assert created.stdout == (
+        "x: provisioning (0/1 ready), warm pool demo, selector context.rossoctl.io/pool=x\n"
+    )
+    assert contextctl.run("wait", "x").exit_code == 0
+    assert contextctl.run("rm", "x").exit_code == 0
+    released(contextctl, namespace, "x")
 
 
 def test_errors_print_the_message(contextctl: Contextctl, namespace: str) -> None:

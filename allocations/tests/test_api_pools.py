@@ -877,3 +877,92 @@ def test_what_the_controller_reports_reaches_the_caller_and_a_lasting_problem_fa
     assert AuditEntry.objects.get(action="allocation.fail", target="stuck").payload["reason"] == (
         "ReconcilerError"
     )
+
+
+MANAGED = {"app.kubernetes.io/managed-by": "context-service"}
+
+
+@pytest.mark.parametrize(
+    ("labels", "read_only", "message"),
+    [
+        (
+            {**MANAGED, "context.rossoctl.io/pool": "someone-elses"},
+            True,
+            'workspace.claimName "theirs" is the workspace of allocation "someone-elses", '
+            "which this service does not mount into another allocation (an admin may allow it "
+            "by name: CS_CLAIMS_ALLOWED)",
+        ),
+        (
+            {"rossoctl.io/type": "agent-workspace", "rossoctl.io/agent": "weather-service"},
+            True,
+            'workspace.claimName "theirs" is the workspace of agent type "weather-service", '
+            "which this service does not mount into another allocation (an admin may allow it "
+            "by name: CS_CLAIMS_ALLOWED)",
+        ),
+        (
+            {**MANAGED, "context.rossoctl.io/type": "artifacts",
+             "context.rossoctl.io/name": "run-7-artifacts"},
+            False,
+            'workspace.claimName "theirs" holds the artifacts retained as context '
+            "run-7-artifacts: mount it with workspace.readOnly true",
+        ),
+    ],
+)  # fmt: skip
+def test_a_pvc_the_service_manages_is_mounted_only_as_its_rule_says(
+    api: ApiClient, namespace: str, labels: dict[str, str], read_only: bool, message: str
+) -> None:
+    """Issue 31: any allocations token could mount another pool's volume, an agent type's
+    workspace (every conversation of it) or retained artifacts read-write."""
+    make_pvc(namespace, "theirs", modes=["ReadWriteMany"], labels=labels)
+
+    with kept():
+        refused = api.post(
+            "/v1/sandbox-pools",
+            {"name": "borrower", "replicas": 1, "namespace": namespace,
+             "workspace": {"claimName": "theirs", "readOnly": read_only}},
+        )  # fmt: skip
+
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {"error": "invalid_request", "message": message},
+    )
+    assert not Allocation.objects.filter(name="borrower").exists()
+
+
+def test_retained_artifacts_mount_read_only_and_an_admin_may_allow_a_pvc_by_name(
+    api: ApiClient, namespace: str, settings: Any
+) -> None:
+    make_pvc(
+        namespace,
+        "kept",
+        modes=["ReadWriteMany"],
+        labels={
+            **MANAGED,
+            "context.rossoctl.io/type": "artifacts",
+            "context.rossoctl.io/name": "r-1",
+        },
+    )
+    make_pvc(
+        namespace,
+        "agents",
+        modes=["ReadWriteMany"],
+        labels={"rossoctl.io/type": "agent-workspace", "rossoctl.io/agent": "weather-service"},
+    )
+    settings.CS_CLAIMS_ALLOWED = [f"{namespace}/agents"]  # fmt: skip
+
+    reader = create(
+        api,
+        {"name": "reader", "replicas": 1, "namespace": namespace,
+         "workspace": {"claimName": "kept", "readOnly": True}},
+    )  # fmt: skip
+    allowed = create(
+        api,
+        {"name": "allowed", "replicas": 1, "namespace": namespace,
+         "workspace": {"claimName": "agents", "readOnly": False}},
+    )  # fmt: skip
+
+    assert (reader["workspace"]["claimName"], reader["workspace"]["readOnly"]) == ("kept", True)
+    assert allowed["workspace"]["claimName"] == "agents"
+    for name in ("reader", "allowed"):
+        release(api, name)
+        wait_for_phase(name, Phase.RELEASED)

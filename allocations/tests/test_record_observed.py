@@ -73,3 +73,23 @@ def test_a_failure_is_never_skipped() -> None:
     failed = Observation(ready=1, failure=("PodFailed", "the Pod exited 1"))
 
     assert services._changes_nothing(Phase.READY, seen, failed) is False
+
+
+@pytest.mark.django_db
+def test_a_scale_down_never_counts_more_ready_replicas_than_wanted() -> None:
+    """Issue 32: scaling 3 → 1, the timeline said "3/1 replicas ready", then "2/1", while
+    the Sandboxes past the new count waited for the prune."""
+    allocation = AllocationFactory.create(phase=Phase.READY, replicas=1, ready_replicas=1)
+
+    written = services.allocation_observe(
+        allocation_id=allocation.pk, observation=Observation(ready=3, problem=None)
+    )
+
+    allocation.refresh_from_db()
+    assert written is False
+    assert (allocation.phase, allocation.ready_replicas) == (Phase.READY, 1)
+    assert not AllocationEvent.objects.filter(allocation=allocation).exists()
+    assert services._changes_nothing(
+        Phase.READY, Seen(replicas=1, ready_replicas=1, reason="", message=""),
+        Observation(ready=3, problem=None),
+    ) is True  # fmt: skip
