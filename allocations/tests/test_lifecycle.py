@@ -18,7 +18,14 @@ from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from tests.support.api import ApiClient, issue_token
-from tests.support.kube import NOTHING, make_warm_pool, pool_objects, wait_for_phase
+from tests.support.kube import (
+    NOTHING,
+    admin_patch,
+    make_warm_pool,
+    pool_objects,
+    resync_until_settled,
+    wait_for_phase,
+)
 from tests.support.processes import wait_until
 from tests.support.unchanged import everything
 
@@ -159,6 +166,27 @@ def test_lifecycle_fields_are_checked_and_refusals_write_nothing(
     assert everything(namespace) == before
 
 
+@pytest.mark.parametrize(
+    "change",
+    [{"ttlSeconds": 600, "expiresAt": None}, {"ttlSeconds": None, "expiresAt": None}],
+)
+def test_a_patch_that_clears_and_sets_the_expiry_at_once_is_refused(
+    api: ApiClient, namespace: str, change: dict[str, Any]
+) -> None:
+    """Issue 32: {"ttlSeconds": 600, "expiresAt": null} answered 200 with a 600 s expiry,
+    while both values were already a 400."""
+    created(api, body("timed", namespace))
+    row = Allocation.objects.values().get(name="timed")
+
+    response = patch(api, "timed", change)
+
+    assert (response.status_code, response.json()) == (
+        400,
+        {"error": "invalid_request", "message": "give ttlSeconds or expiresAt, not both"},
+    )
+    assert Allocation.objects.values().get(name="timed") == row
+
+
 # --- Suspend and resume ------------------------------------------------------------------------
 
 
@@ -221,6 +249,43 @@ def test_a_warm_pool_allocation_cannot_be_suspended(api: ApiClient, namespace: s
         {"error": "conflict", "message": services.NOT_SUSPENDABLE},
     )
     assert everything(namespace) == before
+
+
+def test_a_warm_pool_allocation_scales_up_only_while_its_template_is_hardened(
+    api: ApiClient, namespace: str
+) -> None:
+    """Issue 31: the hardening check ran at create only; a template edited since (here its
+    container loses allowPrivilegeEscalation: false) was handed out by a PATCH."""
+    make_warm_pool(namespace, "agents", replicas=2)
+    created(
+        api, {"name": "claimed", "replicas": 1, "namespace": namespace, "warmPoolRef": "agents"}
+    )
+    wait_for_phase("claimed", Phase.READY, timeout=90)
+    admin_patch(
+        objects.SANDBOX_TEMPLATE,
+        namespace,
+        "agents-template",
+        {"spec": {"podTemplate": {"spec": {"containers": [
+            {"name": "sandbox", "image": "busybox:1.36", "securityContext": {
+                "capabilities": {"drop": ["ALL"]}}},
+        ]}}}},
+    )  # fmt: skip
+    row = Allocation.objects.values().get(name="claimed")
+    claims = kube.list_objects(objects.SANDBOX_CLAIM, namespace)
+
+    refused = patch(api, "claimed", {"replicas": 2})
+
+    assert refused.status_code == 400
+    assert refused.json()["message"] == (
+        'warmPoolRef "agents": its SandboxTemplate "agents-template" is not hardened '
+        '(restricted privilege-escalation: container "sandbox" does not set '
+        "allowPrivilegeEscalation: false); harden it, or relax rules by name in the pool's "
+        "context.rossoctl.io/relaxations annotation"
+    )
+    assert Allocation.objects.values().get(name="claimed") == row
+    assert kube.list_objects(objects.SANDBOX_CLAIM, namespace) == claims
+    # Scaling down hands nothing out: it needs no check.
+    assert patch(api, "claimed", {"replicas": 1}).status_code == 200
 
 
 # --- Scale -------------------------------------------------------------------------------------
@@ -334,9 +399,8 @@ def test_the_resync_finishes_a_scale_down_whose_prune_was_lost(
 ) -> None:
     created(api, body("shrunk", namespace, replicas=2))
     wait_for_phase("shrunk", Phase.READY, timeout=90)
-    resync_all(adopt=False)
-    # Nothing happened since: the next cycle skips this pool.
-    assert resync_all(adopt=False).unchanged == 1
+    # Until now the cycles skip this pool: nothing happened to its objects.
+    resync_until_settled()
     # As if the scale-down had committed and its reconcile had never reached the worker
     # (nor set the row's prune flag): the objects did not change, the row did.
     Allocation.objects.filter(name="shrunk").update(replicas=1, ready_replicas=1)

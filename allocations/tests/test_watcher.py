@@ -20,6 +20,7 @@ from tests.support.kube import (
     admin_delete,
     admin_patch,
     make_pvc,
+    resync_until_settled,
     wait_for_phase,
 )
 from tests.support.processes import ManagedProcess, manage_argv, wait_until
@@ -211,12 +212,14 @@ def test_the_resync_records_only_what_changed(namespace: str) -> None:
     wait_for_phase("steady", Phase.READY)
 
     first = resync_all(adopt=False)
+    resync_until_settled()
     second = resync_all(adopt=False)
     sandbox = objects.sandbox_name("steady", 0)
     kube_patch_annotation(namespace, sandbox)
     third = resync_all(adopt=False)
 
-    # The first cycle looks and notes what it saw; the next one has nothing to look at;
+    # The first cycle looks and notes what it saw; once the controllers are done writing,
+    # a cycle has nothing to look at;
     # a changed object (a new resourceVersion) is looked at again.
     assert (first.checked, first.changed, first.unchanged) == (1, 0, 0)
     assert (second.checked, second.changed, second.unchanged) == (1, 0, 1)

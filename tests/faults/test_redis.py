@@ -74,7 +74,7 @@ def kill(redis: Redis) -> None:
     )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def redis_stack(
     kube_cluster: ClusterHandle,
     watcher_process: ManagedProcess,
@@ -84,7 +84,10 @@ def redis_stack(
     django_db_blocker: Any,
 ) -> Iterator[Stack]:
     """Web, worker and beat on the scenario's own Redis; the suite's watcher observes (it
-    uses Redis only to announce, and the suite's Redis stays up)."""
+    uses Redis only to announce, and the suite's Redis stays up). One stack per test, stopped
+    before the test's database is emptied: this worker is not the suite's, so ``service``
+    cannot wait for it to be idle, and a reconcile it ran while the database was emptied
+    once made the flush fail."""
     with django_db_blocker.unblock():
         env = child_env({**FAST_RESYNC, "REDIS_URL": own_redis.url()})
     port = free_port()

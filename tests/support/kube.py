@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from allocations.models import Allocation
+from allocations.resync import resync_all
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from contextsvc.testenv import ClusterHandle
@@ -175,6 +176,18 @@ def wait_for_phase(name: str, phase: str, *, timeout: float = 60) -> Allocation:
     found = wait_until(reached, timeout=timeout, interval=0.1, message=f"{name} to be {phase}")
     assert isinstance(found, Allocation)
     return found
+
+
+def resync_until_settled(*, timeout: float = 30) -> None:
+    """Resync until a cycle skips every allocation it checks. Just after ready the
+    controllers may still write to an allocation's objects (a Sandbox's status, a PVC's
+    binding annotations), each write a new resourceVersion the next cycle looks at."""
+
+    def settled() -> bool:
+        report = resync_all(adopt=False)
+        return report.unchanged == report.checked
+
+    wait_until(settled, timeout=timeout, interval=0.2, message="a resync that finds nothing new")
 
 
 @contextlib.contextmanager
