@@ -1,7 +1,7 @@
 """Announcing a request's changes (after commit, contextsvc/core/events.py): reviewers'
-queues get the request as reviewers see it (with whom it was sent to), and agents waiting
-on it get it as the API shows them — only when it is made or decided, which is all a
-waiting agent needs to hear."""
+queues get the request as reviewers see it (with whom it was sent to); its own page hears
+everything that happens to it, a run included; and agents waiting on it get it as the API
+shows them — only when it is made or decided, which is all a waiting agent needs to hear."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from contextsvc.core import events
 CREATED = "approval.created"
 CHANGED = "approval.changed"  # partially approved, edited, escalated, notified
 DECIDED = "approval.decided"
+RAN = "approval.ran"  # the executor reported what ran (only the request's own page hears it)
 
 
 def request_group(request_id: UUID) -> str:
@@ -21,7 +22,13 @@ def request_group(request_id: UUID) -> str:
 
 
 def announce(request: ApprovalRequest, event_type: str) -> None:
-    events.publish(events.APPROVALS, event_type=event_type, data=approval_review_json(request))
+    page = events.approval_page_group(request.pk)
+    if event_type == RAN:
+        events.publish(page, event_type=event_type, data=approval_review_json(request))
+        return
+    events.publish(
+        events.APPROVALS, page, event_type=event_type, data=approval_review_json(request)
+    )
     if event_type != CHANGED:
         events.publish(
             request_group(request.pk), event_type=event_type, data=approval_json(request)

@@ -1088,4 +1088,6 @@ def run_record(
     except IntegrityError:
         # One run per decision: the database's unique key, not a check that could race.
         raise Conflict(f"the run of {target_type} {target} was already reported") from None
+    if request is not None:
+        live.announce(request, live.RAN)
     return run

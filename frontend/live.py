@@ -5,15 +5,19 @@ shapes as snapshots, so a stale snapshot plus the events equals a fresh snapshot
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from allocations.models import VISIBLE_PHASES, Allocation
 from allocations.selectors import allocation_phase_counts, allocation_row
+from approvals.models import ApprovalRequest
 from approvals.selectors import (
     approval_list_pending,
     approval_review_json,
     approvals_pending_count,
+    parse_request_id,
 )
 from contextsvc.core import events
+from contextsvc.core.errors import NotFound
 from frontend.charts import overview_charts
 
 SNAPSHOT_ROWS = 500
@@ -27,9 +31,19 @@ def groups_for(topic: str) -> list[str]:
         return [events.allocation_group(int(topic.split(":", 1)[1]))]
     if topic == "approvals":
         return [events.APPROVALS]
+    if topic.startswith("approval:"):
+        request_id = _request_id(topic)
+        return [events.approval_page_group(request_id)] if request_id else []
     if topic == "overview":
         return [events.ALLOCATIONS, events.APPROVALS]
     return []
+
+
+def _request_id(topic: str) -> UUID | None:
+    try:
+        return parse_request_id(topic.split(":", 1)[1])
+    except NotFound:
+        return None
 
 
 def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
@@ -45,6 +59,9 @@ def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
     if topic == "approvals":
         pending = approval_list_pending()
         return {"pending": {str(r.pk): approval_review_json(r) for r in pending}}
+    if topic.startswith("approval:"):
+        request = ApprovalRequest.objects.filter(pk=_request_id(topic)).first()
+        return {"request": approval_review_json(request) if request else None}
     if topic == "overview":
         return {
             "counts": allocation_phase_counts(),

@@ -18,6 +18,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("allocations/", allocations.allocation_list, name="allocations"),
+    path("allocations/rows/", allocations.allocation_rows, name="allocation-rows"),
     path("allocations/new/", allocations.allocation_create, name="allocation-new"),
     path("allocations/<int:allocation_id>/", allocations.allocation_detail, name="allocation"),
     path(
@@ -49,6 +50,7 @@ urlpatterns = [
         name="channel-action",
     ),
     path("approvals/<str:request_id>/", approvals.approval_detail, name="approval"),
+    path("approvals/<str:request_id>/body/", approvals.approval_detail_body, name="approval-body"),
     path("approvals/<str:request_id>/decide/", approvals.approval_decide, name="approval-decide"),
     path(
         "approvals/<str:request_id>/similar/", approvals.approval_similar, name="approval-similar"

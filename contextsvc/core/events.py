@@ -1,7 +1,8 @@
 """The one place live events leave the service: channel-layer groups, after commit.
 
-Browsers subscribe to groups (``allocations``, ``allocation.<id>``, ``approvals``) through
-the dashboard's WebSocket consumers; a change that rolls back never announces anything.
+Browsers subscribe to groups (``allocations``, ``allocation.<id>``, ``approvals``,
+``approval-page.<id>``) through the dashboard's WebSocket consumers; a change that rolls
+back never announces anything.
 
 Sending happens on one long-lived event loop per process, fed by a queue: the caller (a
 request thread, a task, the watcher) never waits for Redis, the channel layer keeps its
@@ -28,6 +29,11 @@ APPROVALS = "approvals"
 
 def allocation_group(allocation_id: int) -> str:
     return f"allocation.{allocation_id}"
+
+
+def approval_page_group(request_id: object) -> str:
+    """A request's own dashboard page (not the agents waiting on it: approvals/live.py)."""
+    return f"approval-page.{request_id}"
 
 
 Message = tuple[tuple[str, ...], dict[str, Any]]

@@ -19,6 +19,7 @@ from contextsvc.core import events
 from contextsvc.core.users import ensure_role_groups
 from frontend.tests.support import client_for
 from profiles.tests.factories import SandboxProfileFactory
+from tests.support.api import ApiClient, issue_token
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.cluster]
 
@@ -59,6 +60,7 @@ def test_a_viewer_gets_a_snapshot_then_events(web_server: str) -> None:
         ("overview", "anonymous", "same"),  # not signed in
         ("approvals", None, "same"),  # signed in, but no role
         ("nonsense", "viewer", "same"),  # no such topic
+        ("approval:not-a-request", "viewer", "same"),  # no request could have this id
         ("approvals", "viewer", "https://evil.example"),  # another site's page
     ],
 )
@@ -123,3 +125,71 @@ def test_a_person_who_may_no_longer_see_the_queue_hears_nothing_more(
 
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 4403
+
+
+def test_a_requests_page_hears_its_decision_and_its_run_and_the_queue_not_its_run(
+    web_server: str,
+) -> None:
+    SandboxProfileFactory.create(name="data-agent")
+    agent = ApiClient(issue_token("agent-1", ["agent"]))
+    approver = ApiClient(issue_token("alice", ["approver"]))
+    asked = agent.post(
+        "/v1/approvals",
+        {
+            "contextId": "ctx-1",
+            "agentType": "data-agent",
+            "operation": {"kind": "shell", "command": "pip install pandas"},
+        },
+    ).json()
+    headers = {"Cookie": session_cookie("viewer")}
+    origin = Origin(web_server)
+    with (
+        connect(
+            socket_url(web_server, f"approval:{asked['id']}"),
+            origin=origin,
+            additional_headers=headers,
+        ) as page,
+        connect(
+            socket_url(web_server, "approvals"), origin=origin, additional_headers=headers
+        ) as queue,
+    ):
+        snapshot = json.loads(page.recv(timeout=10))
+        json.loads(queue.recv(timeout=10))
+        decided = approver.post(
+            f"/v1/approvals/{asked['id']}/decision",
+            {"decision": "approve", "version": asked["version"]},
+        )
+        assert decided.status_code == 200
+        on_page = [json.loads(page.recv(timeout=10))]
+        on_queue = [json.loads(queue.recv(timeout=10))]
+        ran = agent.post(
+            "/v1/runs",
+            {
+                "requestId": asked["id"],
+                "contextId": "ctx-1",
+                "command": "pip install pandas",
+                "outcome": "exited",
+                "exitStatus": 0,
+                "signal": None,
+                "durationMs": 1200,
+                "stdoutBytes": 10,
+                "stderrBytes": 0,
+                "truncated": False,
+            },
+        )
+        assert ran.status_code == 201
+        on_page.append(json.loads(page.recv(timeout=10)))
+        # Anything the queue had been sent about the run would come before this answer.
+        queue.send(json.dumps({"type": "resync"}))
+        on_queue.append(json.loads(queue.recv(timeout=10)))
+
+    assert (snapshot["topic"], snapshot["data"]["request"]["id"]) == (
+        f"approval:{asked['id']}",
+        asked["id"],
+    )
+    assert snapshot["data"]["request"]["status"] == "pending"
+    assert [(m["type"], m["data"]["id"], m["data"]["status"]) for m in on_page] == [
+        ("approval.decided", asked["id"], "approved"),
+        ("approval.ran", asked["id"], "approved"),
+    ]
+    assert [m["type"] for m in on_queue] == ["approval.decided", "snapshot"]

@@ -3,6 +3,7 @@ fixed number of queries whatever the page."""
 
 from __future__ import annotations
 
+import html
 from datetime import timedelta
 from typing import Any
 
@@ -266,6 +267,21 @@ def test_allocations_list_costs_the_same_queries_on_any_page() -> None:
     page = viewer.get("/allocations/?page=2").content.decode()
     assert page.count('<tr data-id="') == 50
     assert "page 2 of 5" in page
+
+
+def test_the_table_the_list_fetches_live_is_the_lists_own_for_the_same_query() -> None:
+    _bulk(60)
+    viewer = client_for("viewer")
+    for query in ("", "?page=2", "?phase=ready&q=a-00"):
+        page = viewer.get(f"/allocations/{query}").content.decode()
+        table = viewer.get(f"/allocations/rows/{query}")
+        assert table.status_code == 200
+        body = table.content.decode().split("\n", 1)[1]  # after the template's comment
+        assert body.strip() in page
+        assert f'data-src="/allocations/rows/{html.escape(query)}"' in page
+    assert 'data-total="60"' in viewer.get("/allocations/rows/").content.decode()
+    assert client_for(None).get("/allocations/rows/").status_code == 403
+    assert Client().get("/allocations/rows/").status_code == 302
 
 
 def test_a_weak_password_is_refused_with_the_validators_reasons() -> None:

@@ -23,6 +23,28 @@ PER_PAGE = 50
 
 @viewer_required
 def allocation_list(request: HttpRequest) -> HttpResponse:
+    context = _list_context(request)
+    return render(
+        request,
+        "frontend/allocations.html",
+        {
+            **context,
+            "phases": Phase.choices,
+            "strategies": Strategy.choices,
+            "live_topic": "allocations",
+            "live_ids": ",".join(str(row.pk) for row in context["rows"]),
+        },
+    )
+
+
+@viewer_required
+def allocation_rows(request: HttpRequest) -> HttpResponse:
+    """The list's table alone, for the same filters and page: what the list fetches when an
+    allocation is made, or changes phase (it may now match the filters, or no longer)."""
+    return render(request, "frontend/_allocation_table.html", _list_context(request))
+
+
+def _list_context(request: HttpRequest) -> dict[str, Any]:
     filters = {
         key: request.GET.get(key, "").strip() for key in ("phase", "strategy", "namespace", "q")
     }
@@ -38,22 +60,13 @@ def allocation_list(request: HttpRequest) -> HttpResponse:
         page=page_number,
         per_page=PER_PAGE,
     )
-    pages = max((total + PER_PAGE - 1) // PER_PAGE, 1)
-    return render(
-        request,
-        "frontend/allocations.html",
-        {
-            "rows": rows,
-            "total": total,
-            "page": page_number,
-            "pages": pages,
-            "filters": filters,
-            "phases": Phase.choices,
-            "strategies": Strategy.choices,
-            "live_topic": "allocations",
-            "live_ids": ",".join(str(row.pk) for row in rows),
-        },
-    )
+    return {
+        "rows": rows,
+        "total": total,
+        "page": page_number,
+        "pages": max((total + PER_PAGE - 1) // PER_PAGE, 1),
+        "filters": filters,
+    }
 
 
 @viewer_required

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -44,16 +46,27 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
 def approval_detail(request: HttpRequest, request_id: str) -> HttpResponse:
     """One request: what was asked, how the rules saw it, who was told, who decided (and
     any edit), and what ran."""
-    found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+    context = _detail_context(request_id)
     return render(
         request,
         "frontend/approval_detail.html",
-        {
-            "request": found,
-            "run": selectors.run_of_request(request=found),
-            "deliveries": found.deliveries.order_by("created_at", "target"),
-        },
+        {**context, "live_topic": f"approval:{context['request'].pk}"},
     )
+
+
+@viewer_required
+def approval_detail_body(request: HttpRequest, request_id: str) -> HttpResponse:
+    """The page's content alone: what the page fetches when its request changes."""
+    return render(request, "frontend/_approval_detail_body.html", _detail_context(request_id))
+
+
+def _detail_context(request_id: str) -> dict[str, Any]:
+    found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+    return {
+        "request": found,
+        "run": selectors.run_of_request(request=found),
+        "deliveries": found.deliveries.order_by("created_at", "target"),
+    }
 
 
 @approver_required

@@ -2,7 +2,7 @@
 and SMTP server: a reviewer edits a command and the waiting agent is told to run the edit;
 a second approver sees the first one's approval live; an e-mailed link leads an approver
 through signing in to a confirmation, and only that decides; an admin makes a channel and
-sees its secret once."""
+sees its secret once; a request's own page follows it live."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from approvals import notifications
 from approvals.models import ApprovalRequest, Delivery, NotificationChannel, Status
 from contextsvc.core.models import AuditEntry
 from cs_agent import ApprovalClient, Verdict
 from profiles.services import profile_save
-from tests.support.api import issue_token
+from tests.support.api import ApiClient, issue_token
 from tests.support.processes import wait_until
 from tests.support.receivers import HttpReceiver, MailServer, text_of
 
@@ -255,3 +256,99 @@ def test_an_admin_makes_a_channel_sees_its_secret_once_and_its_log(
     expect(entry).to_contain_text("Delivered · 200")
     screenshot(page, "notifications")
     assert NotificationChannel.objects.get().created_by == "user:ada"
+
+
+@pytest.mark.parametrize("width", [800, 1280, 1920])
+def test_the_approval_page_follows_its_request(
+    width: int,
+    page: Page,
+    make_user: Callable[..., Any],
+    login: Callable[..., Any],
+    live_page: Callable[..., Any],
+    web_server: str,
+    webhook_receiver: HttpReceiver,
+    screenshot: Callable[..., Any],
+) -> None:
+    """Issue 32, item 2: a request's page heard nothing after it loaded (a decision made by
+    API did not appear within 8 s). Now its edit, each signoff, the decision, the messages
+    sent about it and what ran arrive without a reload."""
+    agent_type("careful-agent", approval_policy={"twoPersonRule": True})
+    notifications.channel_create(
+        name="ops", kind="webhook", url=webhook_receiver.url, agent_types=["careful-agent"],
+        events=["approval.decided"], actor="user:test",
+    )  # fmt: skip
+    make_user("vera", "viewer")
+    agent_token = issue_token("careful-agent-1", ["agent"])
+    agent, alice, bob = (
+        ApiClient(agent_token),
+        ApiClient(issue_token("alice", ["approver"])),
+        ApiClient(issue_token("bob", ["approver"])),
+    )
+    asked = agent.post(
+        "/v1/approvals",
+        {
+            "contextId": "ctx-1",
+            "agentType": "careful-agent",
+            "operation": {"kind": "shell", "command": "cp report.csv /tmp/report.csv"},
+        },
+    ).json()
+    page.set_viewport_size({"width": width, "height": 900})
+    login(page, "vera")
+    live_page(page, f"/approvals/{asked['id']}/")
+    page.evaluate("window.__not_reloaded = true")
+    status = page.locator("h1 .badge")
+    expect(status).to_have_text("pending")
+    expect(page.locator("#edit")).to_have_count(0)
+    expect(page.locator("#run")).to_contain_text("Nothing ran: it was not approved.")
+
+    edited = "cp report.csv /tmp/report-copy.csv"
+    first = alice.post(
+        f"/v1/approvals/{asked['id']}/decision",
+        {
+            "decision": "approve_edited",
+            "operation": {"kind": "shell", "command": edited},
+            "version": asked["version"],
+        },
+    )
+    assert first.status_code == 200
+    expect(page.locator("#edit pre.operation")).to_have_text(edited, timeout=15_000)
+    expect(page.locator("#edit h2")).to_have_text("Edited by api:alice")
+    expect(page.locator("#signoffs")).to_contain_text("Approved by api:alice at")
+    expect(page.locator("#signoffs")).to_contain_text("(1 of 2)")
+    expect(status).to_have_text("pending")
+
+    second = bob.post(
+        f"/v1/approvals/{asked['id']}/decision",
+        {"decision": "approve", "version": first.json()["version"]},
+    )
+    assert second.status_code == 200
+    expect(status).to_have_text("approved", timeout=15_000)
+    expect(page.locator("#signoffs")).to_contain_text("(2 of 2)")
+    (post,) = webhook_receiver.wait_for(1)
+    assert post.json()["event"] == "approval.decided"
+    delivery = page.locator("#notifications tbody tr", has_text="approval.decided")
+    expect(delivery).to_contain_text("ops (Webhook)")
+    expect(delivery.locator(".badge")).to_have_text("delivered", timeout=15_000)
+    expect(page.locator("#run")).to_contain_text("Approved; the executor has not reported a run.")
+
+    ran = agent.post(
+        "/v1/runs",
+        {
+            "requestId": asked["id"],
+            "contextId": "ctx-1",
+            "command": edited,
+            "outcome": "exited",
+            "exitStatus": 0,
+            "signal": None,
+            "durationMs": 42,
+            "stdoutBytes": 0,
+            "stderrBytes": 0,
+            "truncated": False,
+        },
+    )
+    assert ran.status_code == 201
+    expect(page.locator("#run pre.operation")).to_have_text(edited, timeout=15_000)
+    expect(page.locator("#run")).to_contain_text("42 ms")
+    assert page.evaluate("window.__not_reloaded") is True
+    if width == 1280:
+        screenshot(page, "approval-detail")

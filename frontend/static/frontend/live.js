@@ -89,13 +89,37 @@ function csrfToken(form) {
 
 // --- allocations list and detail -------------------------------------------------------------
 
+// The list: a row in the table is updated in place; an allocation that is new, or changed
+// phase (it may now match the filters, or no longer), brings the table again from the
+// server, for the same filters and page, so that the server alone decides what is listed.
+function allocationListHandlers() {
+  let timer = null;
+  const refreshTable = () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      await refreshFragment("allocation-table");
+      const table = document.getElementById("allocations");
+      const total = document.getElementById("allocation-total");
+      if (table && total) total.textContent = table.dataset.total;
+    }, 300);
+  };
+  const onRow = (row) => {
+    const before = Live.state.rows[String(row.id)];
+    Live.state.rows[String(row.id)] = row;
+    if (!renderRow(row) || !before || before.phase !== row.phase) refreshTable();
+  };
+  return {
+    // Also after a reconnect: what was missed meanwhile may add or remove rows.
+    snapshot(state) { Object.values(state.rows).forEach(renderRow); refreshTable(); },
+    "allocation.created": onRow,
+    "allocation.changed": onRow,
+  };
+}
+
 function allocationHandlers() {
   const onRow = (row) => {
     Live.state.rows[String(row.id)] = row;
-    if (!renderRow(row)) {
-      const notice = document.getElementById("new-allocations");
-      if (notice) notice.hidden = false;
-    }
+    renderRow(row);
   };
   return {
     snapshot(state) { Object.values(state.rows).forEach(renderRow); },
@@ -110,6 +134,18 @@ function allocationHandlers() {
       refreshFragment("timeline");
       refreshObjects();
     },
+  };
+}
+
+// One request's page: whatever happens to it (a signoff, an edit, a decision, a message
+// sent, what ran), the page's content comes again from the server.
+function approvalPageHandlers() {
+  const refresh = () => refreshFragment("approval-body");
+  return {
+    snapshot: refresh,
+    "approval.changed": refresh,
+    "approval.decided": refresh,
+    "approval.ran": refresh,
   };
 }
 
@@ -398,6 +434,8 @@ function approvalHandlers() {
     },
     "approval.created": addCard,
     "approval.changed": (request) => {
+      // A decided request changes too (its decision's messages are sent): not the queue's.
+      if (request.status !== "pending") { removeCard(request.id); return; }
       Live.state.pending[request.id] = request;
       const card = document.getElementById(`approval-${request.id}`);
       if (card) fillCard(card, request);
@@ -443,8 +481,10 @@ function overviewHandlers() {
 
 document.addEventListener("DOMContentLoaded", () => {
   const topic = document.body.dataset.liveTopic || "";
-  if (topic === "allocations" || topic.startsWith("allocation:")) Live.handlers = allocationHandlers();
+  if (topic === "allocations") Live.handlers = allocationListHandlers();
+  else if (topic.startsWith("allocation:")) Live.handlers = allocationHandlers();
   else if (topic === "approvals") Live.handlers = approvalHandlers();
+  else if (topic.startsWith("approval:")) Live.handlers = approvalPageHandlers();
   else if (topic === "overview") {
     Live.handlers = overviewHandlers();
     // Warm pools are resized by beat, not by an event this page hears: look again now and then.
