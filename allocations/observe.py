@@ -104,8 +104,15 @@ def terminal_failure(pool: PoolObjects) -> Report | None:
 
 
 def controller_problem(pool: PoolObjects) -> Report | None:
-    """The first Sandbox or Claim whose controller says why it is not ready (and it is not
-    the normal wait): what a caller waiting on ``provisioning`` wants to know."""
+    """Why the allocation is not ready, when it is not the normal wait: what a caller
+    waiting on ``provisioning`` wants to know. A PVC the PV controller gives no volume
+    comes first (the Sandboxes wait on it; objects.volume_problem), then the first Sandbox
+    or Claim whose controller says why it is not ready."""
+    for pvc in pool.pvcs:
+        found = objects.volume_problem(pvc)
+        if found is not None:
+            reason, message = found
+            return reason, f"{objects.PVC.kind} {objects.name_of(pvc)}: {message}"
     return _first_report(pool, objects.controller_problem)
 
 

@@ -89,6 +89,47 @@ def _requeue_grace() -> timedelta:
     return timedelta(seconds=2 * settings.CS_RESYNC_INTERVAL_SECONDS)
 
 
+class VolumeEvents:
+    """What the PV controller said of PVCs, read once per namespace and resync cycle, and
+    only for a namespace where a provisioning allocation has a PVC long Pending."""
+
+    def __init__(self) -> None:
+        self.by_namespace: dict[str, list[dict[str, Any]]] = {}
+
+    def of(self, namespace: str) -> list[dict[str, Any]]:
+        if namespace not in self.by_namespace:
+            self.by_namespace[namespace] = kube.list_objects(
+                objects.EVENT, namespace, fields=objects.PVC_EVENTS_SELECTOR
+            )
+        return self.by_namespace[namespace]
+
+
+def note_volume_problems(allocation: Allocation, pool: PoolObjects, events: VolumeEvents) -> None:
+    """Copy onto each of a provisioning allocation's PVCs Pending past the grace what the
+    PV controller last said of it (objects.VOLUME_PROBLEM_ANNOTATION): the watcher and
+    this resync then read the same reason from the PVC, record it as the allocation's
+    reason and message, and fail the allocation with it past the reconcile deadline."""
+    if allocation.phase not in (Phase.REQUESTED, Phase.PROVISIONING):
+        return
+    cutoff = timezone.now() - timedelta(seconds=settings.CS_VOLUME_PENDING_GRACE_SECONDS)
+    for index, pvc in enumerate(pool.pvcs):
+        created = objects.creation_time(pvc)
+        if objects.status_phase(pvc) not in ("", "Pending") or created is None or created > cutoff:
+            continue
+        name = objects.name_of(pvc)
+        try:
+            said = objects.pvc_events_problem(pvc, events.of(allocation.namespace))[:1000]
+            if said != objects.annotations_of(pvc).get(objects.VOLUME_PROBLEM_ANNOTATION, ""):
+                pool.pvcs[index] = kube.patch_object(
+                    objects.PVC, allocation.namespace, name, objects.volume_problem_patch(said)
+                )
+        except kube.KubeError as error:
+            # Only a better message is lost; the next cycle tries again.
+            logger.warning("could not read why PVC %s/%s is Pending: %s", allocation.namespace,
+                           name, error.message)  # fmt: skip
+            return
+
+
 def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncReport) -> None:
     # A ready allocation whose objects are as the last resync found them has nothing new
     # to record: the cost of a cycle follows what changed, not how many allocations live.
@@ -207,9 +248,11 @@ def resync_all(*, adopt: bool = True) -> ResyncReport:
     cluster = snapshot()
     report = ResyncReport()
     pools = dict(cluster.pools)
+    events = VolumeEvents()
     for allocation in allocations:
         report.checked += 1
         pool = pools.pop((allocation.namespace, allocation.name), PoolObjects())
+        note_volume_problems(allocation, pool, events)
         resync_allocation(allocation, pool, report)
     resync_contexts(cluster.context_pvcs, report, adopt=adopt)
     if adopt:

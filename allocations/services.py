@@ -140,6 +140,23 @@ def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str,
     return shape.size, shape.access_mode, shape.storage_class
 
 
+def _check_storage_classes(named: dict[str, str]) -> None:
+    """Each StorageClass a request names exists (``named``: the field → the class): a PVC
+    of a class the cluster lacks stays Pending for ever. One GET per class named, none when
+    the request names none, and a class that exists is answered as before. A cluster that
+    cannot say now is no reason to refuse: the PVC's events will say it (resync.py)."""
+    for where, name in named.items():
+        if not name:
+            continue
+        try:
+            found = kube.get_object(objects.STORAGE_CLASS, None, name)
+        except kube.KubeError as error:
+            logger.warning("could not check StorageClass %s: %s", name, error.message)
+            continue
+        if found is None:
+            raise InvalidRequest(f'{where} "{name}": no such StorageClass in the cluster')
+
+
 @dataclass(frozen=True)
 class WarmPoolCheck:
     relaxations: frozenset[str]
@@ -277,6 +294,12 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
     profile, blueprint, warnings = _runtime(request, caps)
     size, access_mode, storage_class = request.size, request.access_mode, request.storage_class
     relaxations: frozenset[str] = frozenset()
+    _check_storage_classes(
+        {
+            "workspace.storageClass": storage_class,
+            "artifacts.storageClass": request.artifacts.storage_class if request.artifacts else "",
+        }
+    )
     if request.strategy == Strategy.EXISTING:
         size, access_mode, storage_class = _existing_workspace(request, namespace)
     elif request.strategy == Strategy.WARMPOOL:
@@ -1028,6 +1051,7 @@ def context_create(*, request: ContextRequest, actor: str) -> ContextCreated:
         .exists()
     ):
         raise taken
+    _check_storage_classes({"storage.storageClass": request.storage_class})
     context = ContextResource(
         name=request.name,
         namespace=request.namespace,

@@ -15,6 +15,8 @@ from contextsvc.kube.objects import ApiKind
 USES: dict[ApiKind, frozenset[str]] = {
     # Workspaces (managed, caller's, named contexts, agent workspaces); expansion patches.
     objects.PVC: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
+    # Why a PVC stays Pending: the PV controller's events about it (allocations/resync.py).
+    objects.EVENT: frozenset({"list"}),
     # Readiness of direct allocations; never written (Sandboxes own their Pods).
     objects.POD: frozenset({"list", "watch"}),
     # The per-allocation fence; watched so that a release ends only once it is gone too.

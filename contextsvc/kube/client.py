@@ -221,13 +221,20 @@ def get_object(kind: ApiKind, namespace: str | None, name: str) -> Obj | None:
 
 
 def list_objects(
-    kind: ApiKind, namespace: str | None, selector: str = "", *, cached: bool = False
+    kind: ApiKind,
+    namespace: str | None,
+    selector: str = "",
+    *,
+    cached: bool = False,
+    fields: str = "",
 ) -> list[Obj]:
-    """Objects matching ``selector`` in ``namespace`` (None: every namespace). ``cached``:
-    as the API server's watch cache has them (``resourceVersion=0``), possibly a moment
-    old, without a quorum read of etcd."""
+    """Objects matching ``selector`` (labels) and ``fields`` (a field selector) in
+    ``namespace`` (None: every namespace). ``cached``: as the API server's watch cache has
+    them (``resourceVersion=0``), possibly a moment old, without a quorum read of etcd."""
     access.check(kind, "list")
     query = [("labelSelector", selector)] if selector else []
+    if fields:
+        query.append(("fieldSelector", fields))
     if cached:
         query.append(("resourceVersion", "0"))
     try:

@@ -48,6 +48,8 @@ class ApiKind:
 
 
 PVC = ApiKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+# Read for what the PV controller says of a PVC that stays Pending (volume_problem).
+EVENT = ApiKind("", "v1", "events", "Event")
 POD = ApiKind("", "v1", "pods", "Pod")
 NETWORK_POLICY = ApiKind("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
 JOB = ApiKind("batch", "v1", "jobs", "Job")
@@ -986,6 +988,15 @@ def resource_version_of(obj: Mapping[str, Any]) -> str:
     return str(obj["metadata"]["resourceVersion"])
 
 
+def creation_time(obj: Mapping[str, Any]) -> datetime | None:
+    raw = metadata_of(obj).get("creationTimestamp")
+    try:
+        # Python 3.11 reads the API server's "Z" as UTC.
+        return datetime.fromisoformat(str(raw)) if raw else None
+    except ValueError:
+        return None
+
+
 def is_deleting(obj: Mapping[str, Any]) -> bool:
     """A delete was issued and the object waits for its finalizers or its dependents."""
     return bool(metadata_of(obj).get("deletionTimestamp"))
@@ -1186,6 +1197,57 @@ HARDENING_CHECKS: list[tuple[str, Callable[[Mapping[str, Any]], str | None]]] = 
 
 def pvc_is_bound(pvc: Mapping[str, Any]) -> bool:
     return status_phase(pvc) == "Bound"
+
+
+# What the PV controller last said of a managed PVC that stays Pending ("reason: message"),
+# copied from its Events by the resync, so that the watcher (which does not watch Events)
+# and the resync read the same problem from the PVC itself.
+VOLUME_PROBLEM_ANNOTATION = f"{LABEL_DOMAIN}/volume-problem"
+# The PV controller's events that say why a claim gets no volume. ExternalProvisioning is
+# a Normal event, but one that lasts means nothing provisions the class.
+VOLUME_PROBLEM_REASONS = frozenset(
+    {"ProvisioningFailed", "FailedBinding", "ExternalProvisioning", "ClaimMisbound", "ClaimLost"}
+)
+PVC_EVENTS_SELECTOR = "involvedObject.kind=PersistentVolumeClaim"
+
+
+def pvc_events_problem(pvc: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> str:
+    """ "reason: message" of the newest event of ``events`` about this PVC (this incarnation
+    of it: its uid) that says why it gets no volume; "" when none does."""
+    uid = metadata_of(pvc).get("uid")
+    said = [
+        event
+        for event in events
+        if (event.get("involvedObject") or {}).get("uid") == uid
+        and (event.get("reason") in VOLUME_PROBLEM_REASONS or event.get("type") == "Warning")
+    ]
+    if not said:
+        return ""
+    newest = max(
+        said,
+        key=lambda event: str(
+            event.get("lastTimestamp")
+            or event.get("eventTime")
+            or metadata_of(event).get("creationTimestamp")
+            or ""
+        ),
+    )
+    return f"{newest.get('reason') or 'Pending'}: {newest.get('message') or ''}".strip()
+
+
+def volume_problem_patch(problem: str) -> dict[str, Any]:
+    return {"metadata": {"annotations": {VOLUME_PROBLEM_ANNOTATION: problem or None}}}
+
+
+def volume_problem(pvc: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(reason, message) of a PVC still Pending that the PV controller said why of."""
+    if status_phase(pvc) not in ("", "Pending") or is_deleting(pvc):
+        return None
+    said = str(annotations_of(pvc).get(VOLUME_PROBLEM_ANNOTATION) or "")
+    if not said:
+        return None
+    reason, _, message = said.partition(": ")
+    return reason, message or reason
 
 
 def context_key(obj: Mapping[str, Any]) -> tuple[str, str] | None:

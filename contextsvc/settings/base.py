@@ -248,6 +248,9 @@ CS_ALLOWED_NAMESPACES = env_list("CS_ALLOWED_NAMESPACES", [CS_NAMESPACE])
 CS_CLAIMS_ALLOWED = env_list("CS_CLAIMS_ALLOWED", [])
 # How long transient Kubernetes errors are retried before an allocation is failed.
 CS_RECONCILE_DEADLINE_SECONDS = env_int("CS_RECONCILE_DEADLINE_SECONDS", 300, minimum=1)
+# A PVC Pending longer than this gets what the PV controller says of it (its events) as
+# its allocation's reason and message; past the reconcile deadline, the allocation fails.
+CS_VOLUME_PENDING_GRACE_SECONDS = env_int("CS_VOLUME_PENDING_GRACE_SECONDS", 30, minimum=0)
 # Provisioning longer than this is flagged as stuck on the dashboard.
 CS_STUCK_AFTER_SECONDS = env_int("CS_STUCK_AFTER_SECONDS", 300, minimum=1)
 
