@@ -60,7 +60,8 @@ def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
         pending = approval_list_pending()
         return {"pending": {str(r.pk): approval_review_json(r) for r in pending}}
     if topic.startswith("approval:"):
-        request = ApprovalRequest.objects.filter(pk=_request_id(topic)).first()
+        request_id = _request_id(topic)
+        request = ApprovalRequest.objects.filter(pk=request_id).first() if request_id else None
         return {"request": approval_review_json(request) if request else None}
     if topic == "overview":
         return {

@@ -136,7 +136,7 @@ def test_a_volume_nothing_provisions_says_why_and_fails_past_the_deadline(
         == 201
     )
     pvc_name = wait_until(
-        lambda: (pool_objects(namespace, "stuck")["pvcs"] or [None])[0],
+        lambda: next(iter(pool_objects(namespace, "stuck")["pvcs"]), None),
         timeout=60,
         message="the workspace PVC",
     )
@@ -149,6 +149,7 @@ def test_a_volume_nothing_provisions_says_why_and_fails_past_the_deadline(
         timeout=60,
         message="the PV controller to say something of the PVC",
     )  # fmt: skip
+    assert isinstance(said, list)
     (event,) = {(e["reason"], e["message"]) for e in said}
     assert event[0] == "ExternalProvisioning"
     assert "example.com/nobody" in event[1]
