@@ -2,7 +2,8 @@
 PY := .venv/bin/python
 DEVENV := $(PY) -m contextsvc.devenv
 
-.PHONY: install run test check lint layers format typecheck migrations-check pytest \
+.PHONY: install run test check static-checks controlplane lint layers format typecheck \
+        migrations-check pytest \
         services services-down cluster cluster-down bench lock clean
 
 install:
@@ -12,11 +13,21 @@ install:
 run: install
 	@$(DEVENV) stack
 
-## Everything CI runs: lint, types, migrations in step, and the whole test suite.
-test: install
-	@$(DEVENV) run -- $(MAKE) --no-print-directory check
+## Everything CI runs: lint, types, migrations in step, and the whole test suite. The
+## control plane is built (the first time) while the rest is installed and checked.
+test:
+	@$(MAKE) --no-print-directory -j2 controlplane static-checks
+	@$(DEVENV) run -- $(MAKE) --no-print-directory pytest
 
 check: lint layers typecheck migrations-check pytest
+
+static-checks: install
+	+@$(DEVENV) run -- $(MAKE) --no-print-directory lint layers typecheck migrations-check
+
+# The pinned control-plane binaries (contextsvc/testenv/build.py: the standard library and
+# Go only, so it needs no virtualenv).
+controlplane:
+	@python3 contextsvc/testenv/build.py
 
 lint:
 	$(PY) -m ruff check .
@@ -40,9 +51,20 @@ migrations-check:
 # 15 minutes on 2 cores), so that no test's timeout includes the build. --ds wins over a
 # DJANGO_SETTINGS_MODULE left exported in the caller's shell (pytest-django prefers the
 # environment to pyproject.toml), which would otherwise run the suite on local settings.
+#
+# Two test processes (pytest-xdist, a file at a time), each with a control plane, a test
+# database and a Redis database of its own. The browser tests run after the rest, in a
+# run of their own (Playwright's event loop stays in a process's test thread, where the
+# rest need none); last, by themselves, the few tests that restart the PostgreSQL both
+# processes share (marked serial). A run that selects none of a part is not a failure.
+TEST_PROCESSES ?= 2
+PYTEST := $(PY) -m pytest --ds=contextsvc.settings.test
+PARALLEL := -n $(TEST_PROCESSES) --dist loadfile
 pytest:
 	$(PY) -m contextsvc.testenv build
-	$(PY) -m pytest --ds=contextsvc.settings.test $(PYTEST_ARGS)
+	$(PYTEST) $(PARALLEL) -m "not serial and not browser" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYTEST) $(PARALLEL) -m "browser and not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYTEST) -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 services: install
 	@$(DEVENV) up

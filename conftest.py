@@ -33,6 +33,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A test that restarts or stops the PostgreSQL every test process shares (the
+    ``postgres`` fixture of tests/faults/) is marked ``serial`` as it is collected (before
+    ``-m`` selects): the parallel run leaves it to a run of its own (Makefile)."""
+    if "postgres" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.serial)
+
+
 @pytest.fixture(scope="session")
 def kube_cluster() -> Iterator[ClusterHandle]:
     """The local control plane (reused if one from this checkout is running, otherwise

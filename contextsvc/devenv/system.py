@@ -31,6 +31,11 @@ def is_root() -> bool:
 _apt_updated = False
 
 
+# Wait for another apt-get to finish (the suite's parallel processes may both install
+# Chromium on a new machine) instead of failing on its lock.
+APT_WAIT = ("-o", "DPkg::Lock::Timeout=600")
+
+
 def apt_install(*packages: str) -> None:
     """Install Debian packages without starting their system services."""
     global _apt_updated
@@ -52,12 +57,15 @@ def apt_install(*packages: str) -> None:
         if not _apt_updated:
             say("apt-get update")
             subprocess.run(
-                ["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL
+                ["apt-get", "update", "-q", *APT_WAIT],
+                check=True,
+                env=env,
+                stdout=subprocess.DEVNULL,
             )
             _apt_updated = True
         say(f"apt-get install {' '.join(packages)}")
         subprocess.run(
-            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *APT_WAIT, *packages],
             check=True,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -7,7 +7,16 @@ from contextsvc.settings._localenv import load_local_defaults
 
 load_local_defaults()
 
+import os  # noqa: E402
 import uuid  # noqa: E402
+from urllib.parse import urlsplit, urlunsplit  # noqa: E402
+
+# The suite's parallel processes (pytest-xdist's gw0, gw1, …) share the local Redis: each
+# takes a database of its own (1, 2, …), so that one's live events, queue and cache never
+# reach the other's processes. Their children inherit the URL, and with it the database.
+if (_worker := os.environ.get("PYTEST_XDIST_WORKER")) and os.environ.get("REDIS_URL"):
+    _db = 1 + int(_worker.removeprefix("gw") or 0)
+    os.environ["REDIS_URL"] = urlunsplit(urlsplit(os.environ["REDIS_URL"])._replace(path=f"/{_db}"))
 
 from contextsvc.env import env_float, env_list, env_networks, env_str  # noqa: E402
 from contextsvc.settings.base import *  # noqa: E402, F403

@@ -358,3 +358,9 @@ def binaries() -> dict[str, Path]:
 
 def all_built() -> bool:
     return all(c.is_built() for c in COMPONENTS)
+
+
+if __name__ == "__main__":
+    # Run as a file (``python3 contextsvc/testenv/build.py``) it needs neither the project's
+    # virtualenv nor its package: ``make test`` builds while it installs and checks the rest.
+    ensure_built()

@@ -7,6 +7,9 @@ extensions, and a tiny fake dynamic volume provisioner (``provisioner.py``).
 
 Runtime state lives in ``<repo>/.local/cluster/`` (override: ``CS_CLUSTER_DIR``): the state
 file with the PIDs we started, certificates, tokens, kubeconfigs, configs and ``logs/``.
+``CS_CLUSTER_INSTANCE=N`` (N > 0) is a second, independent control plane beside it: its
+state in ``.local/cluster-N/``, every port 100 × N higher (the suite's parallel processes,
+docs/testing.md).
 Pod, Service and Node addresses of this cluster are fake (loopback-range numbers that
 nothing serves); never connect to them, and never use logs/exec/attach/port-forward.
 """
@@ -53,20 +56,29 @@ from contextsvc.testenv import build
 from contextsvc.testenv.build import say
 
 REPO_DIR = Path(__file__).resolve().parents[2]
-STATE_DIR = Path(os.environ.get("CS_CLUSTER_DIR", str(REPO_DIR / ".local" / "cluster")))
+# A pytest-xdist worker gwN is instance N unless told otherwise: each of the suite's
+# parallel processes gets a control plane of its own.
+INSTANCE = int(
+    os.environ.get("CS_CLUSTER_INSTANCE")
+    or os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    or 0
+)
+_INSTANCE_DIR = "cluster" if INSTANCE == 0 else f"cluster-{INSTANCE}"
+STATE_DIR = Path(os.environ.get("CS_CLUSTER_DIR", str(REPO_DIR / ".local" / _INSTANCE_DIR)))
 STATE_FILE = STATE_DIR / "state.json"
 KUBECONFIG = STATE_DIR / "kubeconfig"
 LOG_DIR = STATE_DIR / "logs"
 
 HOST = "127.0.0.1"
-ETCD_CLIENT_PORT = 12379
-ETCD_PEER_PORT = 12380
-APISERVER_PORT = 16443
-CONTROLLER_MANAGER_PORT = 20257
-SCHEDULER_PORT = 20259
-SANDBOX_METRICS_PORT = 20280
-SANDBOX_HEALTH_PORT = 20281
-BARE_APISERVER_PORT = 17443
+_PORT_OFFSET = 100 * INSTANCE
+ETCD_CLIENT_PORT = 12379 + _PORT_OFFSET
+ETCD_PEER_PORT = 12380 + _PORT_OFFSET
+APISERVER_PORT = 16443 + _PORT_OFFSET
+CONTROLLER_MANAGER_PORT = 20257 + _PORT_OFFSET
+SCHEDULER_PORT = 20259 + _PORT_OFFSET
+SANDBOX_METRICS_PORT = 20280 + _PORT_OFFSET
+SANDBOX_HEALTH_PORT = 20281 + _PORT_OFFSET
+BARE_APISERVER_PORT = 17443 + _PORT_OFFSET
 PORTS: dict[str, int] = {
     "etcd client": ETCD_CLIENT_PORT,
     "etcd peer": ETCD_PEER_PORT,
@@ -661,7 +673,8 @@ def _setup_objects(api: Any) -> None:
 
 def _etcd_dir() -> Path:
     # Per repository, so two checkouts on one machine do not share (or delete) data.
-    digest = hashlib.sha256(str(REPO_DIR).encode()).hexdigest()[:10]
+    key = str(REPO_DIR) if INSTANCE == 0 else f"{REPO_DIR}:{INSTANCE}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return SHM_DIR / f"context-service-{digest}" / "etcd"
 
 

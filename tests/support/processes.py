@@ -16,7 +16,10 @@ from django.db import connection
 
 from contextsvc.devenv.system import REPO_DIR, free_port, port_open, terminate_pid
 
-LOG_DIR = REPO_DIR / ".local" / "test-logs"
+# One directory per parallel test process (pytest-xdist's gw1, …; gw0 and a serial run
+# share the first): their processes have the same names.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+LOG_DIR = REPO_DIR / ".local" / ("test-logs" if _WORKER == "gw0" else f"test-logs-{_WORKER}")
 
 
 def wait_until(
