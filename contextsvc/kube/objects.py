@@ -1212,8 +1212,8 @@ PVC_EVENTS_SELECTOR = "involvedObject.kind=PersistentVolumeClaim"
 
 
 def pvc_events_problem(pvc: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> str:
-    """ "reason: message" of the newest event of ``events`` about this PVC (this incarnation
-    of it: its uid) that says why it gets no volume; "" when none does."""
+    """The newest event of ``events`` about this PVC (this incarnation of it: its uid) that
+    says why it gets no volume, as "reason: message"; "" when none does."""
     uid = metadata_of(pvc).get("uid")
     said = [
         event

@@ -400,3 +400,49 @@ def test_hardening_checks_pass_what_harden_makes_and_name_what_is_missing() -> N
         "the pod's seccomp profile is not RuntimeDefault",
         "container c does not mount /workspace",
     ]
+
+
+def _event(uid: str, reason: str, message: str, at: str, kind: str = "Normal") -> dict[str, Any]:
+    return {
+        "involvedObject": {"kind": "PersistentVolumeClaim", "name": "w-0", "uid": uid},
+        "reason": reason,
+        "message": message,
+        "type": kind,
+        "lastTimestamp": at,
+    }
+
+
+def test_a_pvcs_problem_is_the_newest_event_that_says_why_it_gets_no_volume() -> None:
+    pvc = {"metadata": {"name": "w-0", "uid": "u-2"}, "status": {"phase": "Pending"}}
+    events = [
+        _event(
+            "u-2", "ExternalProvisioning", "waiting for example.com/csi", "2026-12-04T01:00:05Z"
+        ),
+        _event("u-2", "ProvisioningFailed", "quota exceeded", "2026-12-04T01:00:09Z", "Warning"),
+        # Newer, but no problem: a normal event of another reason.
+        _event(
+            "u-2", "Provisioning", "external provisioner is provisioning", "2026-12-04T01:00:10Z"
+        ),
+        # Newer, but of an earlier PVC of the same name.
+        _event("u-1", "FailedBinding", "no persistent volumes", "2026-12-04T01:00:11Z", "Warning"),
+    ]
+
+    assert objects.pvc_events_problem(pvc, events) == "ProvisioningFailed: quota exceeded"
+    assert objects.pvc_events_problem(pvc, events[2:]) == ""
+    assert objects.pvc_events_problem(pvc, []) == ""
+
+
+def test_a_volume_problem_holds_only_while_the_pvc_is_pending() -> None:
+    said = objects.volume_problem_patch("ProvisioningFailed: quota exceeded")["metadata"]
+    pending = {"metadata": {"name": "w-0", **said}, "status": {"phase": "Pending"}}
+    bound = {**pending, "status": {"phase": "Bound"}}
+    deleting = {"metadata": {**pending["metadata"], "deletionTimestamp": "x"}, "status": {}}
+
+    assert objects.volume_problem(pending) == ("ProvisioningFailed", "quota exceeded")
+    assert objects.volume_problem(bound) is None
+    assert objects.volume_problem(deleting) is None
+    assert objects.volume_problem({"metadata": {"name": "w-0"}, "status": {}}) is None
+    # Cleared: a merge patch that removes the annotation.
+    assert objects.volume_problem_patch("") == {
+        "metadata": {"annotations": {objects.VOLUME_PROBLEM_ANNOTATION: None}}
+    }
