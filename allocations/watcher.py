@@ -430,9 +430,13 @@ class Shards:
         return False
 
     def _held_by_someone(self, shard: int) -> bool:
+        # pg_locks lists the whole server's locks; advisory keys are per database, and
+        # another database's watcher (another installation, a parallel test run) holds
+        # nothing of ours.
         row = self.lock_conn.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s"
-            " AND objid = %s AND granted",
+            " AND objid = %s AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             (locks.SINGLETON, shard_lock_key(shard)),
         ).fetchone()
         return bool(row and row[0])

@@ -23,13 +23,9 @@ def request_group(request_id: UUID) -> str:
 
 def announce(request: ApprovalRequest, event_type: str) -> None:
     page = events.approval_page_group(request.pk)
-    if event_type == RAN:
-        events.publish(page, event_type=event_type, data=approval_review_json(request))
-        return
-    events.publish(
-        events.APPROVALS, page, event_type=event_type, data=approval_review_json(request)
-    )
-    if event_type != CHANGED:
+    reviewers = (page,) if event_type == RAN else (events.APPROVALS, page)
+    events.publish(*reviewers, event_type=event_type, data=approval_review_json(request))
+    if event_type in (CREATED, DECIDED):
         events.publish(
             request_group(request.pk), event_type=event_type, data=approval_json(request)
         )

@@ -132,9 +132,11 @@ def test_postgresql_restarted_mid_burst_is_a_503_then_converges(
     assert not Allocation.objects.filter(name="late").exists()
 
 
+# This database's only: the other parallel test process's allocations have ids too.
 ALLOCATION_LOCKS = """
     SELECT count(*) FROM pg_locks
     WHERE locktype = 'advisory' AND classid = %s AND objid = %s AND objsubid = 2
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 """
 # A killed worker's connection closes with it; PostgreSQL ends its session and frees its
 # locks as soon as it notices, which on loopback is at once.

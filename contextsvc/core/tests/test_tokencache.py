@@ -40,7 +40,9 @@ def issued(name: str) -> tuple[ApiClient, ApiToken, str]:
 def cache_listening() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            # This database's web process only (a parallel test process has its own).
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = %s AND datname = current_database()",
             [tokencache.APPLICATION_NAME],
         )
         return bool(cursor.fetchone()[0])
@@ -87,7 +89,8 @@ def test_a_cache_that_cannot_hear_is_not_used(web_server: str) -> None:
     wait_until(cache_listening, timeout=10, message="the web process's token cache")
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = %s AND datname = current_database()",
             [tokencache.APPLICATION_NAME],
         )
 
