@@ -90,19 +90,8 @@ async def _next_event(layer: Any, channel: str | None, timeout: float) -> tuple[
     return True, channel
 
 
-class PoolWaitConsumer(AsyncHttpConsumer):
-    channel_layer_alias = None  # it listens through a channel of its own making (see _wait)
-
-    async def handle(self, body: bytes) -> None:
-        try:
-            status, payload = 200, await self._answer()
-        except longpoll.Refused as refused:
-            status, payload = refused.status, refused.body
-        await self.send_response(
-            status, longpoll.encode(payload), headers=longpoll.headers_for(status)
-        )
-
-    async def _answer(self) -> dict[str, Any]:
+class PoolWaitConsumer(longpoll.WaitConsumer):
+    async def answer(self) -> dict[str, Any]:
         await longpoll.authenticate(self.scope, READERS)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         wait = longpoll.wait_seconds(query, MAX_WAIT)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from contextsvc.core.models import VolumeStatus
 from contextsvc.kube import objects
 
 
@@ -188,12 +189,7 @@ class ContextType(models.TextChoices):
 class ContextResource(models.Model):
     """A named PVC-backed context (``/v1/contexts``)."""
 
-    class Status(models.TextChoices):
-        PROVISIONING = "provisioning", "Provisioning"
-        READY = "ready", "Ready"
-        FAILED = "failed", "Failed"
-        DELETING = "deleting", "Deleting"
-        DELETED = "deleted", "Deleted"
+    Status = VolumeStatus
 
     # 50 for the contract's contexts; an allocation's retained artifacts are
     # "<pool>-artifacts" (up to 60).

@@ -459,49 +459,42 @@ NOT_SUSPENDABLE = (
 
 def allocation_suspend(*, name: str, actor: str) -> Allocation:
     """Every Sandbox to ``Suspended``: its Pod goes, its PVCs and the name stay."""
-    with transaction.atomic():
-        allocation = _live_for_update(name)
-        if allocation.strategy == Strategy.WARMPOOL:
-            raise Conflict(NOT_SUSPENDABLE)
-        if allocation.phase == Phase.SUSPENDED:
-            return allocation
-        previous = allocation.phase
-        allocation.suspended = True
-        allocation.phase = Phase.SUSPENDED
-        allocation.ready_replicas = 0
-        allocation.save()
-        _event(allocation, AllocationEvent.Kind.SUSPENDED, f"suspended by {actor}")
-        audit_record(
-            actor=actor,
-            action="allocation.suspend",
-            target_type="allocation",
-            target=allocation.name,
-            payload={"previous_phase": previous},
-        )
-        announce(allocation)
-        queue.reconcile(allocation.pk)
-    return allocation
+    return _set_suspended(name=name, actor=actor, suspended=True)
 
 
 def allocation_resume(*, name: str, actor: str) -> Allocation:
     """Every Sandbox back to ``Running``: new Pods from the same template; ready again when
     they are."""
+    return _set_suspended(name=name, actor=actor, suspended=False)
+
+
+def _set_suspended(*, name: str, actor: str, suspended: bool) -> Allocation:
+    """Suspend or resume: the row, its timeline event and audit entry, and a reconcile
+    that brings the Sandboxes to it. Asking for what already is changes nothing."""
     with transaction.atomic():
         allocation = _live_for_update(name)
         if allocation.strategy == Strategy.WARMPOOL:
             raise Conflict(NOT_SUSPENDABLE)
-        if allocation.phase != Phase.SUSPENDED:
+        if (allocation.phase == Phase.SUSPENDED) == suspended:
             return allocation
-        allocation.suspended = False
-        allocation.phase = Phase.PROVISIONING
+        previous = allocation.phase
+        allocation.suspended = suspended
+        if suspended:
+            allocation.phase, allocation.ready_replicas = Phase.SUSPENDED, 0
+            kind, done, action = AllocationEvent.Kind.SUSPENDED, "suspended", "suspend"
+            payload: dict[str, Any] = {"previous_phase": previous}
+        else:
+            allocation.phase = Phase.PROVISIONING
+            kind, done, action = AllocationEvent.Kind.RESUMED, "resumed", "resume"
+            payload = {}
         allocation.save()
-        _event(allocation, AllocationEvent.Kind.RESUMED, f"resumed by {actor}")
+        _event(allocation, kind, f"{done} by {actor}")
         audit_record(
             actor=actor,
-            action="allocation.resume",
+            action=f"allocation.{action}",
             target_type="allocation",
             target=allocation.name,
-            payload={},
+            payload=payload,
         )
         announce(allocation)
         queue.reconcile(allocation.pk)

@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import parse_qs
 from uuid import UUID
 
-from channels.generic.http import AsyncHttpConsumer
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
@@ -45,22 +44,8 @@ def _read(request_id: UUID, requested_by: str | None) -> dict[str, Any]:
     )
 
 
-class ApprovalWaitConsumer(AsyncHttpConsumer):
-    # Not subscribed to a channel of its own: it listens on the request's group through a
-    # channel it makes in ``_wait``. (A consumer's own channel would keep one more blocking
-    # Redis read open per waiter, whose cancellation at the end logged spurious errors.)
-    channel_layer_alias = None
-
-    async def handle(self, body: bytes) -> None:
-        try:
-            status, payload = 200, await self._answer()
-        except longpoll.Refused as refused:
-            status, payload = refused.status, refused.body
-        await self.send_response(
-            status, longpoll.encode(payload), headers=longpoll.headers_for(status)
-        )
-
-    async def _answer(self) -> dict[str, Any]:
+class ApprovalWaitConsumer(longpoll.WaitConsumer):
+    async def answer(self) -> dict[str, Any]:
         actor, scopes = await longpoll.authenticate(self.scope, READERS)
         own_only = access.own_requests_only(actor=actor, scopes=scopes)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from contextsvc.core.models import VolumeStatus
 from contextsvc.kube import objects
 
 
@@ -13,12 +14,7 @@ class AgentWorkspace(models.Model):
     """The shared ReadWriteMany PVC of one agent type in one namespace (seed 001): every
     replica mounts it at /workspace, with a subdirectory per A2A context id."""
 
-    class Status(models.TextChoices):
-        PROVISIONING = "provisioning", "Provisioning"
-        READY = "ready", "Ready"
-        FAILED = "failed", "Failed"
-        DELETING = "deleting", "Deleting"
-        DELETED = "deleted", "Deleted"
+    Status = VolumeStatus
 
     agent_type = models.CharField(max_length=54)
     namespace = models.CharField(max_length=63)

@@ -687,7 +687,7 @@ def test_concurrent_reconciles_create_each_object_once(namespace: str) -> None:
         "sandbox-race-2",
     ]
     applied = allocation.events.filter(kind=AllocationEvent.Kind.APPLIED)
-    assert applied.count() == 1
+    assert applied.count() == 1, list(applied.values_list("message", "data"))
     assert sorted(applied.get().data["objects"]) == sorted(
         ["NetworkPolicy/race-sandboxes"]
         + [f"PersistentVolumeClaim/race-workspace-{i}" for i in range(3)]

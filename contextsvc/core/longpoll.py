@@ -11,6 +11,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any
 
 from channels.db import DatabaseSyncToAsync
+from channels.generic.http import AsyncHttpConsumer
 
 from contextsvc.core.auth import (
     InvalidCredentials,
@@ -22,6 +23,25 @@ from contextsvc.core.auth import (
 logger = logging.getLogger(__name__)
 
 JSON_HEADERS = [(b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store")]
+
+
+class WaitConsumer(AsyncHttpConsumer):
+    """A long-poll GET: ``answer()`` is the body of a 200, or raises ``Refused``. Not
+    subscribed to a channel of its own: a subclass listens on a group through a channel it
+    makes while it waits. (A consumer's own channel would keep one more blocking Redis read
+    open per waiter, whose cancellation at the end logged spurious errors.)"""
+
+    channel_layer_alias = None
+
+    async def handle(self, body: bytes) -> None:
+        try:
+            status, payload = 200, await self.answer()
+        except Refused as refused:
+            status, payload = refused.status, refused.body
+        await self.send_response(status, encode(payload), headers=headers_for(status))
+
+    async def answer(self) -> dict[str, Any]:
+        raise NotImplementedError
 
 
 class Refused(Exception):

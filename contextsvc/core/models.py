@@ -31,6 +31,17 @@ class ProcessHeartbeat(models.Model):
         return f"{self.kind} {self.hostname}:{self.pid}"
 
 
+class VolumeStatus(models.TextChoices):
+    """Where a PVC this service makes stands: a named context's (allocations) and an agent
+    type's workspace volume (workspaces) go through the same states."""
+
+    PROVISIONING = "provisioning", "Provisioning"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+    DELETING = "deleting", "Deleting"
+    DELETED = "deleted", "Deleted"
+
+
 class Scope(models.TextChoices):
     """What an API client may do. Human users get scopes from their role instead."""
 
