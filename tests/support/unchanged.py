@@ -3,6 +3,7 @@ log among them), to compare before and after a refused action."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -93,10 +94,31 @@ def everything(*namespaces: str) -> dict[str, Any]:
     return {"rows": rows(), "cluster": cluster(*namespaces)}
 
 
+# How long ``kept`` waits for the background to finish what it was doing before the block.
+SETTLE_TIMEOUT = 15.0
+SETTLE_INTERVAL = 0.2
+
+
+def settled(*namespaces: str) -> dict[str, Any]:
+    """``everything``, once two reads in a row agree: just after an allocation is ready the
+    watcher and the controllers may still be recording it (more so on a loaded machine),
+    and that is not what a refusal changed. A state that never settles is returned as it
+    last was: the comparison after the block then says what moved."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    last = everything(*namespaces)
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_INTERVAL)
+        now = everything(*namespaces)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 @contextmanager
 def kept(*namespaces: str) -> Iterator[None]:
     """Around a refused action: everything (the rows, and the objects of ``namespaces``) is
-    as it was when the block began."""
-    before = everything(*namespaces)
+    as it was when the block began (once it had settled)."""
+    before = settled(*namespaces)
     yield
     assert everything(*namespaces) == before
