@@ -619,6 +619,11 @@ def operating_mode(sandbox: Mapping[str, Any]) -> str:
     return str((sandbox.get("spec") or {}).get("operatingMode") or "Running")
 
 
+def shutdown_policy(sandbox: Mapping[str, Any]) -> str:
+    # The CRD defaults it: a Sandbox made without one reads back with Retain.
+    return str((sandbox.get("spec") or {}).get("shutdownPolicy") or "Retain")
+
+
 def sandbox_drift(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> Manifest | None:
     """A merge patch bringing an existing Sandbox's lifecycle (operating mode, shutdown
     time) and its replicas annotation to what the allocation wants now; None when they
@@ -627,9 +632,12 @@ def sandbox_drift(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> Ma
     spec_patch: Manifest = {}
     if operating_mode(existing) != operating_mode(desired):
         spec_patch["operatingMode"] = operating_mode(desired)
-    for key in ("shutdownTime", "shutdownPolicy"):
-        if have.get(key) != want.get(key):
-            spec_patch[key] = want.get(key)  # None removes it
+    if have.get("shutdownTime") != want.get("shutdownTime"):
+        spec_patch["shutdownTime"] = want.get("shutdownTime")  # None removes it
+    # Compared as the API server defaults it: against the Retain it fills in, "none
+    # wanted" is no drift (it was patched on every reconcile, a write each time).
+    if shutdown_policy(existing) != shutdown_policy(desired):
+        spec_patch["shutdownPolicy"] = shutdown_policy(desired)
     patch: Manifest = {}
     if spec_patch:
         patch["spec"] = spec_patch

@@ -446,3 +446,29 @@ def test_a_volume_problem_holds_only_while_the_pvc_is_pending() -> None:
     assert objects.volume_problem_patch("") == {
         "metadata": {"annotations": {objects.VOLUME_PROBLEM_ANNOTATION: None}}
     }
+
+
+def test_a_sandbox_read_back_with_the_crds_defaults_has_no_drift() -> None:
+    """What the cluster fills in is not a change to make: the CRD defaults shutdownPolicy
+    to Retain, and every reconcile used to patch it away (an API write each time, and an
+    "applied" event on the timeline)."""
+    desired = {
+        "metadata": {"annotations": {objects.REPLICAS_KEY: "1"}},
+        "spec": {"podTemplate": {}},
+    }
+    read_back = {
+        "metadata": {"annotations": {objects.REPLICAS_KEY: "1"}},
+        "spec": {"podTemplate": {}, "operatingMode": "Running", "shutdownPolicy": "Retain"},
+    }
+    expiring = {
+        **desired,
+        "spec": {"shutdownTime": "2026-12-04T03:00:00Z", "shutdownPolicy": "Retain"},
+    }
+
+    assert objects.sandbox_drift(read_back, desired) is None
+    assert objects.sandbox_drift(read_back, expiring) == {
+        "spec": {"shutdownTime": "2026-12-04T03:00:00Z"}
+    }
+    assert objects.sandbox_drift({**read_back, "spec": {"shutdownPolicy": "Delete"}}, desired) == {
+        "spec": {"shutdownPolicy": "Retain"}
+    }
