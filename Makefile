@@ -47,8 +47,9 @@ typecheck:
 migrations-check:
 	$(PY) manage.py makemigrations --check --dry-run
 
-# Builds the control-plane binaries first (once per version; the first build takes about
-# 15 minutes on 2 cores), so that no test's timeout includes the build. --ds wins over a
+# Builds the control-plane binaries first if `make test` has not (once per version; the
+# first build takes about 6 minutes on 2 cores with Go's module cache filled, 15 without),
+# so that no test's timeout includes the build. --ds wins over a
 # DJANGO_SETTINGS_MODULE left exported in the caller's shell (pytest-django prefers the
 # environment to pyproject.toml), which would otherwise run the suite on local settings.
 #
