@@ -193,10 +193,15 @@ def test_a_profile_warm_pool_follows_demand_the_profile_and_goes_with_it(
         timeout=60,
         message="the pool and its template to be deleted",
     )
-    assert sorted(action for action, _ in scaling(namespace)[-2:]) == [
-        "warmpool.delete_sandboxtemplate",
-        "warmpool.delete_sandboxwarmpool",
-    ]
+    # Each deletion's audit entry is committed just after its object is gone.
+    wait_until(
+        lambda: (
+            sorted(action for action, _ in scaling(namespace)[-2:])
+            == ["warmpool.delete_sandboxtemplate", "warmpool.delete_sandboxwarmpool"]
+        ),
+        timeout=30,
+        message="both deletions in the audit log",
+    )
     for i in range(3):
         assert pool_objects(namespace, f"job-{i}")["claims"] == [f"claim-job-{i}-0"]
         assert Allocation.objects.get(name=f"job-{i}").phase == Phase.READY
