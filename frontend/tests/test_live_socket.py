@@ -20,7 +20,7 @@ from contextsvc.core import events
 from contextsvc.core.users import ensure_role_groups
 from frontend.tests.support import client_for
 from profiles.tests.factories import SandboxProfileFactory
-from tests.support.api import ApiClient, issue_token
+from tests.support.api import ApiClient, issue_token, run_report
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.cluster]
 
@@ -175,18 +175,7 @@ def test_a_requests_page_hears_its_decision_and_its_run_and_the_queue_not_its_ru
         on_queue = [after_created(queue)]
         ran = agent.post(
             "/v1/runs",
-            {
-                "requestId": asked["id"],
-                "contextId": "ctx-1",
-                "command": "pip install pandas",
-                "outcome": "exited",
-                "exitStatus": 0,
-                "signal": None,
-                "durationMs": 1200,
-                "stdoutBytes": 10,
-                "stderrBytes": 0,
-                "truncated": False,
-            },
+            run_report(asked["id"], "pip install pandas", duration_ms=1200, stdout_bytes=10),
         )
         assert ran.status_code == 201
         on_page.append(json.loads(page.recv(timeout=10)))

@@ -19,7 +19,7 @@ from approvals.models import ApprovalRequest, Delivery, NotificationChannel, Sta
 from contextsvc.core.models import AuditEntry
 from cs_agent import ApprovalClient, Verdict
 from profiles.services import profile_save
-from tests.support.api import ApiClient, issue_token
+from tests.support.api import ApiClient, issue_token, run_report
 from tests.support.processes import wait_until
 from tests.support.receivers import HttpReceiver, MailServer, text_of
 
@@ -331,21 +331,7 @@ def test_the_approval_page_follows_its_request(
     expect(delivery.locator(".badge")).to_have_text("delivered", timeout=15_000)
     expect(page.locator("#run")).to_contain_text("Approved; the executor has not reported a run.")
 
-    ran = agent.post(
-        "/v1/runs",
-        {
-            "requestId": asked["id"],
-            "contextId": "ctx-1",
-            "command": edited,
-            "outcome": "exited",
-            "exitStatus": 0,
-            "signal": None,
-            "durationMs": 42,
-            "stdoutBytes": 0,
-            "stderrBytes": 0,
-            "truncated": False,
-        },
-    )
+    ran = agent.post("/v1/runs", run_report(asked["id"], edited, duration_ms=42))
     assert ran.status_code == 201
     expect(page.locator("#run pre.operation")).to_have_text(edited, timeout=15_000)
     expect(page.locator("#run")).to_contain_text("42 ms")

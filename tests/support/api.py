@@ -62,3 +62,20 @@ def decide_over_http(
     )
     with urllib.request.urlopen(request) as response:
         return dict(json.loads(response.read()))
+
+
+def run_report(request_id: str, command: str, *, duration_ms: int, stdout_bytes: int = 0) -> Any:
+    """The body of an executor's POST /v1/runs for an approved request: ``command`` in
+    ``ctx-1`` exited 0, nothing truncated."""
+    return {
+        "requestId": request_id,
+        "contextId": "ctx-1",
+        "command": command,
+        "outcome": "exited",
+        "exitStatus": 0,
+        "signal": None,
+        "durationMs": duration_ms,
+        "stdoutBytes": stdout_bytes,
+        "stderrBytes": 0,
+        "truncated": False,
+    }
