@@ -21,7 +21,7 @@ from bench.harness import Http, service_stack
 from bench.report import machine, now, percentile, summary_ms, write_section
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from contextsvc.testenv import create_namespace, ensure_cluster
+from testenv import create_namespace, ensure_cluster
 
 GET_ALLOCATIONS = 1000
 GET_SAMPLES = 3000

@@ -40,10 +40,10 @@ from matplotlib.figure import Figure
 from bench.allocations import PodReadyClock, _token, _wait
 from bench.harness import Http, Stack, service_stack
 from bench.report import machine, now, percentile, write_section
-from contextsvc.devenv.system import REPO_DIR, which_or_install
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from contextsvc.testenv import create_namespace, ensure_cluster
+from devenv.system import REPO_DIR, which_or_install
+from testenv import create_namespace, ensure_cluster
 
 SIZES = [int(n) for n in os.environ.get("BENCH_SCALE_SIZES", "250,500,1000,2000").split(",")]
 CALLERS = 8

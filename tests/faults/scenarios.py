@@ -18,7 +18,7 @@ from allocations.models import ACTIVE_PHASES, Allocation, Phase
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from contextsvc.testenv import ClusterHandle
+from testenv import ClusterHandle
 from tests.support.api import issue_token
 from tests.support.kube import pool_objects
 from tests.support.processes import ManagedProcess, wait_until

@@ -13,7 +13,7 @@ from allocations.models import Allocation
 from allocations.resync import resync_all
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
-from contextsvc.testenv import ClusterHandle
+from testenv import ClusterHandle
 from tests.support.processes import wait_until
 
 # Fixtures are made with the cluster admin's rights, as the caller's platform would make

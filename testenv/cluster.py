@@ -52,10 +52,10 @@ from kubernetes.client.rest import ApiException
 
 from contextsvc.env import env_float
 from contextsvc.kube import objects
-from contextsvc.testenv import build
-from contextsvc.testenv.build import say
+from testenv import build
+from testenv.build import say
 
-REPO_DIR = Path(__file__).resolve().parents[2]
+REPO_DIR = Path(__file__).resolve().parents[1]
 # A pytest-xdist worker gwN is instance N unless told otherwise: each of the suite's
 # parallel processes gets a control plane of its own.
 INSTANCE = int(
