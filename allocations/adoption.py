@@ -22,7 +22,22 @@ from allocations.observe import PoolKey, PoolObjects, ready_replicas
 from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_pool_name
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.claim import claim_warm_pool
+from contextsvc.kube.objects.fields import annotations_of, kind_of, labels_of, name_of
+from contextsvc.kube.objects.kinds import PVC
+from contextsvc.kube.objects.labels import (
+    CLAIM_ANNOTATION,
+    CONTEXT_TYPE_LABEL,
+    READ_ONLY_ANNOTATION,
+    REPLICAS_KEY,
+)
+from contextsvc.kube.objects.names import (
+    context_pvc_name,
+    dedicated_pvc_name,
+    sandbox_index,
+    shared_pvc_name,
+)
+from contextsvc.kube.objects.pvc import pvc_is_bound, pvc_shape
 
 ADOPTION_ACTOR = "system:adoption"
 
@@ -39,13 +54,13 @@ def _replicas(pool: PoolObjects, name: str) -> int:
     if pool.claims:
         return len(pool.claims)
     for sandbox in pool.sandboxes:
-        annotation = objects.annotations_of(sandbox).get(objects.REPLICAS_KEY)
+        annotation = annotations_of(sandbox).get(REPLICAS_KEY)
         if annotation and annotation.isdigit():
             return int(annotation)
     indexes = [
         index
         for sandbox in pool.sandboxes
-        if (index := objects.sandbox_index(name, objects.name_of(sandbox))) is not None
+        if (index := sandbox_index(name, name_of(sandbox))) is not None
     ]
     return max(indexes) + 1 if indexes else len(pool.sandboxes)
 
@@ -54,7 +69,7 @@ def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
     """The allocation these objects describe, following the v1 names and annotations."""
     namespace, name = key
     names = tuple(
-        f"{objects.kind_of(obj) or 'PersistentVolumeClaim'}/{objects.name_of(obj)}"
+        f"{kind_of(obj) or 'PersistentVolumeClaim'}/{name_of(obj)}"
         for obj in pool.sandboxes + pool.claims + pool.pvcs
     )
     if not is_pool_name(name):
@@ -69,29 +84,29 @@ def infer(key: PoolKey, pool: PoolObjects) -> Allocation | Orphan:
     )
     if pool.claims:
         allocation.strategy = Strategy.WARMPOOL
-        allocation.warm_pool = objects.claim_warm_pool(pool.claims[0])
+        allocation.warm_pool = claim_warm_pool(pool.claims[0])
         return allocation
-    annotations = objects.annotations_of(pool.sandboxes[0])
-    pvcs = {objects.name_of(pvc): pvc for pvc in pool.pvcs}
-    claim = annotations.get(objects.CLAIM_ANNOTATION)
+    annotations = annotations_of(pool.sandboxes[0])
+    pvcs = {name_of(pvc): pvc for pvc in pool.pvcs}
+    claim = annotations.get(CLAIM_ANNOTATION)
     workspace: dict[str, Any] | None
     if claim:
         allocation.strategy = Strategy.EXISTING
         allocation.claim_name = claim
-        allocation.read_only = annotations.get(objects.READ_ONLY_ANNOTATION) == "true"
+        allocation.read_only = annotations.get(READ_ONLY_ANNOTATION) == "true"
         # The caller's PVC carries no labels of ours; read its shape by name.
-        workspace = kube.get_object(objects.PVC, namespace, claim)
-    elif objects.shared_pvc_name(name) in pvcs:
+        workspace = kube.get_object(PVC, namespace, claim)
+    elif shared_pvc_name(name) in pvcs:
         allocation.strategy = Strategy.SHARED
-        workspace = pvcs[objects.shared_pvc_name(name)]
-    elif objects.dedicated_pvc_name(name, 0) in pvcs:
+        workspace = pvcs[shared_pvc_name(name)]
+    elif dedicated_pvc_name(name, 0) in pvcs:
         allocation.strategy = Strategy.DEDICATED
-        workspace = pvcs[objects.dedicated_pvc_name(name, 0)]
+        workspace = pvcs[dedicated_pvc_name(name, 0)]
     else:
         return Orphan(namespace, name, names, "its Sandboxes mount no workspace PVC we know of")
     if workspace is None:
         return allocation
-    shape = objects.pvc_shape(workspace)
+    shape = pvc_shape(workspace)
     allocation.workspace_size = shape.size
     allocation.workspace_access_mode = shape.access_mode
     allocation.workspace_storage_class = shape.storage_class
@@ -134,15 +149,15 @@ def adopt_context(
     """A named context's PVC with both labels and no row (the Go service's) becomes a
     context again, so its callers can read and delete it."""
     namespace, name = key
-    labels = objects.labels_of(pvc)
-    pvc_name = objects.name_of(pvc)
+    labels = labels_of(pvc)
+    pvc_name = name_of(pvc)
     found = (f"PersistentVolumeClaim/{pvc_name}",)
-    if not is_pool_name(name) or pvc_name != objects.context_pvc_name(name):
+    if not is_pool_name(name) or pvc_name != context_pvc_name(name):
         return Orphan(namespace, name, found, f"not the PVC a context named {name!r} would have")
-    context_type = labels.get(objects.CONTEXT_TYPE_LABEL, "")
+    context_type = labels.get(CONTEXT_TYPE_LABEL, "")
     if context_type not in ContextType.values:
         return Orphan(namespace, name, found, f"unknown context type {context_type!r}")
-    shape = objects.pvc_shape(pvc)
+    shape = pvc_shape(pvc)
     context = ContextResource(
         name=name,
         namespace=namespace,
@@ -152,7 +167,7 @@ def adopt_context(
         storage_class=shape.storage_class,
         status=(
             ContextResource.Status.READY
-            if objects.pvc_is_bound(pvc)
+            if pvc_is_bound(pvc)
             else ContextResource.Status.PROVISIONING
         ),
         requester=ADOPTION_ACTOR,

@@ -4,7 +4,7 @@ from django.db import models
 from django.db.models import Q
 
 from contextsvc.core.models import VolumeStatus
-from contextsvc.kube import objects
+from contextsvc.kube.objects.labels import pool_selector
 
 
 class Strategy(models.TextChoices):
@@ -135,7 +135,7 @@ class Allocation(models.Model):
 
     @property
     def selector(self) -> str:
-        return objects.pool_selector(self.name)
+        return pool_selector(self.name)
 
     @property
     def has_artifacts(self) -> bool:

@@ -11,7 +11,21 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from allocations.models import Strategy
-from contextsvc.kube import objects
+from contextsvc.kube.objects.claim import claim_is_cold, claim_is_ready, claim_sandbox
+from contextsvc.kube.objects.fields import (
+    is_deleting,
+    kind_of,
+    labels_of,
+    name_of,
+    namespace_of,
+    resource_version_of,
+)
+from contextsvc.kube.objects.kinds import PVC
+from contextsvc.kube.objects.labels import POOL_LABEL
+from contextsvc.kube.objects.pod import pod_is_ready, pod_is_scheduled, sandbox_pods_among
+from contextsvc.kube.objects.pvc import pvc_is_bound, volume_problem
+from contextsvc.kube.objects.sandbox import controller_problem as object_controller_problem
+from contextsvc.kube.objects.sandbox import terminal_failure as object_terminal_failure
 
 Obj = dict[str, Any]
 PoolKey = tuple[str, str]  # (namespace, pool name)
@@ -38,7 +52,7 @@ class PoolObjects:
         """Changes whenever any of these objects changes (their names and resourceVersions):
         what the resync compares to skip a pool nothing happened to."""
         versions = sorted(
-            f"{field}/{objects.name_of(obj)}/{objects.resource_version_of(obj)}"
+            f"{field}/{name_of(obj)}/{resource_version_of(obj)}"
             for field in ("sandboxes", "claims", "pods", "pvcs", "policies")
             for obj in getattr(self, field)
         )
@@ -46,10 +60,10 @@ class PoolObjects:
 
 
 def pool_key(obj: Obj) -> PoolKey | None:
-    pool = objects.labels_of(obj).get(objects.POOL_LABEL)
+    pool = labels_of(obj).get(POOL_LABEL)
     if not pool:
         return None
-    return objects.namespace_of(obj), str(pool)
+    return namespace_of(obj), str(pool)
 
 
 def group_by_pool(
@@ -64,7 +78,7 @@ def group_by_pool(
     for attribute, items in (
         ("sandboxes", sandboxes),
         ("claims", claims),
-        ("pods", objects.sandbox_pods_among(pods)),
+        ("pods", sandbox_pods_among(pods)),
         ("pvcs", pvcs),
         ("policies", policies),
     ):
@@ -79,8 +93,8 @@ def group_by_pool(
 def ready_replicas(strategy: str, pool: PoolObjects) -> int:
     """v1 readiness: Ready claims for warm-pool allocations, Ready Pods otherwise."""
     if strategy == Strategy.WARMPOOL:
-        return sum(1 for claim in pool.claims if objects.claim_is_ready(claim))
-    return sum(1 for pod in pool.pods if objects.pod_is_ready(pod))
+        return sum(1 for claim in pool.claims if claim_is_ready(claim))
+    return sum(1 for pod in pool.pods if pod_is_ready(pod))
 
 
 Report = tuple[str, str]  # (reason, message)
@@ -93,27 +107,27 @@ def _first_report(pool: PoolObjects, read: Callable[[Obj], Report | None]) -> Re
         found = read(obj)
         if found is not None:
             reason, message = found
-            kind = objects.kind_of(obj) or "object"
-            return reason, f"{kind} {objects.name_of(obj)}: {message}"
+            kind = kind_of(obj) or "object"
+            return reason, f"{kind} {name_of(obj)}: {message}"
     return None
 
 
 def terminal_failure(pool: PoolObjects) -> Report | None:
     """The first Sandbox or Claim that failed for a reason no retry will fix."""
-    return _first_report(pool, objects.terminal_failure)
+    return _first_report(pool, object_terminal_failure)
 
 
 def controller_problem(pool: PoolObjects) -> Report | None:
     """Why the allocation is not ready, when it is not the normal wait: what a caller
     waiting on ``provisioning`` wants to know. A PVC the PV controller gives no volume
-    comes first (the Sandboxes wait on it; objects.volume_problem), then the first Sandbox
+    comes first (the Sandboxes wait on it; objects.pvc.volume_problem), then the first Sandbox
     or Claim whose controller says why it is not ready."""
     for pvc in pool.pvcs:
-        found = objects.volume_problem(pvc)
+        found = volume_problem(pvc)
         if found is not None:
             reason, message = found
-            return reason, f"{objects.PVC.kind} {objects.name_of(pvc)}: {message}"
-    return _first_report(pool, objects.controller_problem)
+            return reason, f"{PVC.kind} {name_of(pvc)}: {message}"
+    return _first_report(pool, object_controller_problem)
 
 
 @dataclass(frozen=True)
@@ -166,17 +180,17 @@ def milestones(strategy: str, pool: PoolObjects, seen: Seen) -> Milestones:
     allocation wants of it are there: every PVC it makes Bound, a scheduled Pod for every
     replica (direct allocations), every claim bound to a Sandbox (warm-pool ones)."""
     reached: set[str] = set()
-    live = [obj for obj in pool.pvcs if not objects.is_deleting(obj)]
-    if seen.volumes and sum(1 for pvc in live if objects.pvc_is_bound(pvc)) >= seen.volumes:
+    live = [obj for obj in pool.pvcs if not is_deleting(obj)]
+    if seen.volumes and sum(1 for pvc in live if pvc_is_bound(pvc)) >= seen.volumes:
         reached.add("volumes_bound")
     if strategy == Strategy.WARMPOOL:
         # A warm Sandbox's Pod was scheduled long before its claim: binding is the phase.
-        bound = [claim for claim in pool.claims if objects.claim_sandbox(claim)]
-        cold = sum(1 for claim in bound if objects.claim_is_cold(claim))
+        bound = [claim for claim in pool.claims if claim_sandbox(claim)]
+        cold = sum(1 for claim in bound if claim_is_cold(claim))
         if len(bound) >= seen.replicas:
             reached.add("claims_bound")
         return Milestones(frozenset(reached), warm=len(bound) - cold, cold=cold)
-    if sum(1 for pod in pool.pods if objects.pod_is_scheduled(pod)) >= seen.replicas:
+    if sum(1 for pod in pool.pods if pod_is_scheduled(pod)) >= seen.replicas:
         reached.add("pods_scheduled")
     return Milestones(frozenset(reached))
 
@@ -209,4 +223,4 @@ def observe(
 def compute_count(strategy: str, pool: PoolObjects) -> int:
     """How many of the desired Sandboxes / Claims exist (not being deleted)."""
     items = pool.claims if strategy == Strategy.WARMPOOL else pool.sandboxes
-    return sum(1 for obj in items if not objects.is_deleting(obj))
+    return sum(1 for obj in items if not is_deleting(obj))

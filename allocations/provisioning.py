@@ -12,15 +12,28 @@ from django.conf import settings
 
 from allocations.models import Allocation, Strategy
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.blueprint import Blueprint, builtin_blueprint
+from contextsvc.kube.objects.claim import claim_manifest
+from contextsvc.kube.objects.fields import name_of
+from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX, SANDBOX_CLAIM, ApiKind
+from contextsvc.kube.objects.labels import is_managed_for, managed_pool_selector, pool_selector
+from contextsvc.kube.objects.networkpolicy import (
+    DNS_EGRESS,
+    blueprint_network_rules,
+    network_policy_manifest,
+)
+from contextsvc.kube.objects.pod import sandbox_pods_among
+from contextsvc.kube.objects.poolspec import ArtifactsSpec, PoolSpec
+from contextsvc.kube.objects.pvc import artifacts_pvc_manifest, managed_pvc_names, pvc_manifest
+from contextsvc.kube.objects.sandbox import expiry_backstop, sandbox_drift, sandbox_manifest
 
 
 class NameCollision(Exception):
     """An object with one of our names exists but does not carry this allocation's labels."""
 
 
-def pool_spec(allocation: Allocation) -> objects.PoolSpec:
-    return objects.PoolSpec(
+def pool_spec(allocation: Allocation) -> PoolSpec:
+    return PoolSpec(
         name=allocation.name,
         namespace=allocation.namespace,
         replicas=allocation.replicas,
@@ -32,11 +45,9 @@ def pool_spec(allocation: Allocation) -> objects.PoolSpec:
         read_only=bool(allocation.read_only),
         warm_pool=allocation.warm_pool or None,
         suspended=allocation.suspended,
-        shutdown_time=(
-            objects.expiry_backstop(allocation.expires_at) if allocation.expires_at else None
-        ),
+        shutdown_time=(expiry_backstop(allocation.expires_at) if allocation.expires_at else None),
         artifacts=(
-            objects.ArtifactsSpec(
+            ArtifactsSpec(
                 allocation.artifacts_size,
                 allocation.artifacts_access_mode,
                 allocation.artifacts_storage_class or None,
@@ -47,18 +58,18 @@ def pool_spec(allocation: Allocation) -> objects.PoolSpec:
     )
 
 
-def blueprint_for(allocation: Allocation) -> objects.Blueprint:
+def blueprint_for(allocation: Allocation) -> Blueprint:
     """The blueprint copied when the allocation was made; adopted allocations (and rows from
     before profiles existed) have none and get the built-in runtime."""
     if allocation.blueprint:
-        return objects.Blueprint.from_json(allocation.blueprint)
-    return objects.builtin_blueprint(
+        return Blueprint.from_json(allocation.blueprint)
+    return builtin_blueprint(
         image=settings.CS_SANDBOX_IMAGE or "",
         service_account=settings.CS_SANDBOX_SERVICE_ACCOUNT,
     )
 
 
-Desired = tuple[objects.ApiKind, dict[str, Any]]
+Desired = tuple[ApiKind, dict[str, Any]]
 
 
 def desired_objects(allocation: Allocation) -> list[Desired]:
@@ -70,37 +81,27 @@ def desired_objects(allocation: Allocation) -> list[Desired]:
         # (rows from before the fence, and adopted ones, get DNS out and nothing else).
         fence = (allocation.blueprint or {}).get("fence") or {
             "ingress": [],
-            "egress": [objects.DNS_EGRESS],
+            "egress": [DNS_EGRESS],
         }
         return [
             (
-                objects.NETWORK_POLICY,
-                objects.network_policy_manifest(
-                    spec, ingress=fence["ingress"], egress=fence["egress"]
-                ),
+                NETWORK_POLICY,
+                network_policy_manifest(spec, ingress=fence["ingress"], egress=fence["egress"]),
             ),
-            *(
-                (objects.SANDBOX_CLAIM, objects.claim_manifest(spec, i))
-                for i in range(spec.replicas)
-            ),
+            *((SANDBOX_CLAIM, claim_manifest(spec, i)) for i in range(spec.replicas)),
         ]
     blueprint = blueprint_for(allocation)
-    ingress, egress = objects.blueprint_network_rules(blueprint)
+    ingress, egress = blueprint_network_rules(blueprint)
     wanted: list[Desired] = [
         (
-            objects.NETWORK_POLICY,
-            objects.network_policy_manifest(spec, ingress=ingress, egress=egress),
+            NETWORK_POLICY,
+            network_policy_manifest(spec, ingress=ingress, egress=egress),
         )
     ]
-    wanted += [
-        (objects.PVC, objects.pvc_manifest(spec, name)) for name in objects.managed_pvc_names(spec)
-    ]
+    wanted += [(PVC, pvc_manifest(spec, name)) for name in managed_pvc_names(spec)]
     if spec.artifacts is not None:
-        wanted.append((objects.PVC, objects.artifacts_pvc_manifest(spec)))
-    wanted += [
-        (objects.SANDBOX, objects.sandbox_manifest(spec, i, blueprint))
-        for i in range(spec.replicas)
-    ]
+        wanted.append((PVC, artifacts_pvc_manifest(spec)))
+    wanted += [(SANDBOX, sandbox_manifest(spec, i, blueprint)) for i in range(spec.replicas)]
     return wanted
 
 
@@ -130,19 +131,19 @@ def sync(allocation: Allocation) -> Synced:
     done = Synced()
     wanted = desired_objects(allocation)
 
-    def ensure(kind: objects.ApiKind, body: dict[str, Any]) -> None:
-        name = objects.name_of(body)
+    def ensure(kind: ApiKind, body: dict[str, Any]) -> None:
+        name = name_of(body)
         if kube.create_if_absent(kind, body):
             done.created.append(f"{kind.kind}/{name}")
             return
         existing = kube.get_object(kind, allocation.namespace, name)
-        if existing is not None and not objects.is_managed_for(existing, allocation.name):
+        if existing is not None and not is_managed_for(existing, allocation.name):
             raise NameCollision(
                 f"{kind.kind} {allocation.namespace}/{name} exists and does not belong to "
                 "this allocation"
             )
-        if kind == objects.SANDBOX and existing is not None:
-            patch = objects.sandbox_drift(existing, body)
+        if kind == SANDBOX and existing is not None:
+            patch = sandbox_drift(existing, body)
             if patch is not None:
                 kube.patch_object(kind, allocation.namespace, name, patch)
                 done.patched.append(f"{kind.kind}/{name}")
@@ -155,12 +156,12 @@ def sync(allocation: Allocation) -> Synced:
     kube.concurrently([functools.partial(ensure, kind, body) for kind, body in rest])
     if not allocation.prune_pending:
         return done
-    wanted_names = {(kind, objects.name_of(body)) for kind, body in wanted}
+    wanted_names = {(kind, name_of(body)) for kind, body in wanted}
     for kind, items in owned(allocation).found.items():
-        if kind == objects.POD:
+        if kind == POD:
             continue  # they go with their Sandboxes
         for obj in items:
-            name = objects.name_of(obj)
+            name = name_of(obj)
             if (kind, name) not in wanted_names and kube.delete_object(
                 kind, allocation.namespace, name, foreground=kind in FOREGROUND
             ):
@@ -170,50 +171,46 @@ def sync(allocation: Allocation) -> Synced:
 
 # Deleted in this order; Pods are found (they must be gone before the name is free) but
 # never deleted directly: their Sandboxes' garbage collection removes them.
-DELETED_KINDS = (objects.SANDBOX_CLAIM, objects.SANDBOX, objects.PVC, objects.NETWORK_POLICY)
+DELETED_KINDS = (SANDBOX_CLAIM, SANDBOX, PVC, NETWORK_POLICY)
 # Foreground deletion keeps a Claim or Sandbox visible until its Pod and PVCs are gone.
-FOREGROUND = {objects.SANDBOX_CLAIM, objects.SANDBOX}
+FOREGROUND = {SANDBOX_CLAIM, SANDBOX}
 
 
 @dataclass
 class Owned:
     """What the cluster holds for one allocation, found by its labels."""
 
-    found: dict[objects.ApiKind, list[dict[str, Any]]] = field(default_factory=dict)
+    found: dict[ApiKind, list[dict[str, Any]]] = field(default_factory=dict)
 
     def empty(self) -> bool:
         return not any(self.found.values())
 
     def names(self) -> list[str]:
         return [
-            f"{kind.kind}/{objects.name_of(obj)}"
-            for kind, items in self.found.items()
-            for obj in items
+            f"{kind.kind}/{name_of(obj)}" for kind, items in self.found.items() for obj in items
         ]
 
 
 def owned(allocation: Allocation) -> Owned:
     namespace = allocation.namespace
-    managed = objects.managed_pool_selector(allocation.name)
-    found: dict[objects.ApiKind, list[dict[str, Any]]] = {}
+    managed = managed_pool_selector(allocation.name)
+    found: dict[ApiKind, list[dict[str, Any]]] = {}
     for kind in DELETED_KINDS:
-        if kind == objects.SANDBOX_CLAIM and allocation.strategy != Strategy.WARMPOOL:
+        if kind == SANDBOX_CLAIM and allocation.strategy != Strategy.WARMPOOL:
             continue  # (the extension CRDs may not even be installed)
         items = kube.list_objects(kind, namespace, managed)
-        if kind == objects.PVC:
+        if kind == PVC:
             # The caller's PVC never carries our labels, but a mislabelled one must survive.
-            items = [pvc for pvc in items if objects.name_of(pvc) != allocation.claim_name]
+            items = [pvc for pvc in items if name_of(pvc) != allocation.claim_name]
         found[kind] = items
-    found[objects.POD] = sandbox_pods(namespace, allocation.name)
+    found[POD] = sandbox_pods(namespace, allocation.name)
     return Owned(found)
 
 
 def sandbox_pods(namespace: str, pool: str) -> list[dict[str, Any]]:
     """The pool's Pods that a Sandbox made. Claimed Pods carry only the pool label (see
-    objects.POOLED_POD_SELECTOR), so the label finds them and ownership tells them apart."""
-    return objects.sandbox_pods_among(
-        kube.list_objects(objects.POD, namespace, objects.pool_selector(pool))
-    )
+    objects.labels.POOLED_POD_SELECTOR), so the label finds them and ownership tells them apart."""
+    return sandbox_pods_among(kube.list_objects(POD, namespace, pool_selector(pool)))
 
 
 def delete_owned(allocation: Allocation) -> Owned:
@@ -222,6 +219,6 @@ def delete_owned(allocation: Allocation) -> Owned:
     for kind in DELETED_KINDS:
         for obj in current.found.get(kind, []):
             kube.delete_object(
-                kind, allocation.namespace, objects.name_of(obj), foreground=kind in FOREGROUND
+                kind, allocation.namespace, name_of(obj), foreground=kind in FOREGROUND
             )
     return owned(allocation)

@@ -19,7 +19,25 @@ from allocations.observe import PoolKey, PoolObjects, compute_count, group_by_po
 from allocations.services import Recorded
 from contextsvc.core import namespaces
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import annotations_of, creation_time, name_of, status_phase
+from contextsvc.kube.objects.kinds import (
+    EVENT,
+    NETWORK_POLICY,
+    POD,
+    PVC,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    ApiKind,
+)
+from contextsvc.kube.objects.labels import MANAGED_SELECTOR, POOLED_POD_SELECTOR
+from contextsvc.kube.objects.pvc import (
+    PVC_EVENTS_SELECTOR,
+    VOLUME_PROBLEM_ANNOTATION,
+    context_key,
+    pvc_events_problem,
+    volume_problem_patch,
+)
+from contextsvc.kube.objects.sandbox import operating_mode
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +48,7 @@ class ClusterSnapshot:
     context_pvcs: dict[tuple[str, str], dict[str, Any]]
 
 
-def _listed(kind: objects.ApiKind, selector: str) -> list[dict[str, Any]]:
+def _listed(kind: ApiKind, selector: str) -> list[dict[str, Any]]:
     """Objects of ``kind`` in every watched namespace (a missing CRD means none)."""
     items: list[dict[str, Any]] = []
     for namespace in namespaces.scopes():
@@ -39,27 +57,27 @@ def _listed(kind: objects.ApiKind, selector: str) -> list[dict[str, Any]]:
             # for what is a safety net.
             items += kube.list_objects(kind, namespace, selector, cached=True)
         except kube.KubeError as exc:
-            if exc.status == 404 and kind != objects.SANDBOX:
+            if exc.status == 404 and kind != SANDBOX:
                 return []  # the extension CRDs are not installed: no claims anywhere
             raise
     return items
 
 
 def snapshot() -> ClusterSnapshot:
-    managed = objects.MANAGED_SELECTOR
-    sandboxes = _listed(objects.SANDBOX, managed)
-    claims = _listed(objects.SANDBOX_CLAIM, managed)
-    pods = _listed(objects.POD, objects.POOLED_POD_SELECTOR)
-    pvcs = _listed(objects.PVC, managed)
+    managed = MANAGED_SELECTOR
+    sandboxes = _listed(SANDBOX, managed)
+    claims = _listed(SANDBOX_CLAIM, managed)
+    pods = _listed(POD, POOLED_POD_SELECTOR)
+    pvcs = _listed(PVC, managed)
     # Named contexts' PVCs carry our managed-by label too: they are among ``pvcs``.
-    context_pvcs = {key: pvc for pvc in pvcs if (key := objects.context_key(pvc))}
+    context_pvcs = {key: pvc for pvc in pvcs if (key := context_key(pvc))}
     return ClusterSnapshot(
         pools=group_by_pool(
             sandboxes=sandboxes,
             claims=claims,
             pods=pods,
             pvcs=pvcs,
-            policies=_listed(objects.NETWORK_POLICY, managed),
+            policies=_listed(NETWORK_POLICY, managed),
         ),
         context_pvcs=context_pvcs,
     )
@@ -99,29 +117,29 @@ class VolumeEvents:
     def of(self, namespace: str) -> list[dict[str, Any]]:
         if namespace not in self.by_namespace:
             self.by_namespace[namespace] = kube.list_objects(
-                objects.EVENT, namespace, fields=objects.PVC_EVENTS_SELECTOR
+                EVENT, namespace, fields=PVC_EVENTS_SELECTOR
             )
         return self.by_namespace[namespace]
 
 
 def note_volume_problems(allocation: Allocation, pool: PoolObjects, events: VolumeEvents) -> None:
     """Copy onto each of a provisioning allocation's PVCs Pending past the grace what the
-    PV controller last said of it (objects.VOLUME_PROBLEM_ANNOTATION): the watcher and
+    PV controller last said of it (objects.pvc.VOLUME_PROBLEM_ANNOTATION): the watcher and
     this resync then read the same reason from the PVC, record it as the allocation's
     reason and message, and fail the allocation with it past the reconcile deadline."""
     if allocation.phase not in (Phase.REQUESTED, Phase.PROVISIONING):
         return
     cutoff = timezone.now() - timedelta(seconds=settings.CS_VOLUME_PENDING_GRACE_SECONDS)
     for index, pvc in enumerate(pool.pvcs):
-        created = objects.creation_time(pvc)
-        if objects.status_phase(pvc) not in ("", "Pending") or created is None or created > cutoff:
+        created = creation_time(pvc)
+        if status_phase(pvc) not in ("", "Pending") or created is None or created > cutoff:
             continue
-        name = objects.name_of(pvc)
+        name = name_of(pvc)
         try:
-            said = objects.pvc_events_problem(pvc, events.of(allocation.namespace))[:1000]
-            if said != objects.annotations_of(pvc).get(objects.VOLUME_PROBLEM_ANNOTATION, ""):
+            said = pvc_events_problem(pvc, events.of(allocation.namespace))[:1000]
+            if said != annotations_of(pvc).get(VOLUME_PROBLEM_ANNOTATION, ""):
                 pool.pvcs[index] = kube.patch_object(
-                    objects.PVC, allocation.namespace, name, objects.volume_problem_patch(said)
+                    PVC, allocation.namespace, name, volume_problem_patch(said)
                 )
         except kube.KubeError as error:
             # Only a better message is lost; the next cycle tries again.
@@ -182,7 +200,7 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
     elif phase == Phase.SUSPENDED:
         # No Pods on purpose; the Sandboxes themselves must all be there, and suspended.
         drifted = len(pool.sandboxes) != allocation.replicas or any(
-            objects.operating_mode(sandbox) != "Suspended" for sandbox in pool.sandboxes
+            operating_mode(sandbox) != "Suspended" for sandbox in pool.sandboxes
         )
         if drifted:
             queue.reconcile(allocation.pk)

@@ -61,7 +61,39 @@ from contextsvc.core.errors import (
 from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import audit_record
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects, podsecurity
+from contextsvc.kube import podsecurity
+from contextsvc.kube.objects.blueprint import builtin_blueprint
+from contextsvc.kube.objects.fields import name_of
+from contextsvc.kube.objects.kinds import (
+    PVC,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+    STORAGE_CLASS,
+)
+from contextsvc.kube.objects.labels import pool_selector
+from contextsvc.kube.objects.names import (
+    artifacts_context_name,
+    artifacts_pvc_name,
+    context_pvc_name,
+    profile_warm_pool_name,
+)
+from contextsvc.kube.objects.pvc import (
+    artifacts_retain_patch,
+    context_manifest_of,
+    is_context_pvc,
+    managed_claim,
+    pvc_is_bound,
+    pvc_shape,
+)
+from contextsvc.kube.objects.warmpool import (
+    WARM_POOL_RELAXATIONS_ANNOTATION,
+    template_pod,
+    warm_pool_fence,
+    warm_pool_relaxations,
+    warm_pool_template_name,
+)
 from profiles import warmpools
 from profiles.services import profile_blueprint, profile_for_allocation
 
@@ -103,7 +135,7 @@ def _check_managed_claim(request: PoolRequest, namespace: str, pvc: dict[str, An
     retained artifacts read-only; another allocation's volume and an agent type's
     workspace never (they hold other conversations), unless an admin names the PVC in
     CS_CLAIMS_ALLOWED. A PVC the service does not manage is the caller's: as v1 did."""
-    managed = objects.managed_claim(pvc)
+    managed = managed_claim(pvc)
     if managed is None or f"{namespace}/{request.claim_name}" in settings.CS_CLAIMS_ALLOWED:
         return
     kind, owner = managed
@@ -125,13 +157,13 @@ def _check_managed_claim(request: PoolRequest, namespace: str, pvc: dict[str, An
 def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str, str]:
     """(size, accessMode, storageClass) of the caller's PVC, which must fit the request."""
     with cluster_call():
-        pvc = kube.get_object(objects.PVC, namespace, request.claim_name)
+        pvc = kube.get_object(PVC, namespace, request.claim_name)
     if pvc is None:
         raise InvalidRequest(
             f'workspace.claimName "{request.claim_name}" does not exist in namespace "{namespace}"'
         )
     _check_managed_claim(request, namespace, pvc)
-    shape = objects.pvc_shape(pvc)
+    shape = pvc_shape(pvc)
     if request.replicas > 1 and shape.access_mode != "ReadWriteMany":
         raise InvalidRequest(
             f'workspace.claimName "{request.claim_name}" must allow ReadWriteMany to be shared '
@@ -149,7 +181,7 @@ def _check_storage_classes(named: dict[str, str]) -> None:
         if not name:
             continue
         try:
-            found = kube.get_object(objects.STORAGE_CLASS, None, name)
+            found = kube.get_object(STORAGE_CLASS, None, name)
         except kube.KubeError as error:
             logger.warning("could not check StorageClass %s: %s", name, error.message)
             continue
@@ -160,7 +192,7 @@ def _check_storage_classes(named: dict[str, str]) -> None:
 @dataclass(frozen=True)
 class WarmPoolCheck:
     relaxations: frozenset[str]
-    # NetworkPolicy rules for the claimed Pods (objects.warm_pool_fence).
+    # NetworkPolicy rules for the claimed Pods (objects.warmpool.warm_pool_fence).
     fence: dict[str, list[dict[str, Any]]]
 
 
@@ -170,12 +202,10 @@ def _warm_pool_check(warm_pool: str, namespace: str) -> WarmPoolCheck:
     own the template, but it does not hand out unhardened sandboxes silently — at create,
     and at every scale-up (the template may have been edited since)."""
     with cluster_call():
-        pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, warm_pool)
-        template_name = objects.warm_pool_template_name(pool) if pool is not None else None
+        pool = kube.get_object(SANDBOX_WARM_POOL, namespace, warm_pool)
+        template_name = warm_pool_template_name(pool) if pool is not None else None
         template = (
-            kube.get_object(objects.SANDBOX_TEMPLATE, namespace, template_name)
-            if template_name
-            else None
+            kube.get_object(SANDBOX_TEMPLATE, namespace, template_name) if template_name else None
         )
     if pool is None:
         raise InvalidRequest(f'warmPoolRef "{warm_pool}" does not exist in namespace "{namespace}"')
@@ -184,18 +214,18 @@ def _warm_pool_check(warm_pool: str, namespace: str) -> WarmPoolCheck:
             f'warmPoolRef "{warm_pool}": its SandboxTemplate "{template_name or ""}" '
             f'does not exist in namespace "{namespace}"'
         )
-    relaxations = objects.warm_pool_relaxations(pool) & podsecurity.RELAXABLE
-    pod_spec, annotations = objects.template_pod(template)
+    relaxations = warm_pool_relaxations(pool) & podsecurity.RELAXABLE
+    pod_spec, annotations = template_pod(template)
     problems = podsecurity.violations(pod_spec, annotations=annotations, relaxations=relaxations)
     if problems:
         refused = InvalidRequest(
             f'warmPoolRef "{warm_pool}": its SandboxTemplate "{template_name}" is not '
             f"hardened ({problems[0]}); harden it, or relax rules by name in the pool's "
-            f"{objects.WARM_POOL_RELAXATIONS_ANNOTATION} annotation"
+            f"{WARM_POOL_RELAXATIONS_ANNOTATION} annotation"
         )
         refused.details = {"problems": {"warmPoolRef": problems}}
         raise refused
-    return WarmPoolCheck(relaxations, objects.warm_pool_fence(template))
+    return WarmPoolCheck(relaxations, warm_pool_fence(template))
 
 
 def _taken(name: str) -> AlreadyExists:
@@ -209,17 +239,17 @@ def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
     name, namespace = allocation.name, allocation.namespace
     if Allocation.objects.filter(name=name).exclude(phase=Phase.RELEASED).exists():
         raise _taken(name)
-    selector = objects.pool_selector(name)
-    labelled = [objects.SANDBOX, objects.PVC]
+    selector = pool_selector(name)
+    labelled = [SANDBOX, PVC]
     if claims:
-        labelled.append(objects.SANDBOX_CLAIM)
+        labelled.append(SANDBOX_CLAIM)
     # Every check at once: the POST waits for the slowest, not for their sum.
     checks: list[Callable[[], Any]] = [
         functools.partial(kube.list_objects, kind, namespace, selector) for kind in labelled
     ]
     checks.append(functools.partial(provisioning.sandbox_pods, namespace, name))
     checks += [
-        functools.partial(kube.get_object, kind, namespace, objects.name_of(body))
+        functools.partial(kube.get_object, kind, namespace, name_of(body))
         for kind, body in provisioning.desired_objects(allocation)
     ]
     with cluster_call():
@@ -247,14 +277,14 @@ def _runtime(
         problem = caps.extensions_problem()
         if problem:
             raise InvalidRequest(f"warm-pool allocations need {problem.removeprefix('the ')}")
-        if request.profile and request.warm_pool == objects.profile_warm_pool_name(request.profile):
+        if request.profile and request.warm_pool == profile_warm_pool_name(request.profile):
             # Its own warm pool: the profile's blueprint is what runs.
             return profile_for_allocation(request.profile), {}, ()
         return None, {}, (WARM_POOL_PROFILE_IGNORED,) if request.profile else ()
     profile = profile_for_allocation(request.profile)
     service_account = settings.CS_SANDBOX_SERVICE_ACCOUNT
     if profile is None:
-        blueprint = objects.builtin_blueprint(
+        blueprint = builtin_blueprint(
             image=settings.CS_SANDBOX_IMAGE or "", service_account=service_account
         )
     else:
@@ -280,7 +310,7 @@ def _profile_warm_pool(request: PoolRequest, namespace: str) -> PoolRequest:
             f'profile "{request.profile}" has no warm pool in namespace "{namespace}": '
             "give a workspace, or a warmPoolRef"
         )
-    return dataclasses.replace(request, warm_pool=objects.profile_warm_pool_name(profile.name))
+    return dataclasses.replace(request, warm_pool=profile_warm_pool_name(profile.name))
 
 
 def allocation_create(*, request: PoolRequest, actor: str) -> Created:
@@ -391,8 +421,8 @@ def _check_scale(allocation: Allocation, replicas: int) -> None:
         raise InvalidRequest(ARTIFACTS_SHARED_MESSAGE)
     if allocation.strategy == Strategy.EXISTING:
         with cluster_call():
-            pvc = kube.get_object(objects.PVC, allocation.namespace, allocation.claim_name)
-        if pvc is None or objects.pvc_shape(pvc).access_mode != "ReadWriteMany":
+            pvc = kube.get_object(PVC, allocation.namespace, allocation.claim_name)
+        if pvc is None or pvc_shape(pvc).access_mode != "ReadWriteMany":
             raise InvalidRequest(
                 f'workspace.claimName "{allocation.claim_name}" must allow ReadWriteMany to be '
                 f"shared by {replicas} replicas"
@@ -523,7 +553,7 @@ def _retain_artifacts(allocation: Allocation, attempt: int) -> None:
     """Make the allocation's artifacts PVC a named context (type artifacts) of its own,
     before the release deletes what the pool owns. Idempotent: a release that runs again
     finds the row and the labels already there."""
-    context_name = objects.artifacts_context_name(allocation.name)
+    context_name = artifacts_context_name(allocation.name)
     with transaction.atomic():
         context = (
             ContextResource.objects.filter(namespace=allocation.namespace, name=context_name)
@@ -554,10 +584,10 @@ def _retain_artifacts(allocation: Allocation, attempt: int) -> None:
             )
     try:
         kube.patch_object(
-            objects.PVC,
+            PVC,
             allocation.namespace,
-            objects.artifacts_pvc_name(allocation.name),
-            objects.artifacts_retain_patch(allocation.name),
+            artifacts_pvc_name(allocation.name),
+            artifacts_retain_patch(allocation.name),
         )
     except kube.KubeError as exc:
         if exc.status == 404:
@@ -1056,9 +1086,7 @@ def context_create(*, request: ContextRequest, actor: str) -> ContextCreated:
     )
     context.full_clean(validate_constraints=False)
     try:
-        if not kube.create_if_absent(
-            objects.PVC, objects.context_manifest_of(context), dry_run=True
-        ):
+        if not kube.create_if_absent(PVC, context_manifest_of(context), dry_run=True):
             raise taken
     except kube.KubeError as error:
         if not error.transient:
@@ -1108,11 +1136,11 @@ def context_apply(*, context_id: int) -> str:
     ).first()
     if context is None:
         return "nothing to do"
-    body = objects.context_manifest_of(context)
-    if kube.create_if_absent(objects.PVC, body):
+    body = context_manifest_of(context)
+    if kube.create_if_absent(PVC, body):
         return "created"
-    existing = kube.get_object(objects.PVC, context.namespace, objects.name_of(body))
-    if existing is None or objects.is_context_pvc(existing, context.name):
+    existing = kube.get_object(PVC, context.namespace, name_of(body))
+    if existing is None or is_context_pvc(existing, context.name):
         # Gone again in between: the next reconcile or the resync creates it.
         return "exists"
     _context_drop(context, reason="its PVC name is held by an object the service does not own")
@@ -1192,15 +1220,15 @@ def context_delete_objects(context_id: int, attempt: int = 0) -> str:
     ).first()
     if context is None:
         return "nothing to do"
-    name = objects.context_pvc_name(context.name)
+    name = context_pvc_name(context.name)
     try:
-        pvc = kube.get_object(objects.PVC, context.namespace, name)
-        if pvc is not None and objects.is_context_pvc(pvc, context.name):
-            kube.delete_object(objects.PVC, context.namespace, name)
-            pvc = kube.get_object(objects.PVC, context.namespace, name)
+        pvc = kube.get_object(PVC, context.namespace, name)
+        if pvc is not None and is_context_pvc(pvc, context.name):
+            kube.delete_object(PVC, context.namespace, name)
+            pvc = kube.get_object(PVC, context.namespace, name)
     except kube.KubeError as exc:
         raise RetryLater(backoff(attempt)) from exc
-    if pvc is None or not objects.is_context_pvc(pvc, context.name):
+    if pvc is None or not is_context_pvc(pvc, context.name):
         context_record_observed(context=context, pvc=None)
         return "deleted"
     if attempt < RELEASE_POLLS:
@@ -1212,13 +1240,13 @@ def context_record_observed(*, context: ContextResource, pvc: dict[str, Any] | N
     """The one decision the watcher, the resync and the delete task make about a
     context's PVC (None: there is none of the context's own): a deleting context is
     deleted once it is gone; otherwise Bound means ready. True when it changed."""
-    if pvc is not None and not objects.is_context_pvc(pvc, context.name):
+    if pvc is not None and not is_context_pvc(pvc, context.name):
         pvc = None
     if context.status == ContextResource.Status.DELETING:
         return context_observe(context_id=context.pk, bound=None, gone=pvc is None)
     if pvc is None:
         return False
-    return context_observe(context_id=context.pk, bound=objects.pvc_is_bound(pvc))
+    return context_observe(context_id=context.pk, bound=pvc_is_bound(pvc))
 
 
 def context_observe(*, context_id: int, bound: bool | None, gone: bool = False) -> bool:

@@ -27,7 +27,7 @@ from allocations.requests import (
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import field, reject_unknown_fields
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain, is_pool_name
-from contextsvc.kube.objects import artifacts_pvc_name, context_pvc_name
+from contextsvc.kube.objects.names import artifacts_pvc_name, context_pvc_name
 from contextsvc.quantity import is_positive_quantity
 
 NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"

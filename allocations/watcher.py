@@ -30,7 +30,11 @@ from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import object_key, resource_version_of
+from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX, SANDBOX_CLAIM
+from contextsvc.kube.objects.labels import MANAGED_SELECTOR, POOLED_POD_SELECTOR
+from contextsvc.kube.objects.pod import sandbox_pods_among
+from contextsvc.kube.objects.pvc import context_key
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +94,7 @@ class Informer:
 
     def _relist(self) -> str:
         items, resource_version = kube.list_raw(self.target)
-        fresh = {objects.object_key(item): item for item in items}
+        fresh = {object_key(item): item for item in items}
         with self.lock:
             previous = dict(self.store)
             for key in previous.keys() - fresh.keys():
@@ -110,7 +114,7 @@ class Informer:
         obj = event["object"]
         new = None if event["type"] == "DELETED" else obj
         with self.lock:
-            old = self._put(objects.object_key(obj), new)
+            old = self._put(object_key(obj), new)
         self.on_change(old, new)
 
     def run(self) -> None:
@@ -130,7 +134,7 @@ class Informer:
                                 gone = True  # our resourceVersion is too old: start over
                                 break
                             raise RuntimeError(f"watch error: {status.get('message')}")
-                        resource_version = objects.resource_version_of(event["object"])
+                        resource_version = resource_version_of(event["object"])
                         if event["type"] != "BOOKMARK":
                             self._apply(event)
                         if self.stop.is_set():
@@ -188,15 +192,15 @@ class Watcher:
     # --- wiring ---------------------------------------------------------------------------
 
     def _targets(self) -> list[tuple[kube.Watchable, str]]:
-        managed = objects.MANAGED_SELECTOR
+        managed = MANAGED_SELECTOR
         targets = []
         for namespace in namespaces.scopes():
             targets += [
-                (kube.Watchable(objects.SANDBOX, namespace, managed), "sandboxes"),
-                (kube.Watchable(objects.SANDBOX_CLAIM, namespace, managed), "claims"),
-                (kube.Watchable(objects.POD, namespace, objects.POOLED_POD_SELECTOR), "pods"),
-                (kube.Watchable(objects.PVC, namespace, managed), "pvcs"),
-                (kube.Watchable(objects.NETWORK_POLICY, namespace, managed), "policies"),
+                (kube.Watchable(SANDBOX, namespace, managed), "sandboxes"),
+                (kube.Watchable(SANDBOX_CLAIM, namespace, managed), "claims"),
+                (kube.Watchable(POD, namespace, POOLED_POD_SELECTOR), "pods"),
+                (kube.Watchable(PVC, namespace, managed), "pvcs"),
+                (kube.Watchable(NETWORK_POLICY, namespace, managed), "policies"),
             ]
         return targets
 
@@ -208,7 +212,7 @@ class Watcher:
             dirty: set[DirtyItem] = {(False, key) for obj in touched if (key := pool_key(obj))}
             if field == "pvcs":
                 # Named contexts' PVCs come through the same (managed) PVC collection.
-                dirty |= {(True, key) for obj in touched if (key := objects.context_key(obj))}
+                dirty |= {(True, key) for obj in touched if (key := context_key(obj))}
             for item in dirty:
                 if self.owns(item):
                     self.dirty_pools.put(item)
@@ -219,7 +223,7 @@ class Watcher:
         pool = PoolObjects()
         for informer in self.informers:
             getattr(pool, informer.field).extend(informer.items_for(key))
-        pool.pods = objects.sandbox_pods_among(pool.pods)
+        pool.pods = sandbox_pods_among(pool.pods)
         return pool
 
     # --- processing -------------------------------------------------------------------------
@@ -254,7 +258,7 @@ class Watcher:
                 for informer in self.informers
                 if informer.field == "pvcs"
                 for obj in informer.items()
-                if objects.context_key(obj) == key
+                if context_key(obj) == key
             ),
             None,
         )

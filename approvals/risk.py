@@ -12,7 +12,7 @@ from django.conf import settings
 
 from allocations.models import Allocation, Strategy
 from allocations.selectors import allocation_active_by_name
-from contextsvc.kube.objects import (
+from contextsvc.kube.objects.names import (
     ARTIFACTS_MOUNT_PATH,
     WORKSPACE_MOUNT_PATH,
     artifacts_context_name,

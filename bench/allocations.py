@@ -20,7 +20,15 @@ from typing import Any
 from bench.harness import Http, service_stack
 from bench.report import machine, now, percentile, summary_ms, write_section
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.blueprint import builtin_blueprint
+from contextsvc.kube.objects.fields import labels_of, resource_version_of
+from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX
+from contextsvc.kube.objects.labels import POOL_LABEL, POOLED_POD_SELECTOR
+from contextsvc.kube.objects.names import dedicated_pvc_name
+from contextsvc.kube.objects.pod import pod_is_ready
+from contextsvc.kube.objects.poolspec import PoolSpec
+from contextsvc.kube.objects.pvc import pvc_manifest
+from contextsvc.kube.objects.sandbox import sandbox_manifest
 from testenv import create_namespace, ensure_cluster
 
 GET_ALLOCATIONS = 1000
@@ -85,15 +93,15 @@ class PodReadyClock:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        target = kube.Watchable(objects.POD, self.namespace, objects.POOLED_POD_SELECTOR)
+        target = kube.Watchable(POD, self.namespace, POOLED_POD_SELECTOR)
         _, version = kube.list_raw(target)
         while not self.stop.is_set():
             for event in kube.watch_raw(target, version, 60):
                 if event["type"] in ("ADDED", "MODIFIED"):
                     pod = event["object"]
-                    version = objects.resource_version_of(pod)
-                    pool = objects.labels_of(pod).get(objects.POOL_LABEL)
-                    if pool and pool not in self.ready_at and objects.pod_is_ready(pod):
+                    version = resource_version_of(pod)
+                    pool = labels_of(pod).get(POOL_LABEL)
+                    if pool and pool not in self.ready_at and pod_is_ready(pod):
                         self.ready_at[pool] = time.time()
                 if self.stop.is_set():
                     return
@@ -180,11 +188,11 @@ def bench_direct() -> float:
     """The same objects, made directly with the Python client: the floor the service adds to."""
     namespace = f"bench-direct-{uuid.uuid4().hex[:6]}"
     create_namespace(namespace)
-    runtime = objects.builtin_blueprint(image="busybox:1.36")
+    runtime = builtin_blueprint(image="busybox:1.36")
     with PodReadyClock(namespace) as clock:
         started = time.monotonic()
         for i in range(BURST):
-            spec = objects.PoolSpec(
+            spec = PoolSpec(
                 name=f"direct-{i:03d}",
                 namespace=namespace,
                 replicas=1,
@@ -192,16 +200,16 @@ def bench_direct() -> float:
                 size="1Gi",
                 access_mode="ReadWriteOnce",
             )
-            pvc = objects.pvc_manifest(spec, objects.dedicated_pvc_name(spec.name, 0))
-            sandbox = objects.sandbox_manifest(spec, 0, runtime)
+            pvc = pvc_manifest(spec, dedicated_pvc_name(spec.name, 0))
+            sandbox = sandbox_manifest(spec, 0, runtime)
             # Not ours: the service's watcher must not mistake these for allocations.
             for body in (pvc, sandbox):
                 body["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "bench"
             sandbox["spec"]["podTemplate"]["metadata"]["labels"]["app.kubernetes.io/managed-by"] = (
                 "bench"
             )
-            kube.create_object(objects.PVC, pvc)
-            kube.create_object(objects.SANDBOX, sandbox)
+            kube.create_object(PVC, pvc)
+            kube.create_object(SANDBOX, sandbox)
         _wait(lambda: len(clock.ready_at) == BURST, READY_TIMEOUT, "every direct Pod to be ready")
         return time.monotonic() - started
 

@@ -47,7 +47,13 @@ from bench.allocations import PodReadyClock, _token, _wait
 from bench.harness import Http, Stack, service_stack
 from bench.report import machine, now, percentile, write_section
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.blueprint import builtin_blueprint
+from contextsvc.kube.objects.kinds import PVC, SANDBOX
+from contextsvc.kube.objects.labels import MANAGED_BY_LABEL
+from contextsvc.kube.objects.names import dedicated_pvc_name
+from contextsvc.kube.objects.poolspec import PoolSpec
+from contextsvc.kube.objects.pvc import pvc_manifest
+from contextsvc.kube.objects.sandbox import sandbox_manifest
 from devenv.system import REPO_DIR, which_or_install
 from testenv import create_namespace, ensure_cluster
 
@@ -167,10 +173,10 @@ def _since(before: Counter[tuple[str, str]]) -> Counter[tuple[str, str]]:
 def _direct(n: int) -> tuple[float, Counter[tuple[str, str]]]:
     namespace = f"scale-direct-{uuid.uuid4().hex[:6]}"
     create_namespace(namespace)
-    runtime = objects.builtin_blueprint(image="busybox:1.36")
+    runtime = builtin_blueprint(image="busybox:1.36")
 
     def make(i: int) -> None:
-        spec = objects.PoolSpec(
+        spec = PoolSpec(
             name=f"direct-{i:04d}",
             namespace=namespace,
             replicas=1,
@@ -178,13 +184,13 @@ def _direct(n: int) -> tuple[float, Counter[tuple[str, str]]]:
             size="1Gi",
             access_mode="ReadWriteOnce",
         )
-        pvc = objects.pvc_manifest(spec, objects.dedicated_pvc_name(spec.name, 0))
-        sandbox = objects.sandbox_manifest(spec, 0, runtime)
+        pvc = pvc_manifest(spec, dedicated_pvc_name(spec.name, 0))
+        sandbox = sandbox_manifest(spec, 0, runtime)
         # Not ours: the service's watcher must not mistake these for allocations.
         for body in (pvc, sandbox, sandbox["spec"]["podTemplate"]):
-            body["metadata"]["labels"][objects.MANAGED_BY_LABEL] = "bench"
-        kube.create_object(objects.PVC, pvc)
-        kube.create_object(objects.SANDBOX, sandbox)
+            body["metadata"]["labels"][MANAGED_BY_LABEL] = "bench"
+        kube.create_object(PVC, pvc)
+        kube.create_object(SANDBOX, sandbox)
 
     with PodReadyClock(namespace) as clock:
         calls = apiserver_calls()

@@ -19,7 +19,8 @@ from contextsvc.core.errors import (
 from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_dns1123_label
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.blueprint import Blueprint, builtin_blueprint, template_blueprint
+from contextsvc.kube.objects.kinds import SANDBOX_TEMPLATE
 from profiles import queue, validation
 from profiles.models import (
     ExecutorIsolation,
@@ -61,15 +62,13 @@ def _relaxations(profile: SandboxProfile) -> frozenset[str]:
     return frozenset(profile.relaxations or ())
 
 
-def builtin_profile_blueprint(
-    profile: SandboxProfile, *, service_account: str | None
-) -> objects.Blueprint:
+def builtin_profile_blueprint(profile: SandboxProfile, *, service_account: str | None) -> Blueprint:
     kwargs: dict[str, Any] = {}
     if profile.command:
         kwargs["command"] = profile.command
     if profile.resources:
         kwargs["resources"] = profile.resources
-    return objects.builtin_blueprint(
+    return builtin_blueprint(
         image=profile.image,
         service_account=service_account,
         args=profile.args,
@@ -91,7 +90,7 @@ def read_template(profile: SandboxProfile) -> dict[str, Any]:
         raise InvalidRequest(f"profile {profile.name!r} copies a SandboxTemplate, but {problem}")
     with cluster_call():
         template = kube.get_object(
-            objects.SANDBOX_TEMPLATE, profile.template_namespace, profile.template_name
+            SANDBOX_TEMPLATE, profile.template_namespace, profile.template_name
         )
     if template is None:
         raise InvalidRequest(
@@ -101,8 +100,8 @@ def read_template(profile: SandboxProfile) -> dict[str, Any]:
     return template
 
 
-def template_profile_blueprint(profile: SandboxProfile) -> objects.Blueprint:
-    return objects.template_blueprint(
+def template_profile_blueprint(profile: SandboxProfile) -> Blueprint:
+    return template_blueprint(
         read_template(profile),
         relaxations=_relaxations(profile),
         runtime_class=runtime_class_for(profile.isolation),
@@ -111,7 +110,7 @@ def template_profile_blueprint(profile: SandboxProfile) -> objects.Blueprint:
     )
 
 
-def profile_blueprint(profile: SandboxProfile, *, service_account: str | None) -> objects.Blueprint:
+def profile_blueprint(profile: SandboxProfile, *, service_account: str | None) -> Blueprint:
     """Copy the profile's blueprint now (a template is read from the cluster)."""
     if profile.source == ProfileSource.TEMPLATE:
         blueprint = template_profile_blueprint(profile)

@@ -7,7 +7,7 @@ from typing import Any
 from contextsvc.core import jsonbody
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import reject_unknown_fields
-from contextsvc.kube.objects import profile_warm_pool_name
+from contextsvc.kube.objects.names import profile_warm_pool_name
 from profiles.models import SandboxProfile
 
 # API field → (model field, JSON type name, Python type)

@@ -15,7 +15,15 @@ from contextsvc.core.auth import Role
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.users import has_role
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
-from contextsvc.kube import objects, podsecurity
+from contextsvc.kube import podsecurity
+from contextsvc.kube.objects.blueprint import (
+    PART_LABELS,
+    PART_MOUNTS,
+    PART_POD,
+    PART_VOLUMES,
+    Blueprint,
+)
+from contextsvc.kube.objects.hardening import Relaxation
 from contextsvc.quantity import is_positive_quantity
 from profiles.approvalpolicy import PolicyError, parse_approval_policy
 from rules.model import RuleSyntaxError, SourcesError
@@ -246,14 +254,14 @@ def normalised_document(document: str, content: object) -> dict[str, Any]:
 
 # Where a built-in profile's blueprint problems are reported: the field that set that part.
 BUILTIN_FIELDS = {
-    objects.PART_LABELS: "pod_labels",
-    objects.PART_VOLUMES: "volumes",
-    objects.PART_MOUNTS: "volume_mounts",
-    objects.PART_POD: "image",
+    PART_LABELS: "pod_labels",
+    PART_VOLUMES: "volumes",
+    PART_MOUNTS: "volume_mounts",
+    PART_POD: "image",
 }
 
 
-def check_blueprint(problems: Problems, blueprint: objects.Blueprint, field: str | None) -> None:
+def check_blueprint(problems: Problems, blueprint: Blueprint, field: str | None) -> None:
     """Every problem of the blueprint, under ``field`` (a template profile: its template),
     or under the built-in profile field that set the part it is about."""
     for part, problem in podsecurity.sandbox_problems(blueprint):
@@ -264,9 +272,9 @@ def check_relaxations(problems: Problems, relaxations: Any) -> None:
     if not isinstance(relaxations, list) or not all(isinstance(r, str) for r in relaxations):
         _add(problems, "relaxations", "must be a list of names")
         return
-    choices = ", ".join(objects.Relaxation.ALL)
+    choices = ", ".join(Relaxation.ALL)
     for relaxation in relaxations:
-        if relaxation not in objects.Relaxation.ALL:
+        if relaxation not in Relaxation.ALL:
             _add(
                 problems, "relaxations", f"unknown relaxation {relaxation!r}; choose from {choices}"
             )

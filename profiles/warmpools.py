@@ -26,13 +26,41 @@ from contextsvc.core import namespaces
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.services import audit_record
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import (
+    annotations_of,
+    labels_of,
+    name_of,
+    namespace_of,
+    object_key,
+)
+from contextsvc.kube.objects.kinds import (
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+    SANDBOX_WARM_POOL_SCALE,
+    ApiKind,
+)
+from contextsvc.kube.objects.labels import (
+    MANAGED_SELECTOR,
+    PROFILE_LABEL,
+    profile_warm_pool_selector,
+)
+from contextsvc.kube.objects.names import profile_warm_pool_name
+from contextsvc.kube.objects.warmpool import (
+    WARM_POOL_RELAXATIONS_ANNOTATION,
+    profile_template_manifest,
+    profile_warm_pool_manifest,
+    scaled_at_patch,
+    spec_hash,
+    spec_hash_of,
+    warm_pool_replicas,
+    warm_pool_scaled_at,
+)
 from profiles import services
 from profiles.models import SandboxProfile
 
 logger = logging.getLogger(__name__)
 ACTOR = "system:warm-pools"
-KINDS = (objects.SANDBOX_WARM_POOL, objects.SANDBOX_TEMPLATE)
+KINDS = (SANDBOX_WARM_POOL, SANDBOX_TEMPLATE)
 # Demand per pool: (namespace, pool name) → claims asked for in the window.
 Demand = Mapping[tuple[str, str], int]
 
@@ -75,13 +103,11 @@ class Report:
     scaled: int = 0
 
 
-def _ours(profile: str | None = None) -> list[tuple[objects.ApiKind, dict[str, Any]]]:
+def _ours(profile: str | None = None) -> list[tuple[ApiKind, dict[str, Any]]]:
     """Every template and pool the service made for profiles (or for ``profile``), in every
     managed namespace, each with the kind it was listed as."""
     selector = (
-        objects.profile_warm_pool_selector(profile)
-        if profile
-        else f"{objects.MANAGED_SELECTOR},{objects.PROFILE_LABEL}"
+        profile_warm_pool_selector(profile) if profile else f"{MANAGED_SELECTOR},{PROFILE_LABEL}"
     )
     return [
         (kind, obj)
@@ -103,19 +129,19 @@ def warm_pools_sync(
     wanted = {profile.name: profile for profile in profiles}
     ours = _ours(profile_name)
     # What the list found is what the rest of the run reads: no second GET per object.
-    found = {(kind.kind, *objects.object_key(obj)): obj for kind, obj in ours}
+    found = {(kind.kind, *object_key(obj)): obj for kind, obj in ours}
     for kind, obj in ours:
-        owner = objects.labels_of(obj).get(objects.PROFILE_LABEL, "")
+        owner = labels_of(obj).get(PROFILE_LABEL, "")
         profile = wanted.get(owner)
-        if profile is not None and objects.namespace_of(obj) == profile.warm_pool_namespace:
+        if profile is not None and namespace_of(obj) == profile.warm_pool_namespace:
             continue
         # Disabled, deleted, its warm pool removed, or moved to another namespace. Deleting
         # the pool removes only its unclaimed Sandboxes: claimed ones belong to allocations.
-        if kube.delete_object(kind, objects.namespace_of(obj), objects.name_of(obj)):
+        if kube.delete_object(kind, namespace_of(obj), name_of(obj)):
             _audit(
                 f"warmpool.delete_{kind.kind.lower()}",
-                objects.namespace_of(obj),
-                objects.name_of(obj),
+                namespace_of(obj),
+                name_of(obj),
                 profile=owner,
             )
             report.deleted += 1
@@ -141,20 +167,20 @@ def _ensure(
 ) -> dict[str, Any] | None:
     """The profile's template and pool made or brought in step (``found``: ours, as listed
     at the start of the run). Returns the pool as it now is (None: another run made it)."""
-    namespace, name = profile.warm_pool_namespace, objects.profile_warm_pool_name(profile.name)
+    namespace, name = profile.warm_pool_namespace, profile_warm_pool_name(profile.name)
     blueprint = services.profile_blueprint(
         profile, service_account=settings.CS_SANDBOX_SERVICE_ACCOUNT
     )
-    template = objects.profile_template_manifest(profile.name, namespace, blueprint)
-    existing_template = found.get((objects.SANDBOX_TEMPLATE.kind, namespace, name))
+    template = profile_template_manifest(profile.name, namespace, blueprint)
+    existing_template = found.get((SANDBOX_TEMPLATE.kind, namespace, name))
     if existing_template is None:
-        if kube.create_if_absent(objects.SANDBOX_TEMPLATE, template):
+        if kube.create_if_absent(SANDBOX_TEMPLATE, template):
             _audit("warmpool.create_template", namespace, name, profile=profile.name)
             report.created += 1
-    elif objects.spec_hash_of(existing_template) != objects.spec_hash(template["spec"]):
+    elif spec_hash_of(existing_template) != spec_hash(template["spec"]):
         # The profile changed: the pool's Recreate strategy replaces its unclaimed Sandboxes.
         kube.replace_spec(
-            objects.SANDBOX_TEMPLATE,
+            SANDBOX_TEMPLATE,
             namespace,
             name,
             template["spec"],
@@ -163,10 +189,10 @@ def _ensure(
         _audit("warmpool.update_template", namespace, name, profile=profile.name)
         report.updated += 1
     low, high = _bounds(profile)
-    pool = objects.profile_warm_pool_manifest(profile.name, namespace, low, blueprint.relaxations)
-    existing = found.get((objects.SANDBOX_WARM_POOL.kind, namespace, name))
+    pool = profile_warm_pool_manifest(profile.name, namespace, low, blueprint.relaxations)
+    existing = found.get((SANDBOX_WARM_POOL.kind, namespace, name))
     if existing is None:
-        if not kube.create_if_absent(objects.SANDBOX_WARM_POOL, pool):
+        if not kube.create_if_absent(SANDBOX_WARM_POOL, pool):
             return None  # made meanwhile by another run
         _audit(
             "warmpool.create",
@@ -178,12 +204,12 @@ def _ensure(
         )
         report.created += 1
         return pool
-    annotations = dict(objects.annotations_of(existing))
+    annotations = dict(annotations_of(existing))
     wanted_annotations = pool["metadata"]["annotations"]
-    relaxations = objects.WARM_POOL_RELAXATIONS_ANNOTATION
+    relaxations = WARM_POOL_RELAXATIONS_ANNOTATION
     if annotations.get(relaxations) != wanted_annotations.get(relaxations):
         kube.patch_object(
-            objects.SANDBOX_WARM_POOL,
+            SANDBOX_WARM_POOL,
             namespace,
             name,
             {"metadata": {"annotations": {relaxations: wanted_annotations.get(relaxations)}}},
@@ -196,23 +222,23 @@ def _ensure(
 def _scale(
     profile: SandboxProfile, pool: Mapping[str, Any], demand: Demand, now: datetime, report: Report
 ) -> None:
-    namespace, name = profile.warm_pool_namespace, objects.profile_warm_pool_name(profile.name)
+    namespace, name = profile.warm_pool_namespace, profile_warm_pool_name(profile.name)
     low, high = _bounds(profile)
-    current = objects.warm_pool_replicas(pool)
+    current = warm_pool_replicas(pool)
     asked = demand.get((namespace, name), 0)
     target = scale_target(
         current=current,
         demand=asked,
         low=low,
         high=high,
-        scaled_at=objects.warm_pool_scaled_at(pool),
+        scaled_at=warm_pool_scaled_at(pool),
         now=now,
         cooldown=timedelta(seconds=settings.CS_WARM_POOL_COOLDOWN_SECONDS),
     )
     if target == current:
         return
-    kube.scale(objects.SANDBOX_WARM_POOL_SCALE, namespace, name, target)
-    kube.patch_object(objects.SANDBOX_WARM_POOL, namespace, name, objects.scaled_at_patch(now))
+    kube.scale(SANDBOX_WARM_POOL_SCALE, namespace, name, target)
+    kube.patch_object(SANDBOX_WARM_POOL, namespace, name, scaled_at_patch(now))
     _audit(
         "warmpool.scale",
         namespace,

@@ -51,7 +51,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from contextsvc.env import env_float
-from contextsvc.kube import objects
+from contextsvc.kube.objects.hardening import harden
 from testenv import build
 from testenv.build import say
 
@@ -1281,12 +1281,12 @@ def seed_demo(kubeconfig: Kubeconfig = None, namespace: str = DEMO_NAMESPACE) ->
 
 def demo_template(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     """A minimal SandboxTemplate (busybox; kwok never pulls the image), hardened as a
-    profile's own warm pool is (objects.harden): the service refuses to hand out claims
+    profile's own warm pool is (objects.hardening.harden): the service refuses to hand out claims
     of an unhardened template, and the demo pool is the first one a newcomer tries."""
     pod_spec: dict[str, Any] = {
         "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "infinity"]}]
     }
-    objects.harden(pod_spec, frozenset())
+    harden(pod_spec, frozenset())
     return {
         "apiVersion": f"{EXTENSIONS_GROUP}/v1beta1",
         "kind": "SandboxTemplate",

@@ -27,7 +27,8 @@ from config.celery import app as celery_app
 from contextsvc.core.models import AuditEntry, ClusterCapabilities, ProcessHeartbeat
 from contextsvc.core.users import ensure_role_groups, user_set_role
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import SANDBOX_WARM_POOL
+from contextsvc.kube.objects.names import profile_warm_pool_name
 from profiles.tests.factories import SandboxProfileFactory
 from tests.support.api import ApiClient
 from tests.support.kube import wait_for_phase
@@ -127,7 +128,7 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
             == WorkspaceContext.Status.EXPIRING,
             "resync": Allocation.objects.get(name="steady").resync_fingerprint != "",
             "warm pools": kube.get_object(
-                objects.SANDBOX_WARM_POOL, namespace, objects.profile_warm_pool_name("warm-agent")
+                SANDBOX_WARM_POOL, namespace, profile_warm_pool_name("warm-agent")
             )
             is not None,
             "allocation expiry": Allocation.objects.get(name="brief").release_requested_at

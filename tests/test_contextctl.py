@@ -15,7 +15,7 @@ import pytest
 
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import PVC, SANDBOX
 from testenv import ClusterHandle, seed_demo
 from tests.support.api import issue_token
 from tests.support.contextctl import GO_USER_AGENT, Contextctl
@@ -160,7 +160,7 @@ def test_existing_claim_read_only(contextctl: Contextctl, namespace: str) -> Non
     assert contextctl.run("rm", "readers").exit_code == 0
     released(contextctl, namespace, "readers")
     # The caller's PVC is never deleted.
-    assert kube.get_object(objects.PVC, namespace, "prepared") is not None
+    assert kube.get_object(PVC, namespace, "prepared") is not None
 
 
 def test_existing_claim_read_write_as_json(contextctl: Contextctl, namespace: str) -> None:
@@ -191,7 +191,7 @@ def test_existing_claim_read_write_as_json(contextctl: Contextctl, namespace: st
         },
     }
     assert contextctl.run("wait", "writer").exit_code == 0
-    sandbox = kube.get_object(objects.SANDBOX, namespace, "sandbox-writer-0")
+    sandbox = kube.get_object(SANDBOX, namespace, "sandbox-writer-0")
     assert sandbox is not None
     volumes = sandbox["spec"]["podTemplate"]["spec"]["volumes"]
     assert [v["persistentVolumeClaim"] for v in volumes if "persistentVolumeClaim" in v] == [
@@ -199,7 +199,7 @@ def test_existing_claim_read_write_as_json(contextctl: Contextctl, namespace: st
     ]
     assert contextctl.run("rm", "writer").exit_code == 0
     released(contextctl, namespace, "writer")
-    assert kube.get_object(objects.PVC, namespace, "scratch") is not None
+    assert kube.get_object(PVC, namespace, "scratch") is not None
 
 
 def test_wait_gives_up_at_its_timeout(contextctl: Contextctl, namespace: str) -> None:

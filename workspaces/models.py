@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from contextsvc.core.models import VolumeStatus
-from contextsvc.kube import objects
+from contextsvc.kube.objects.names import agent_workspace_pvc_name
 
 
 class AgentWorkspace(models.Model):
@@ -51,7 +51,7 @@ class AgentWorkspace(models.Model):
 
     @property
     def pvc_name(self) -> str:
-        return objects.agent_workspace_pvc_name(self.agent_type)
+        return agent_workspace_pvc_name(self.agent_type)
 
 
 class WorkspaceContext(models.Model):

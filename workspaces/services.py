@@ -20,7 +20,23 @@ from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import labels_of
+from contextsvc.kube.objects.job import cleanup_job_manifest, job_outcome
+from contextsvc.kube.objects.kinds import JOB, PVC, STORAGE_CLASS
+from contextsvc.kube.objects.labels import (
+    AGENT_WORKSPACE,
+    WORKSPACE_AGENT_LABEL,
+    WORKSPACE_TYPE_LABEL,
+)
+from contextsvc.kube.objects.names import agent_workspace_pvc_name, cleanup_job_name
+from contextsvc.kube.objects.pvc import (
+    agent_workspace_pvc_manifest,
+    pvc_capacity,
+    pvc_is_bound,
+    pvc_resize_patch,
+    pvc_shape,
+    storage_class_expansion_problem,
+)
 from contextsvc.quantity import format_bytes, is_positive_quantity, parse_quantity
 from rules.model import OperationError, check_context_id
 from workspaces import queue
@@ -92,9 +108,9 @@ def workspace_ensure(
     ).first()
     if existing is not None:
         return existing, False
-    name = objects.agent_workspace_pvc_name(agent_type)
+    name = agent_workspace_pvc_name(agent_type)
     with cluster_call():
-        pvc = kube.get_object(objects.PVC, namespace, name)
+        pvc = kube.get_object(PVC, namespace, name)
     workspace = AgentWorkspace(
         agent_type=agent_type,
         namespace=namespace,
@@ -105,14 +121,14 @@ def workspace_ensure(
         created_by=actor,
     )
     if pvc is not None:
-        labels = objects.labels_of(pvc)
-        if labels.get(objects.WORKSPACE_TYPE_LABEL) != objects.AGENT_WORKSPACE or (
-            labels.get(objects.WORKSPACE_AGENT_LABEL) != agent_type
+        labels = labels_of(pvc)
+        if labels.get(WORKSPACE_TYPE_LABEL) != AGENT_WORKSPACE or (
+            labels.get(WORKSPACE_AGENT_LABEL) != agent_type
         ):
             raise AlreadyExists(
                 f'PVC "{name}" exists in namespace "{namespace}" and is not an agent workspace'
             )
-        shape = objects.pvc_shape(pvc)
+        shape = pvc_shape(pvc)
         workspace.adopted = True
         workspace.storage_class = shape.storage_class
         workspace.requested_bytes = _bytes(shape.size)
@@ -137,9 +153,9 @@ def workspace_ensure(
 
 
 def _observe_pvc(workspace: AgentWorkspace, pvc: dict[str, Any]) -> None:
-    capacity = objects.pvc_capacity(pvc)
+    capacity = pvc_capacity(pvc)
     workspace.capacity_bytes = _bytes(capacity) if capacity else None
-    if objects.pvc_is_bound(pvc):
+    if pvc_is_bound(pvc):
         workspace.status = AgentWorkspace.Status.READY
 
 
@@ -151,14 +167,14 @@ def workspace_create_pvc(workspace_id: int, attempt: int = 0) -> str:
     ).first()
     if workspace is None:
         return "nothing to do"
-    body = objects.agent_workspace_pvc_manifest(
+    body = agent_workspace_pvc_manifest(
         agent_type=workspace.agent_type,
         namespace=workspace.namespace,
         size=workspace.initial_size,
         storage_class=workspace.storage_class or None,
     )
     try:
-        kube.create_if_absent(objects.PVC, body)
+        kube.create_if_absent(PVC, body)
     except kube.KubeError as error:
         if error.transient and attempt < CREATE_ATTEMPTS:
             raise RetryLater(backoff(attempt)) from error
@@ -226,7 +242,7 @@ def workspace_delete_pvc(workspace_id: int, attempt: int = 0) -> str:
     if workspace is None:
         return "nothing to do"
     try:
-        kube.delete_object(objects.PVC, workspace.namespace, workspace.pvc_name)
+        kube.delete_object(PVC, workspace.namespace, workspace.pvc_name)
         workspaces_observe()
     except kube.KubeError as error:
         raise RetryLater(backoff(attempt)) from error
@@ -322,11 +338,11 @@ def expansion_target(workspace: AgentWorkspace) -> int | None:
 
 
 def _class_cannot_expand(workspace: AgentWorkspace, pvc: dict[str, Any]) -> str | None:
-    name = objects.pvc_shape(pvc).storage_class or workspace.storage_class
+    name = pvc_shape(pvc).storage_class or workspace.storage_class
     if not name:
         return "the PVC has no StorageClass, so nothing says it can expand"
-    return objects.storage_class_expansion_problem(
-        kube.get_object(objects.STORAGE_CLASS, None, name),
+    return storage_class_expansion_problem(
+        kube.get_object(STORAGE_CLASS, None, name),
         name,
         settings.CS_ELASTIC_PROVISIONERS,
     )
@@ -347,7 +363,7 @@ def workspace_expand(workspace_id: int) -> str:
         ):
             _note(workspace, f"at its maximum size ({workspace.max_size}); not expanded further")
         return "nothing to do"
-    pvc = kube.get_object(objects.PVC, workspace.namespace, workspace.pvc_name)
+    pvc = kube.get_object(PVC, workspace.namespace, workspace.pvc_name)
     if pvc is None:
         _note(workspace, "the PVC is missing")
         return "missing"
@@ -356,9 +372,7 @@ def workspace_expand(workspace_id: int) -> str:
         _note(workspace, f"not expanded: {reason}")
         return "skipped"
     size = format_bytes(target)
-    kube.patch_object(
-        objects.PVC, workspace.namespace, workspace.pvc_name, objects.pvc_resize_patch(size)
-    )
+    kube.patch_object(PVC, workspace.namespace, workspace.pvc_name, pvc_resize_patch(size))
     with transaction.atomic():
         updated = AgentWorkspace.objects.filter(
             pk=workspace.pk, requested_bytes=workspace.requested_bytes
@@ -402,7 +416,7 @@ def contexts_expire(*, dry_run: bool = False, limit: int = 100) -> list[Workspac
 
 def _start_cleanup(context: WorkspaceContext) -> None:
     workspace = context.workspace
-    name = objects.cleanup_job_name(workspace.agent_type, context.pk)
+    name = cleanup_job_name(workspace.agent_type, context.pk)
     with transaction.atomic():
         claimed = WorkspaceContext.objects.filter(
             pk=context.pk, status=WorkspaceContext.Status.ACTIVE
@@ -416,7 +430,7 @@ def _start_cleanup(context: WorkspaceContext) -> None:
             target=f"{workspace}/{context.context_id}",
             payload={"job": name},
         )
-    body = objects.cleanup_job_manifest(
+    body = cleanup_job_manifest(
         name=name,
         namespace=workspace.namespace,
         agent_type=workspace.agent_type,
@@ -424,7 +438,7 @@ def _start_cleanup(context: WorkspaceContext) -> None:
         image=settings.CS_CLEANUP_IMAGE,
     )
     try:
-        kube.create_if_absent(objects.JOB, body)
+        kube.create_if_absent(JOB, body)
     except kube.KubeError as error:
         # Try again at the next run; the context stays, with the reason.
         WorkspaceContext.objects.filter(pk=context.pk).update(
@@ -439,8 +453,8 @@ def cleanup_jobs_observe() -> int:
     for context in WorkspaceContext.objects.filter(
         status=WorkspaceContext.Status.EXPIRING
     ).select_related("workspace"):
-        job = kube.get_object(objects.JOB, context.workspace.namespace, context.cleanup_job)
-        outcome = objects.job_outcome(job) if job else ("failed", "the cleanup Job disappeared")
+        job = kube.get_object(JOB, context.workspace.namespace, context.cleanup_job)
+        outcome = job_outcome(job) if job else ("failed", "the cleanup Job disappeared")
         if outcome is None:
             continue
         result, message = outcome
@@ -472,7 +486,7 @@ def workspaces_observe() -> int:
     """Workspace PVCs: Bound → ready, capacity, and PVCs gone → deleted."""
     changed = 0
     for workspace in AgentWorkspace.objects.exclude(status=AgentWorkspace.Status.DELETED):
-        pvc = kube.get_object(objects.PVC, workspace.namespace, workspace.pvc_name)
+        pvc = kube.get_object(PVC, workspace.namespace, workspace.pvc_name)
         if workspace.status == AgentWorkspace.Status.DELETING:
             if pvc is None:
                 AgentWorkspace.objects.filter(pk=workspace.pk).update(

@@ -12,7 +12,10 @@ from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.resync import resync_all
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX
+from contextsvc.kube.objects.labels import pool_labels, pool_selector
+from contextsvc.kube.objects.pod import pod_is_ready
+from contextsvc.kube.objects.pvc import pvc_is_bound
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import NOTHING, admin_create, make_pvc, pool_objects, wait_for_phase
 from tests.support.processes import wait_until
@@ -25,7 +28,7 @@ def legacy_shared_pool(namespace: str, name: str, replicas: int) -> None:
     contract rather than with our own builders, so that a drift in ours shows here."""
     labels = {"context.rossoctl.io/pool": name, "app.kubernetes.io/managed-by": "context-service"}
     admin_create(
-        objects.PVC,
+        PVC,
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
@@ -43,7 +46,7 @@ def legacy_shared_pool(namespace: str, name: str, replicas: int) -> None:
     )
     for index in range(replicas):
         admin_create(
-            objects.SANDBOX,
+            SANDBOX,
             {
                 "apiVersion": "agents.x-k8s.io/v1beta1",
                 "kind": "Sandbox",
@@ -91,7 +94,7 @@ def legacy_shared_pool(namespace: str, name: str, replicas: int) -> None:
 def legacy_context_pvc(namespace: str, pvc_name: str, name: str, context_type: str) -> None:
     """A named context's PVC as the Go service made it (v1 contract)."""
     admin_create(
-        objects.PVC,
+        PVC,
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
@@ -120,10 +123,8 @@ def test_adopt_command_turns_legacy_objects_into_an_allocation(namespace: str) -
     wait_until(
         lambda: (
             sum(
-                objects.pod_is_ready(pod)
-                for pod in kube.list_objects(
-                    objects.POD, namespace, objects.pool_selector("legacy")
-                )
+                pod_is_ready(pod)
+                for pod in kube.list_objects(POD, namespace, pool_selector("legacy"))
             )
             == 2
         ),
@@ -172,9 +173,7 @@ def test_adopt_command_turns_legacy_objects_into_an_allocation(namespace: str) -
 def test_resync_adopts_and_reports_orphans_without_deleting(namespace: str) -> None:
     legacy_shared_pool(namespace, "old-one", 1)
     # Only a workspace PVC is left of this one: nothing to run, so nothing to adopt.
-    make_pvc(
-        namespace, "stray-workspace", modes=["ReadWriteOnce"], labels=objects.pool_labels("stray")
-    )
+    make_pvc(namespace, "stray-workspace", modes=["ReadWriteOnce"], labels=pool_labels("stray"))
 
     report = resync_all()
 
@@ -189,7 +188,7 @@ def test_resync_adopts_and_reports_orphans_without_deleting(namespace: str) -> N
         )
     ]
     assert not Allocation.objects.filter(name="stray").exists()
-    assert kube.get_object(objects.PVC, namespace, "stray-workspace") is not None
+    assert kube.get_object(PVC, namespace, "stray-workspace") is not None
 
 
 def test_legacy_named_contexts_are_adopted_served_and_deleted(namespace: str) -> None:
@@ -199,7 +198,7 @@ def test_legacy_named_contexts_are_adopted_served_and_deleted(namespace: str) ->
     legacy_context_pvc(namespace, "context-renamed", "other", "memory")
     wait_until(
         lambda: all(
-            objects.pvc_is_bound(kube.get_object(objects.PVC, namespace, name) or {})
+            pvc_is_bound(kube.get_object(PVC, namespace, name) or {})
             for name in ("context-old-notes", "context-renamed")
         ),
         timeout=60,
@@ -231,11 +230,11 @@ def test_legacy_named_contexts_are_adopted_served_and_deleted(namespace: str) ->
 
     assert api.delete(path).status_code == 204
     wait_until(
-        lambda: kube.get_object(objects.PVC, namespace, "context-old-notes") is None,
+        lambda: kube.get_object(PVC, namespace, "context-old-notes") is None,
         timeout=60,
         message="the adopted context's PVC to be deleted",
     )
-    assert kube.get_object(objects.PVC, namespace, "context-renamed") is not None
+    assert kube.get_object(PVC, namespace, "context-renamed") is not None
     assert list(
         AuditEntry.objects.filter(target=f"{namespace}/old-notes")
         .order_by("id")

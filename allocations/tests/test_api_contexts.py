@@ -13,7 +13,7 @@ from allocations.resync import resync_all
 from allocations.tests.factories import ContextResourceFactory
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import PVC
 from testenv import ClusterHandle
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import frozen_apiserver, make_pvc
@@ -60,7 +60,7 @@ def test_context_lifecycle(api: ApiClient, namespace: str) -> None:
     }
     # The PVC exists when the 201 arrives (callers mount claimName at once), made by the
     # request itself: no reconcile task ran for it.
-    created = kube.get_object(objects.PVC, namespace, "context-research-memory")
+    created = kube.get_object(PVC, namespace, "context-research-memory")
     assert created is not None
     assert created["spec"]["resources"]["requests"]["storage"] == "5Gi"
     assert created["spec"]["accessModes"] == ["ReadWriteMany"]
@@ -71,7 +71,7 @@ def test_context_lifecycle(api: ApiClient, namespace: str) -> None:
         timeout=60,
         message="the context PVC to bind",
     )
-    pvc = kube.get_object(objects.PVC, namespace, "context-research-memory")
+    pvc = kube.get_object(PVC, namespace, "context-research-memory")
     assert pvc is not None
     assert pvc["metadata"]["labels"] == {
         "app.kubernetes.io/managed-by": "context-service",
@@ -97,7 +97,7 @@ def test_context_lifecycle(api: ApiClient, namespace: str) -> None:
     assert api.delete(path).status_code == 204
     assert api.get(path).status_code == 404
     wait_until(
-        lambda: kube.get_object(objects.PVC, namespace, "context-research-memory") is None,
+        lambda: kube.get_object(PVC, namespace, "context-research-memory") is None,
         timeout=60,
         message="the PVC to be deleted",
     )
@@ -160,7 +160,7 @@ def test_a_foreign_pvc_under_the_name_is_a_409_and_stays(api: ApiClient, namespa
         "error": "already_exists",
         "message": f'context "notes" already exists in namespace "{namespace}"',
     }
-    pvc = kube.get_object(objects.PVC, namespace, "context-notes")
+    pvc = kube.get_object(PVC, namespace, "context-notes")
     assert pvc is not None
     assert pvc["metadata"]["labels"] == {"team": "theirs"}
 
@@ -179,11 +179,11 @@ def test_the_resync_creates_the_pvc_of_a_context_whose_request_died(
 
     assert report.requeued == [f"context {namespace}/orphaned"]
     wait_until(
-        lambda: kube.get_object(objects.PVC, namespace, "context-orphaned") is not None,
+        lambda: kube.get_object(PVC, namespace, "context-orphaned") is not None,
         timeout=30,
         message="the worker to create the context's PVC",
     )
-    pvc = kube.get_object(objects.PVC, namespace, "context-orphaned")
+    pvc = kube.get_object(PVC, namespace, "context-orphaned")
     assert pvc is not None
     assert pvc["metadata"]["labels"] == {
         "app.kubernetes.io/managed-by": "context-service",
@@ -210,7 +210,7 @@ def test_a_transient_failure_answers_201_and_the_worker_creates_the_pvc(
     )
     assert body["message"].endswith("); the service keeps trying")
     wait_until(
-        lambda: kube.get_object(objects.PVC, namespace, "context-late") is not None,
+        lambda: kube.get_object(PVC, namespace, "context-late") is not None,
         timeout=60,
         message="the worker to create the PVC",
     )

@@ -16,7 +16,17 @@ from allocations.tasks import reconcile_allocation, rollback_allocation
 from allocations.tests.factories import AllocationFactory
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import (
+    NETWORK_POLICY,
+    POD,
+    PVC,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+)
+from contextsvc.kube.objects.labels import pool_labels, pool_selector
+from contextsvc.kube.objects.pod import pod_is_ready
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import (
     HARDENED_POD_SPEC,
@@ -89,7 +99,7 @@ def test_dedicated_rwo_pool_from_post_to_ready_to_release(api: ApiClient, namesp
         "pvcs": ["dedicated-workspace-0", "dedicated-workspace-1"],
         "pods": ["sandbox-dedicated-0", "sandbox-dedicated-1"],
     }
-    pvc = kube.get_object(objects.PVC, namespace, "dedicated-workspace-1")
+    pvc = kube.get_object(PVC, namespace, "dedicated-workspace-1")
     assert pvc is not None
     assert pvc["metadata"]["labels"] == {
         "context.rossoctl.io/pool": "dedicated",
@@ -97,7 +107,7 @@ def test_dedicated_rwo_pool_from_post_to_ready_to_release(api: ApiClient, namesp
         "context.rossoctl.io/replicas": "2",
     }
     assert pvc["status"]["phase"] == "Bound"
-    pod = kube.list_objects(objects.POD, namespace, "context.rossoctl.io/pool=dedicated")[1]
+    pod = kube.list_objects(POD, namespace, "context.rossoctl.io/pool=dedicated")[1]
     assert (
         pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "dedicated-workspace-1"
     )
@@ -163,7 +173,7 @@ def test_shared_rwx_pool_mounts_one_pvc_everywhere(api: ApiClient, namespace: st
     assert found["sandboxes"] == ["sandbox-shared-0", "sandbox-shared-1", "sandbox-shared-2"]
     claims = {
         pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
-        for pod in kube.list_objects(objects.POD, namespace, "context.rossoctl.io/pool=shared")
+        for pod in kube.list_objects(POD, namespace, "context.rossoctl.io/pool=shared")
     }
     assert claims == {"shared-workspace"}
     release(api, "shared")
@@ -192,7 +202,7 @@ def test_existing_pvc_read_only_survives_release(api: ApiClient, namespace: str)
         "readOnly": True,
     }
     wait_ready(api, "consumer")
-    sandbox = kube.get_object(objects.SANDBOX, namespace, "sandbox-consumer-0")
+    sandbox = kube.get_object(SANDBOX, namespace, "sandbox-consumer-0")
     assert sandbox is not None
     ours = {
         key: value
@@ -214,7 +224,7 @@ def test_existing_pvc_read_only_survives_release(api: ApiClient, namespace: str)
     release(api, "consumer")
     wait_for_phase("consumer", Phase.RELEASED)
 
-    survivor = kube.get_object(objects.PVC, namespace, "artifacts")
+    survivor = kube.get_object(PVC, namespace, "artifacts")
     assert survivor is not None
     assert survivor["metadata"].get("deletionTimestamp") is None
     assert pool_objects(namespace, "consumer") == NOTHING
@@ -278,7 +288,7 @@ def test_warm_pool_claims_ready_and_release_keeps_the_pool(api: ApiClient, names
     assert len(found["pods"]) == 2  # the claimed warm Pods now carry the pool label
     # The claimed Pods are fenced like direct ones: nothing in, DNS out (the template has
     # no network rules of its own).
-    fence = kube.get_object(objects.NETWORK_POLICY, namespace, "burst-sandboxes")
+    fence = kube.get_object(NETWORK_POLICY, namespace, "burst-sandboxes")
     assert fence is not None
     assert fence["spec"] == {
         "podSelector": {"matchLabels": {"context.rossoctl.io/pool": "burst"}},
@@ -290,8 +300,8 @@ def test_warm_pool_claims_ready_and_release_keeps_the_pool(api: ApiClient, names
     wait_for_phase("burst", Phase.RELEASED)
 
     assert pool_objects(namespace, "burst") == NOTHING
-    assert kube.get_object(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
-    assert kube.get_object(objects.SANDBOX_TEMPLATE, namespace, "warm-template") is not None
+    assert kube.get_object(SANDBOX_WARM_POOL, namespace, "warm") is not None
+    assert kube.get_object(SANDBOX_TEMPLATE, namespace, "warm-template") is not None
 
 
 UNHARDENED = {"containers": [{"name": "sandbox", "image": "busybox:1.36"}]}
@@ -323,8 +333,8 @@ def test_a_warm_pool_with_an_unhardened_template_is_refused(api: ApiClient, name
         "context.rossoctl.io/relaxations annotation",
         "problems": {"warmPoolRef": UNHARDENED_PROBLEMS},
     }
-    assert kube.list_objects(objects.SANDBOX_CLAIM, namespace) == []
-    assert kube.list_objects(objects.NETWORK_POLICY, namespace) == []
+    assert kube.list_objects(SANDBOX_CLAIM, namespace) == []
+    assert kube.list_objects(NETWORK_POLICY, namespace) == []
 
 
 def test_a_warm_pool_owner_may_relax_restricted_rules_by_name(
@@ -386,7 +396,7 @@ def test_a_warm_pool_owner_may_relax_restricted_rules_by_name(
     assert refused.json()["problems"] == {
         "warmPoolRef": ['baseline host-ports: container "sandbox" binds host port 80']
     }
-    assert kube.list_objects(objects.SANDBOX_CLAIM, namespace, objects.pool_selector("hp")) == []
+    assert kube.list_objects(SANDBOX_CLAIM, namespace, pool_selector("hp")) == []
 
 
 def test_missing_warm_pool_is_400(api: ApiClient, namespace: str) -> None:
@@ -446,7 +456,7 @@ def test_somebody_elses_object_under_one_of_our_names_is_409(
 def test_a_pod_that_only_wears_our_label_counts_for_nothing(api: ApiClient, namespace: str) -> None:
     # Anyone who may create Pods can put the pool label on one; no Sandbox made it.
     admin_create(
-        objects.POD,
+        POD,
         {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -458,12 +468,9 @@ def test_a_pod_that_only_wears_our_label_counts_for_nothing(api: ApiClient, name
             "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
         },
     )
-    impostor = objects.pool_selector("genuine")
+    impostor = pool_selector("genuine")
     wait_until(
-        lambda: (
-            [objects.pod_is_ready(p) for p in kube.list_objects(objects.POD, namespace, impostor)]
-            == [True]
-        ),
+        lambda: [pod_is_ready(p) for p in kube.list_objects(POD, namespace, impostor)] == [True],
         timeout=60,
         message="the impostor Pod to be Ready",
     )
@@ -481,7 +488,7 @@ def test_a_pod_that_only_wears_our_label_counts_for_nothing(api: ApiClient, name
     assert wait_ready(api, "genuine")["readyReplicas"] == 2  # not 3
     release(api, "genuine")
     wait_for_phase("genuine", Phase.RELEASED)
-    assert [p["metadata"]["name"] for p in kube.list_objects(objects.POD, namespace, impostor)] == [
+    assert [p["metadata"]["name"] for p in kube.list_objects(POD, namespace, impostor)] == [
         "impostor"
     ]
 
@@ -489,14 +496,14 @@ def test_a_pod_that_only_wears_our_label_counts_for_nothing(api: ApiClient, name
 def test_a_leftover_claim_keeps_the_name_taken(api: ApiClient, namespace: str) -> None:
     make_warm_pool(namespace, "warm", replicas=1)
     admin_create(
-        objects.SANDBOX_CLAIM,
+        SANDBOX_CLAIM,
         {
-            "apiVersion": objects.SANDBOX_CLAIM.api_version,
+            "apiVersion": SANDBOX_CLAIM.api_version,
             "kind": "SandboxClaim",
             "metadata": {
                 "name": "claim-other-7",
                 "namespace": namespace,
-                "labels": objects.pool_labels("held"),
+                "labels": pool_labels("held"),
             },
             "spec": {"warmPoolRef": {"name": "warm"}},
         },
@@ -513,16 +520,14 @@ def test_a_leftover_claim_keeps_the_name_taken(api: ApiClient, namespace: str) -
     assert (response.status_code, response.json()["error"]) == (409, "already_exists")
     assert [
         claim["metadata"]["name"]
-        for claim in kube.list_objects(
-            objects.SANDBOX_CLAIM, namespace, objects.pool_selector("held")
-        )
+        for claim in kube.list_objects(SANDBOX_CLAIM, namespace, pool_selector("held"))
     ] == ["claim-other-7"]
-    assert kube.list_objects(objects.NETWORK_POLICY, namespace) == []
+    assert kube.list_objects(NETWORK_POLICY, namespace) == []
 
 
 def test_name_stays_taken_while_labelled_objects_remain(api: ApiClient, namespace: str) -> None:
     # An object still carries the pool label (a release in progress, or the old service's).
-    make_pvc(namespace, "leftover", modes=["ReadWriteOnce"], labels=objects.pool_labels("ghost"))
+    make_pvc(namespace, "leftover", modes=["ReadWriteOnce"], labels=pool_labels("ghost"))
 
     with kept(namespace):
         response = api.post(
@@ -544,9 +549,9 @@ def test_mid_create_failure_rolls_back_everything_it_created(
 ) -> None:
     # Somebody else's Sandbox sits on the name our second Sandbox needs.
     admin_create(
-        objects.SANDBOX,
+        SANDBOX,
         {
-            "apiVersion": objects.SANDBOX.api_version,
+            "apiVersion": SANDBOX.api_version,
             "kind": "Sandbox",
             "metadata": {
                 "name": "sandbox-clash-1",
@@ -561,7 +566,7 @@ def test_mid_create_failure_rolls_back_everything_it_created(
 
     wait_until(
         lambda: (
-            [p["metadata"]["name"] for p in kube.list_objects(objects.POD, namespace)]
+            [p["metadata"]["name"] for p in kube.list_objects(POD, namespace)]
             == ["sandbox-clash-1"]
         ),
         timeout=60,
@@ -611,7 +616,7 @@ def test_mid_create_failure_rolls_back_everything_it_created(
         message="the rollback event",
     )
     # The foreign Sandbox is untouched.
-    foreign = kube.get_object(objects.SANDBOX, namespace, "sandbox-clash-1")
+    foreign = kube.get_object(SANDBOX, namespace, "sandbox-clash-1")
     assert foreign is not None
     assert foreign["metadata"].get("deletionTimestamp") is None
     # A failed allocation is released like any other.
@@ -701,14 +706,14 @@ def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: 
     # A claim already sits under our second name with our labels but pod metadata in a
     # domain the controller does not allow: the controller fails it with InvalidMetadata.
     admin_create(
-        objects.SANDBOX_CLAIM,
+        SANDBOX_CLAIM,
         {
-            "apiVersion": objects.SANDBOX_CLAIM.api_version,
+            "apiVersion": SANDBOX_CLAIM.api_version,
             "kind": "SandboxClaim",
             "metadata": {
                 "name": "claim-doomed-1",
                 "namespace": namespace,
-                "labels": objects.pool_labels("doomed"),
+                "labels": pool_labels("doomed"),
             },
             "spec": {
                 "warmPoolRef": {"name": "warm"},
@@ -738,7 +743,7 @@ def test_terminal_claim_failure_fails_the_allocation(api: ApiClient, namespace: 
         timeout=60,
         message="the claims to be rolled back",
     )
-    assert kube.get_object(objects.SANDBOX_WARM_POOL, namespace, "warm") is not None
+    assert kube.get_object(SANDBOX_WARM_POOL, namespace, "warm") is not None
 
 
 def test_a_ready_allocation_that_fails_keeps_its_objects_until_released(

@@ -16,7 +16,11 @@ from allocations.models import Allocation, AllocationEvent, ContextResource, Pha
 from allocations.resync import resync_all
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import annotations_of, labels_of
+from contextsvc.kube.objects.kinds import PVC, SANDBOX, SANDBOX_CLAIM, SANDBOX_TEMPLATE, ApiKind
+from contextsvc.kube.objects.labels import POOL_LABEL, REPLICAS_KEY
+from contextsvc.kube.objects.names import claim_name, sandbox_name, shared_pvc_name
+from contextsvc.kube.objects.sandbox import expiry_backstop, operating_mode
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import (
     NOTHING,
@@ -62,12 +66,12 @@ def patch(api: ApiClient, name: str, change: dict[str, Any]) -> Any:
 
 
 def sandbox(namespace: str, pool: str, index: int) -> dict[str, Any]:
-    found = kube.get_object(objects.SANDBOX, namespace, objects.sandbox_name(pool, index))
+    found = kube.get_object(SANDBOX, namespace, sandbox_name(pool, index))
     assert found is not None
     return found
 
 
-def uid(kind: objects.ApiKind, namespace: str, name: str) -> str:
+def uid(kind: ApiKind, namespace: str, name: str) -> str:
     found = kube.get_object(kind, namespace, name)
     assert found is not None
     return str(found["metadata"]["uid"])
@@ -95,7 +99,7 @@ def test_an_allocation_expires_and_its_expiry_can_be_extended(
     # The controller's backstop: the Sandbox stops by itself ten minutes after the expiry.
     spec = sandbox(namespace, "brief", 0)["spec"]
     assert (spec["shutdownTime"], spec["shutdownPolicy"]) == (
-        objects.expiry_backstop(allocation.expires_at),
+        expiry_backstop(allocation.expires_at),
         "Retain",
     )
 
@@ -106,9 +110,7 @@ def test_an_allocation_expires_and_its_expiry_can_be_extended(
     assert later is not None
     assert extended.json()["expiresAt"] == later.isoformat().replace("+00:00", "Z")
     wait_until(
-        lambda: (
-            sandbox(namespace, "brief", 0)["spec"]["shutdownTime"] == objects.expiry_backstop(later)
-        ),
+        lambda: sandbox(namespace, "brief", 0)["spec"]["shutdownTime"] == expiry_backstop(later),
         timeout=30,
         message="the Sandbox's shutdown time to follow the extension",
     )
@@ -195,7 +197,7 @@ def test_suspend_keeps_the_workspace_and_resume_makes_it_ready_again(
 ) -> None:
     created(api, body("napping", namespace, replicas=2, mode="ReadWriteMany"))
     wait_for_phase("napping", Phase.READY, timeout=90)
-    pvc_uid = uid(objects.PVC, namespace, objects.shared_pvc_name("napping"))
+    pvc_uid = uid(PVC, namespace, shared_pvc_name("napping"))
 
     suspended = api.post("/v1/sandbox-pools/napping/suspend")
     again = api.post("/v1/sandbox-pools/napping/suspend")
@@ -208,11 +210,11 @@ def test_suspend_keeps_the_workspace_and_resume_makes_it_ready_again(
         timeout=60,
         message="the Pods to go",
     )
-    assert [objects.operating_mode(sandbox(namespace, "napping", i)) for i in (0, 1)] == [
+    assert [operating_mode(sandbox(namespace, "napping", i)) for i in (0, 1)] == [
         "Suspended",
         "Suspended",
     ]
-    assert uid(objects.PVC, namespace, objects.shared_pvc_name("napping")) == pvc_uid
+    assert uid(PVC, namespace, shared_pvc_name("napping")) == pvc_uid
 
     resumed = api.post("/v1/sandbox-pools/napping/resume")
     assert (resumed.status_code, resumed.json()["status"]) == (200, "provisioning")
@@ -221,7 +223,7 @@ def test_suspend_keeps_the_workspace_and_resume_makes_it_ready_again(
         "sandbox-napping-0",
         "sandbox-napping-1",
     ]
-    assert uid(objects.PVC, namespace, objects.shared_pvc_name("napping")) == pvc_uid
+    assert uid(PVC, namespace, shared_pvc_name("napping")) == pvc_uid
     assert audit_actions("napping") == [
         ("api:serverless-harness", "allocation.create"),
         ("api:serverless-harness", "allocation.suspend"),
@@ -262,7 +264,7 @@ def test_a_warm_pool_allocation_scales_up_only_while_its_template_is_hardened(
     )
     wait_for_phase("claimed", Phase.READY, timeout=90)
     admin_patch(
-        objects.SANDBOX_TEMPLATE,
+        SANDBOX_TEMPLATE,
         namespace,
         "agents-template",
         {"spec": {"podTemplate": {"spec": {"containers": [
@@ -271,7 +273,7 @@ def test_a_warm_pool_allocation_scales_up_only_while_its_template_is_hardened(
         ]}}}},
     )  # fmt: skip
     row = Allocation.objects.values().get(name="claimed")
-    claims = kube.list_objects(objects.SANDBOX_CLAIM, namespace)
+    claims = kube.list_objects(SANDBOX_CLAIM, namespace)
 
     refused = patch(api, "claimed", {"replicas": 2})
 
@@ -283,7 +285,7 @@ def test_a_warm_pool_allocation_scales_up_only_while_its_template_is_hardened(
         "context.rossoctl.io/relaxations annotation"
     )
     assert Allocation.objects.values().get(name="claimed") == row
-    assert kube.list_objects(objects.SANDBOX_CLAIM, namespace) == claims
+    assert kube.list_objects(SANDBOX_CLAIM, namespace) == claims
     # Scaling down hands nothing out: it needs no check.
     assert patch(api, "claimed", {"replicas": 1}).status_code == 200
 
@@ -297,8 +299,8 @@ def test_scaling_adds_and_removes_exactly_the_highest_replicas(
     created(api, body("elastic", namespace, replicas=3))
     wait_for_phase("elastic", Phase.READY, timeout=90)
     kept = {
-        "sandbox": uid(objects.SANDBOX, namespace, "sandbox-elastic-0"),
-        "pvc": uid(objects.PVC, namespace, "elastic-workspace-0"),
+        "sandbox": uid(SANDBOX, namespace, "sandbox-elastic-0"),
+        "pvc": uid(PVC, namespace, "elastic-workspace-0"),
     }
 
     down = patch(api, "elastic", {"replicas": 1})
@@ -318,8 +320,8 @@ def test_scaling_adds_and_removes_exactly_the_highest_replicas(
         timeout=60,
         message="replicas 1 and 2 to be gone",
     )
-    assert uid(objects.SANDBOX, namespace, "sandbox-elastic-0") == kept["sandbox"]
-    assert uid(objects.PVC, namespace, "elastic-workspace-0") == kept["pvc"]
+    assert uid(SANDBOX, namespace, "sandbox-elastic-0") == kept["sandbox"]
+    assert uid(PVC, namespace, "elastic-workspace-0") == kept["pvc"]
 
     up = patch(api, "elastic", {"replicas": 2})
     assert (up.status_code, up.json()["status"]) == (200, "provisioning")
@@ -328,9 +330,9 @@ def test_scaling_adds_and_removes_exactly_the_highest_replicas(
         "sandbox-elastic-0",
         "sandbox-elastic-1",
     ]
-    assert uid(objects.SANDBOX, namespace, "sandbox-elastic-0") == kept["sandbox"]
+    assert uid(SANDBOX, namespace, "sandbox-elastic-0") == kept["sandbox"]
     # The Sandboxes say how many replicas their pool has (adoption reads it).
-    assert objects.annotations_of(sandbox(namespace, "elastic", 0))[objects.REPLICAS_KEY] == "2"
+    assert annotations_of(sandbox(namespace, "elastic", 0))[REPLICAS_KEY] == "2"
 
     refused = patch(api, "elastic", {"replicas": 0})
     assert refused.json() == {
@@ -345,7 +347,7 @@ def test_a_shared_allocation_scales_its_sandboxes_and_keeps_its_one_workspace(
 ) -> None:
     created(api, body("team", namespace, replicas=2, mode="ReadWriteMany"))
     wait_for_phase("team", Phase.READY, timeout=90)
-    workspace = uid(objects.PVC, namespace, "team-workspace")
+    workspace = uid(PVC, namespace, "team-workspace")
 
     assert patch(api, "team", {"replicas": 3}).status_code == 200
     assert wait_for_phase("team", Phase.READY, timeout=90).ready_replicas == 3
@@ -364,7 +366,7 @@ def test_a_shared_allocation_scales_its_sandboxes_and_keeps_its_one_workspace(
         message="replicas 1 and 2 to be gone",
     )
     # The shared workspace is the same PVC throughout: scaling never touches it.
-    assert uid(objects.PVC, namespace, "team-workspace") == workspace
+    assert uid(PVC, namespace, "team-workspace") == workspace
 
 
 def test_a_warm_pool_allocation_scales_by_its_claims(api: ApiClient, namespace: str) -> None:
@@ -373,24 +375,24 @@ def test_a_warm_pool_allocation_scales_by_its_claims(api: ApiClient, namespace: 
         api, {"name": "claimed", "replicas": 1, "namespace": namespace, "warmPoolRef": "agents"}
     )
     wait_for_phase("claimed", Phase.READY, timeout=90)
-    first = uid(objects.SANDBOX_CLAIM, namespace, objects.claim_name("claimed", 0))
+    first = uid(SANDBOX_CLAIM, namespace, claim_name("claimed", 0))
 
     assert patch(api, "claimed", {"replicas": 3}).status_code == 200
     assert wait_for_phase("claimed", Phase.READY, timeout=90).ready_replicas == 3
     assert pool_objects(namespace, "claimed")["claims"] == [
-        objects.claim_name("claimed", i) for i in range(3)
+        claim_name("claimed", i) for i in range(3)
     ]
 
     assert patch(api, "claimed", {"replicas": 2}).status_code == 200
     wait_until(
         lambda: (
             pool_objects(namespace, "claimed")["claims"]
-            == [objects.claim_name("claimed", i) for i in range(2)]
+            == [claim_name("claimed", i) for i in range(2)]
         ),
         timeout=60,
         message="the third claim to be gone",
     )
-    assert uid(objects.SANDBOX_CLAIM, namespace, objects.claim_name("claimed", 0)) == first
+    assert uid(SANDBOX_CLAIM, namespace, claim_name("claimed", 0)) == first
     assert Allocation.objects.get(name="claimed").replicas == 2
 
 
@@ -514,17 +516,17 @@ def test_retained_artifacts_outlive_their_producer_and_a_consumer_mounts_them_re
         assert {"name": "artifacts", "mountPath": "/artifacts"} in pod_spec["containers"][0][
             "volumeMounts"
         ]
-    pvc_uid = uid(objects.PVC, namespace, claim)
+    pvc_uid = uid(PVC, namespace, claim)
 
     assert api.delete("/v1/sandbox-pools/producer").status_code == 204
     wait_for_phase("producer", Phase.RELEASED, timeout=90)
 
     # The producer's objects are gone; its artifacts are a context now.
     assert pool_objects(namespace, "producer") == NOTHING
-    assert uid(objects.PVC, namespace, claim) == pvc_uid
-    kept = kube.get_object(objects.PVC, namespace, claim)
+    assert uid(PVC, namespace, claim) == pvc_uid
+    kept = kube.get_object(PVC, namespace, claim)
     assert kept is not None
-    assert objects.POOL_LABEL not in objects.labels_of(kept)
+    assert POOL_LABEL not in labels_of(kept)
     listed = api.get(f"/v1/namespaces/{namespace}/contexts").json()["items"]
     assert [(c["name"], c["type"], c["attachment"]["claimName"]) for c in listed] == [
         ("producer-artifacts", "artifacts", claim)
@@ -548,12 +550,12 @@ def test_retained_artifacts_outlive_their_producer_and_a_consumer_mounts_them_re
     }
     assert api.delete("/v1/sandbox-pools/consumer").status_code == 204
     wait_for_phase("consumer", Phase.RELEASED, timeout=90)
-    assert uid(objects.PVC, namespace, claim) == pvc_uid  # a caller's PVC is never deleted
+    assert uid(PVC, namespace, claim) == pvc_uid  # a caller's PVC is never deleted
 
     deleted = api.delete(f"/v1/namespaces/{namespace}/contexts/producer-artifacts")
     assert deleted.status_code == 204
     wait_until(
-        lambda: kube.get_object(objects.PVC, namespace, claim) is None,
+        lambda: kube.get_object(PVC, namespace, claim) is None,
         timeout=60,
         message="the artifacts PVC to go with its context",
     )
@@ -575,5 +577,5 @@ def test_artifacts_not_retained_go_with_the_allocation(api: ApiClient, namespace
     wait_for_phase("scratch", Phase.RELEASED, timeout=90)
 
     assert pool_objects(namespace, "scratch") == NOTHING
-    assert kube.get_object(objects.PVC, namespace, "context-scratch-artifacts") is None
+    assert kube.get_object(PVC, namespace, "context-scratch-artifacts") is None
     assert not ContextResource.objects.exists()

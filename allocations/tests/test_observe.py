@@ -20,7 +20,7 @@ from allocations.observe import (
     pool_key,
     ready_replicas,
 )
-from contextsvc.kube import objects
+from contextsvc.kube.objects.labels import POOL_LABEL
 
 REQUESTED_AT = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 DEADLINE = timedelta(seconds=60)
@@ -44,7 +44,7 @@ def obj(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {objects.POOL_LABEL: pool} if pool else {},
+            "labels": {POOL_LABEL: pool} if pool else {},
             **metadata,
         },
         "status": {},

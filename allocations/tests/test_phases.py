@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from allocations.models import Allocation, AllocationEvent, Phase
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import SANDBOX_WARM_POOL
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import admin_patch, make_warm_pool, wait_for_phase
 from tests.support.processes import wait_until
@@ -93,10 +93,10 @@ def test_a_claim_is_warm_when_the_pool_has_a_sandbox_and_cold_when_it_is_empty(
     created(api, {"name": "first", "replicas": 1, "namespace": namespace, "warmPoolRef": "agents"})
     wait_for_phase("first", Phase.READY, timeout=90)
     # The pool keeps no Sandbox in reserve now: the next claim must start its own.
-    admin_patch(objects.SANDBOX_WARM_POOL, namespace, "agents", {"spec": {"replicas": 0}})
+    admin_patch(SANDBOX_WARM_POOL, namespace, "agents", {"spec": {"replicas": 0}})
     wait_until(
         lambda: (
-            (kube.get_object(objects.SANDBOX_WARM_POOL, namespace, "agents") or {})
+            (kube.get_object(SANDBOX_WARM_POOL, namespace, "agents") or {})
             .get("status", {})
             .get("replicas", 0)
             == 0

@@ -17,7 +17,7 @@ from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.tasks import reconcile_allocation
 from allocations.tests.factories import AllocationFactory
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.blueprint import builtin_blueprint
 
 pytestmark = pytest.mark.cluster
 
@@ -54,7 +54,7 @@ def _requested(namespace: str, age_seconds: float) -> Allocation:
     allocation = AllocationFactory.create(
         name="offline",
         namespace=namespace,
-        blueprint=objects.builtin_blueprint(image="busybox:1.36").to_json(),
+        blueprint=builtin_blueprint(image="busybox:1.36").to_json(),
     )
     Allocation.objects.filter(pk=allocation.pk).update(
         requested_at=timezone.now() - timedelta(seconds=age_seconds)

@@ -19,7 +19,8 @@ from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.resync import resync_all
 from allocations.selectors import allocation_needs_attention
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import EVENT, STORAGE_CLASS
+from contextsvc.kube.objects.pvc import PVC_EVENTS_SELECTOR
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import NOTHING, admin_create, admin_delete, pool_objects, wait_for_phase
 from tests.support.processes import wait_until
@@ -38,7 +39,7 @@ def unprovisioned_class() -> Iterator[str]:
     """A StorageClass that exists, whose provisioner nobody runs."""
     name = f"nobody-{uuid.uuid4().hex[:8]}"
     admin_create(
-        objects.STORAGE_CLASS,
+        STORAGE_CLASS,
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
@@ -48,7 +49,7 @@ def unprovisioned_class() -> Iterator[str]:
         },
     )
     yield name
-    admin_delete(objects.STORAGE_CLASS, "", name)
+    admin_delete(STORAGE_CLASS, "", name)
 
 
 def pool(name: str, namespace: str, storage_class: str, **extra: Any) -> dict[str, Any]:
@@ -143,7 +144,7 @@ def test_a_volume_nothing_provisions_says_why_and_fails_past_the_deadline(
     said = wait_until(
         lambda: [
             event
-            for event in kube.list_objects(objects.EVENT, namespace, fields=objects.PVC_EVENTS_SELECTOR)
+            for event in kube.list_objects(EVENT, namespace, fields=PVC_EVENTS_SELECTOR)
             if event["involvedObject"]["name"] == pvc_name
         ],
         timeout=60,

@@ -14,7 +14,9 @@ from allocations.models import Allocation, Phase
 from allocations.requests import PoolRequest
 from allocations.resync import resync_all
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import PVC, SANDBOX
+from contextsvc.kube.objects.labels import MANAGED_SELECTOR, pool_labels
+from contextsvc.kube.objects.names import sandbox_name
 from tests.support.kube import (
     admin_create,
     admin_delete,
@@ -119,7 +121,7 @@ def expire_resource_version_one(namespace: str) -> None:
     drops its first events, which it does once they are older than its freshness window
     (75 s) and it is full; on a young cluster it has not yet, so churn PVCs (without our
     labels: the informer under test never sees them) until it has."""
-    target = kube.Watchable(objects.PVC, namespace, "")
+    target = kube.Watchable(PVC, namespace, "")
     deadline = time.monotonic() + CHURN_DEADLINE
     batch = 0
     while time.monotonic() < deadline:
@@ -129,7 +131,7 @@ def expire_resource_version_one(namespace: str) -> None:
         for index in range(10):
             name = f"churn-{batch}-{index}"
             make_pvc(namespace, name, modes=["ReadWriteOnce"], storage_class="churn-no-such-class")
-            admin_delete(objects.PVC, namespace, name)
+            admin_delete(PVC, namespace, name)
         batch += 1
         time.sleep(1)
     raise AssertionError(
@@ -145,14 +147,14 @@ def test_informer_relists_after_410_gone(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     admin_create(
-        objects.PVC,
+        PVC,
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
             "metadata": {
                 "name": "seen",
                 "namespace": namespace,
-                "labels": objects.pool_labels("p"),
+                "labels": pool_labels("p"),
             },
             "spec": {
                 "accessModes": ["ReadWriteOnce"],
@@ -175,7 +177,7 @@ def test_informer_relists_after_410_gone(
     changes: list[tuple[str | None, str | None]] = []
     stop = threading.Event()
     informer = watcher.Informer(
-        kube.Watchable(objects.PVC, namespace, objects.MANAGED_SELECTOR),
+        kube.Watchable(PVC, namespace, MANAGED_SELECTOR),
         "pvcs",
         lambda old, new: changes.append(
             (old["metadata"]["name"] if old else None, new["metadata"]["name"] if new else None)
@@ -186,7 +188,7 @@ def test_informer_relists_after_410_gone(
     thread.start()
     try:
         wait_until(lambda: informer.relists == 2, timeout=30, message="a relist after 410")
-        kube.delete_object(objects.PVC, namespace, "seen")
+        kube.delete_object(PVC, namespace, "seen")
         # The watch opened after the relist follows the deletion.
         wait_until(
             lambda: informer.items_for((namespace, "p")) == [],
@@ -214,7 +216,7 @@ def test_the_resync_records_only_what_changed(namespace: str) -> None:
     first = resync_all(adopt=False)
     resync_until_settled()
     second = resync_all(adopt=False)
-    sandbox = objects.sandbox_name("steady", 0)
+    sandbox = sandbox_name("steady", 0)
     kube_patch_annotation(namespace, sandbox)
     third = resync_all(adopt=False)
 
@@ -228,9 +230,7 @@ def test_the_resync_records_only_what_changed(namespace: str) -> None:
 
 
 def kube_patch_annotation(namespace: str, sandbox: str) -> None:
-    admin_patch(
-        objects.SANDBOX, namespace, sandbox, {"metadata": {"annotations": {"touched": "yes"}}}
-    )
+    admin_patch(SANDBOX, namespace, sandbox, {"metadata": {"annotations": {"touched": "yes"}}})
 
 
 @pytest.mark.usefixtures("service")

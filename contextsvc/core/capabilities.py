@@ -16,7 +16,17 @@ from django.utils import timezone
 from contextsvc.core import namespaces
 from contextsvc.core.models import ClusterCapabilities
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import object_key
+from contextsvc.kube.objects.kinds import (
+    AGENT_SANDBOX_VERSION,
+    EXTENSIONS_GROUP,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_GROUP,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+)
+from contextsvc.kube.objects.warmpool import warm_pool_summary
 
 STALE_AFTER = timedelta(minutes=5)
 
@@ -45,7 +55,7 @@ class Capabilities:
         if self.error:
             return f"cannot tell whether the cluster serves Sandboxes: {self.error}"
         return (
-            f"the cluster does not serve {objects.SANDBOX.crd_name}/{objects.SANDBOX.version}: "
+            f"the cluster does not serve {SANDBOX.crd_name}/{SANDBOX.version}: "
             "install the agent-sandbox CRDs and controller"
         )
 
@@ -55,9 +65,9 @@ class Capabilities:
         missing = [
             f"{kind.crd_name}/{kind.version}"
             for kind, served in (
-                (objects.SANDBOX_TEMPLATE, self.templates),
-                (objects.SANDBOX_WARM_POOL, self.warm_pools),
-                (objects.SANDBOX_CLAIM, self.claims),
+                (SANDBOX_TEMPLATE, self.templates),
+                (SANDBOX_WARM_POOL, self.warm_pools),
+                (SANDBOX_CLAIM, self.claims),
             )
             if not served
         ]
@@ -78,31 +88,29 @@ class Capabilities:
 
 def detect() -> Capabilities:
     try:
-        core = kube.served_resources(objects.SANDBOX_GROUP, objects.AGENT_SANDBOX_VERSION) or set()
-        extensions = (
-            kube.served_resources(objects.EXTENSIONS_GROUP, objects.AGENT_SANDBOX_VERSION) or set()
-        )
+        core = kube.served_resources(SANDBOX_GROUP, AGENT_SANDBOX_VERSION) or set()
+        extensions = kube.served_resources(EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION) or set()
         runtime_classes = tuple(kube.list_runtime_classes())
         templates: list[dict[str, Any]] = []
         pools: list[dict[str, Any]] = []
         for namespace in namespaces.scopes():
-            if objects.SANDBOX_TEMPLATE.plural in extensions:
-                templates += kube.list_objects(objects.SANDBOX_TEMPLATE, namespace)
-            if objects.SANDBOX_WARM_POOL.plural in extensions:
-                pools += kube.list_objects(objects.SANDBOX_WARM_POOL, namespace)
+            if SANDBOX_TEMPLATE.plural in extensions:
+                templates += kube.list_objects(SANDBOX_TEMPLATE, namespace)
+            if SANDBOX_WARM_POOL.plural in extensions:
+                pools += kube.list_objects(SANDBOX_WARM_POOL, namespace)
     except kube.KubeError as exc:
         return Capabilities(error=exc.message, detected_at=timezone.now().isoformat())
     found = {
-        "sandboxes": objects.SANDBOX.plural in core,
-        "templates": objects.SANDBOX_TEMPLATE.plural in extensions,
-        "warm_pools": objects.SANDBOX_WARM_POOL.plural in extensions,
-        "claims": objects.SANDBOX_CLAIM.plural in extensions,
+        "sandboxes": SANDBOX.plural in core,
+        "templates": SANDBOX_TEMPLATE.plural in extensions,
+        "warm_pools": SANDBOX_WARM_POOL.plural in extensions,
+        "claims": SANDBOX_CLAIM.plural in extensions,
     }
     kinds = {
-        "sandboxes": objects.SANDBOX,
-        "templates": objects.SANDBOX_TEMPLATE,
-        "warm_pools": objects.SANDBOX_WARM_POOL,
-        "claims": objects.SANDBOX_CLAIM,
+        "sandboxes": SANDBOX,
+        "templates": SANDBOX_TEMPLATE,
+        "warm_pools": SANDBOX_WARM_POOL,
+        "claims": SANDBOX_CLAIM,
     }
     return Capabilities(
         sandboxes=found["sandboxes"],
@@ -111,12 +119,8 @@ def detect() -> Capabilities:
         claims=found["claims"],
         runtime_classes=runtime_classes,
         missing=tuple(kinds[key].crd_name for key, served in found.items() if not served),
-        template_list=tuple(
-            sorted("/".join(objects.object_key(template)) for template in templates)
-        ),
-        warm_pool_list=tuple(
-            objects.warm_pool_summary(pool) for pool in sorted(pools, key=objects.object_key)
-        ),
+        template_list=tuple(sorted("/".join(object_key(template)) for template in templates)),
+        warm_pool_list=tuple(warm_pool_summary(pool) for pool in sorted(pools, key=object_key)),
         detected_at=timezone.now().isoformat(),
     )
 

@@ -9,32 +9,45 @@ authenticated.
 
 from __future__ import annotations
 
-from contextsvc.kube import objects
-from contextsvc.kube.objects import ApiKind
+from contextsvc.kube.objects.kinds import (
+    EVENT,
+    JOB,
+    NETWORK_POLICY,
+    POD,
+    PVC,
+    RUNTIME_CLASS,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+    SANDBOX_WARM_POOL_SCALE,
+    STORAGE_CLASS,
+    ApiKind,
+)
 
 USES: dict[ApiKind, frozenset[str]] = {
     # Workspaces (managed, caller's, named contexts, agent workspaces); expansion patches.
-    objects.PVC: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
+    PVC: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
     # Why a PVC stays Pending: the PV controller's events about it (allocations/resync.py).
-    objects.EVENT: frozenset({"list"}),
+    EVENT: frozenset({"list"}),
     # Readiness of direct allocations; never written (Sandboxes own their Pods).
-    objects.POD: frozenset({"list", "watch"}),
+    POD: frozenset({"list", "watch"}),
     # The per-allocation fence; watched so that a release ends only once it is gone too.
-    objects.NETWORK_POLICY: frozenset({"get", "list", "watch", "create", "delete"}),
+    NETWORK_POLICY: frozenset({"get", "list", "watch", "create", "delete"}),
     # Context cleanup.
-    objects.JOB: frozenset({"get", "create"}),
+    JOB: frozenset({"get", "create"}),
     # Suspend and resume, and the expiry backstop, patch a Sandbox's lifecycle fields.
-    objects.SANDBOX: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
-    objects.SANDBOX_CLAIM: frozenset({"get", "list", "watch", "create", "delete"}),
+    SANDBOX: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
+    SANDBOX_CLAIM: frozenset({"get", "list", "watch", "create", "delete"}),
     # Checked on create, listed for the dashboard; a profile's own (warmPool) are created,
     # kept in step with the profile (their spec replaced, the pool's scale and the time of
     # its last scaling patched) and deleted with it.
-    objects.SANDBOX_WARM_POOL: frozenset({"get", "list", "create", "delete", "patch"}),
-    objects.SANDBOX_WARM_POOL_SCALE: frozenset({"patch"}),
-    objects.SANDBOX_TEMPLATE: frozenset({"get", "list", "create", "delete", "patch"}),
+    SANDBOX_WARM_POOL: frozenset({"get", "list", "create", "delete", "patch"}),
+    SANDBOX_WARM_POOL_SCALE: frozenset({"patch"}),
+    SANDBOX_TEMPLATE: frozenset({"get", "list", "create", "delete", "patch"}),
     # Cluster-scoped: isolation modes and expandability.
-    objects.RUNTIME_CLASS: frozenset({"list"}),
-    objects.STORAGE_CLASS: frozenset({"get"}),
+    RUNTIME_CLASS: frozenset({"list"}),
+    STORAGE_CLASS: frozenset({"get"}),
 }
 
 

@@ -21,8 +21,10 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from contextsvc.kube import access, objects
-from contextsvc.kube.objects import RUNTIME_CLASS, ApiKind
+from contextsvc.kube import access
+from contextsvc.kube.objects.fields import name_of, namespace_of, object_key, resource_version_of
+from contextsvc.kube.objects.kinds import RUNTIME_CLASS, ApiKind
+from contextsvc.kube.objects.warmpool import scale_patch
 
 T = TypeVar("T")
 CONCURRENT_READS = 16
@@ -249,7 +251,7 @@ def create_object(kind: ApiKind, body: Obj, *, dry_run: bool = False) -> Obj:
     """Create; raises the client's exception unchanged so callers can test AlreadyExists.
     ``dry_run`` has the API server validate and admit the object without storing it."""
     access.check(kind, "create")
-    namespace = objects.namespace_of(body) or None
+    namespace = namespace_of(body) or None
     query = [("dryRun", "All")] if dry_run else None
     created: Obj = _call("POST", _path(kind, namespace), query=query, body=body)
     return created
@@ -263,7 +265,7 @@ def create_if_absent(kind: ApiKind, body: Obj, *, dry_run: bool = False) -> bool
     except Exception as exc:
         if is_already_exists(exc):
             return False
-        where = "/".join(objects.object_key(body))
+        where = "/".join(object_key(body))
         raise kube_error(exc, f"creating {kind.kind} {where}") from exc
     return True
 
@@ -324,7 +326,7 @@ def replace_spec(
 
 def scale(kind: ApiKind, namespace: str, name: str, replicas: int) -> Obj:
     """Set the replicas through the object's scale subresource (``kind`` names it, e.g.
-    objects.SANDBOX_WARM_POOL_SCALE)."""
+    objects.kinds.SANDBOX_WARM_POOL_SCALE)."""
     access.check(kind, "patch")
     parent = kind.plural.removesuffix("/scale")
     path = _path(kind, namespace).removesuffix(f"/{kind.plural}") + f"/{parent}/{name}/scale"
@@ -332,7 +334,7 @@ def scale(kind: ApiKind, namespace: str, name: str, replicas: int) -> Obj:
         scaled: Obj = _call(
             "PATCH",
             path,
-            body=objects.scale_patch(replicas),
+            body=scale_patch(replicas),
             content_type="application/merge-patch+json",
         )
     except Exception as exc:
@@ -368,7 +370,7 @@ def list_raw(target: Watchable) -> tuple[list[Obj], str]:
         )
     except Exception as exc:
         raise kube_error(exc, f"listing {target.describe()}") from exc
-    return list(data.get("items") or []), objects.resource_version_of(data)
+    return list(data.get("items") or []), resource_version_of(data)
 
 
 def watch_raw(target: Watchable, resource_version: str, timeout_seconds: int) -> Iterator[Obj]:
@@ -425,4 +427,4 @@ def served_resources(group: str, version: str) -> set[str] | None:
 
 
 def list_runtime_classes() -> list[str]:
-    return sorted(objects.name_of(item) for item in list_objects(RUNTIME_CLASS, None))
+    return sorted(name_of(item) for item in list_objects(RUNTIME_CLASS, None))

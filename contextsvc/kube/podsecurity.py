@@ -3,7 +3,7 @@
 Everything the **baseline** level forbids is refused, always: such a Pod is not a sandbox
 (it reaches the node). What the **restricted** level forbids is refused too, unless the
 profile (or, for a warm pool, the pool's owner) relaxes that rule by name. Direct
-allocations are checked after the hardened defaults are applied (``objects.harden``), so
+allocations are checked after the hardened defaults are applied (``objects.hardening.harden``), so
 a restricted rule only bites when it was relaxed away or the template sets something the
 defaults do not overwrite; warm-pool templates are the pool owner's and are checked as
 they are.
@@ -19,15 +19,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contextsvc.kube.objects import (
+from contextsvc.kube.objects.blueprint import (
     PART_POD,
     PART_VOLUMES,
     Blueprint,
     Problem,
-    Relaxation,
     blueprint_problems,
-    harden,
 )
+from contextsvc.kube.objects.hardening import Relaxation, harden
 
 Spec = Mapping[str, Any]
 
@@ -118,7 +117,7 @@ class Rule:
     check: Check
     # A restricted rule a profile may switch off by naming this relaxation; None: never.
     relaxation: str | None = None
-    part: str = PART_POD  # what in the pod it is about (objects.PART_VOLUMES, …)
+    part: str = PART_POD  # what in the pod it is about (objects.blueprint.PART_VOLUMES, …)
 
 
 def _host_process(pod: Pod) -> list[str]:

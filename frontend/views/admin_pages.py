@@ -16,7 +16,12 @@ from contextsvc.core.auth import user_role
 from contextsvc.core.errors import ServiceError
 from contextsvc.core.models import ApiClient, ApiToken, AuditEntry
 from contextsvc.core.selectors import heartbeat_list_recent
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import (
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+)
 from frontend.access import actor, admin_required, viewer_required
 from frontend.forms import ApiClientForm, EmailForm, RoleForm, UserForm
 from workspaces import selectors as workspaces
@@ -157,10 +162,10 @@ def cluster(request: HttpRequest) -> HttpResponse:
     crds = [
         (kind.crd_name, kind.version, served)
         for kind, served in (
-            (objects.SANDBOX, found.sandboxes),
-            (objects.SANDBOX_TEMPLATE, found.templates),
-            (objects.SANDBOX_WARM_POOL, found.warm_pools),
-            (objects.SANDBOX_CLAIM, found.claims),
+            (SANDBOX, found.sandboxes),
+            (SANDBOX_TEMPLATE, found.templates),
+            (SANDBOX_WARM_POOL, found.warm_pools),
+            (SANDBOX_CLAIM, found.claims),
         )
     ]
     return render(

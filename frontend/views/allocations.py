@@ -13,7 +13,14 @@ from allocations.models import Allocation, Phase, Strategy
 from allocations.selectors import allocation_page
 from contextsvc.core.errors import InvalidRequest, ServiceError
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import (
+    condition,
+    conditions_of,
+    for_display,
+    name_of,
+    status_phase,
+)
+from contextsvc.kube.objects.pod import pod_is_ready
 from frontend.access import actor, admin_required, viewer_required
 from frontend.forms import AllocationForm
 from profiles.models import SandboxProfile
@@ -97,18 +104,18 @@ CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 
 
 def _summary(kind: str, obj: dict[str, Any]) -> str:
-    phase = objects.status_phase(obj) or "Pending"
+    phase = status_phase(obj) or "Pending"
     if kind == "PersistentVolumeClaim":
         return phase
     if kind == "Pod":
-        ready = objects.pod_is_ready(obj)
+        ready = pod_is_ready(obj)
         return f"{phase}{', ready' if ready else ''}"
     if kind == "NetworkPolicy":
         return "in force"  # (it has no status: the network plugin enforces it)
-    condition = objects.condition(obj, "Ready")
-    if condition is None:
+    ready_condition = condition(obj, "Ready")
+    if ready_condition is None:
         return "no Ready condition yet"
-    return f"Ready={condition.get('status')} ({condition.get('reason') or '—'})"
+    return f"Ready={ready_condition.get('status')} ({ready_condition.get('reason') or '—'})"
 
 
 @viewer_required
@@ -126,13 +133,13 @@ def allocation_objects(request: HttpRequest, allocation_id: int) -> JsonResponse
             items.append(
                 {
                     "kind": kind.kind,
-                    "name": objects.name_of(obj),
+                    "name": name_of(obj),
                     "status": _summary(kind.kind, obj),
                     "conditions": [
                         {key: str(c.get(key) or "") for key in CONDITION_FIELDS}
-                        for c in objects.conditions_of(obj)
+                        for c in conditions_of(obj)
                     ],
-                    "yaml": yaml.safe_dump(objects.for_display(obj), sort_keys=False),
+                    "yaml": yaml.safe_dump(for_display(obj), sort_keys=False),
                 }
             )
     return JsonResponse({"objects": items})

@@ -14,7 +14,14 @@ from allocations.models import Allocation, Phase
 from contextsvc.core import capabilities
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import (
+    NETWORK_POLICY,
+    POD,
+    RUNTIME_CLASS,
+    SANDBOX,
+    SANDBOX_TEMPLATE,
+)
+from contextsvc.kube.objects.labels import pool_selector
 from profiles.models import SandboxProfile
 from tests.support.api import ApiClient
 from tests.support.kube import (
@@ -36,7 +43,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
 def gvisor(service: None) -> None:
     try:
         admin_create(
-            objects.RUNTIME_CLASS,
+            RUNTIME_CLASS,
             {
                 "apiVersion": "node.k8s.io/v1",
                 "kind": "RuntimeClass",
@@ -52,7 +59,7 @@ def gvisor(service: None) -> None:
 
 def sandbox_pod_spec(namespace: str, name: str) -> dict[str, Any]:
     wait_for_phase(name, Phase.READY)
-    sandbox = kube.get_object(objects.SANDBOX, namespace, f"sandbox-{name}-0")
+    sandbox = kube.get_object(SANDBOX, namespace, f"sandbox-{name}-0")
     assert sandbox is not None
     return dict(sandbox["spec"]["podTemplate"]["spec"])
 
@@ -140,10 +147,10 @@ def test_builtin_profile_blueprint_is_used_hardened_and_fenced(
         {"name": "tmp", "emptyDir": {}},
     ]
     # The Pod the controller made carries the same spec.
-    [pod] = kube.list_objects(objects.POD, namespace, objects.pool_selector("data"))
+    [pod] = kube.list_objects(POD, namespace, pool_selector("data"))
     assert pod["spec"]["runtimeClassName"] == "gvisor"
     assert pod["spec"]["containers"][0]["securityContext"] == HARDENED_CONTAINER
-    policy = kube.get_object(objects.NETWORK_POLICY, namespace, "data-sandboxes")
+    policy = kube.get_object(NETWORK_POLICY, namespace, "data-sandboxes")
     assert policy is not None
     assert policy["spec"] == {
         "podSelector": {"matchLabels": {"context.rossoctl.io/pool": "data"}},
@@ -171,7 +178,7 @@ def test_builtin_profile_blueprint_is_used_hardened_and_fenced(
 
     assert caller.delete("/v1/sandbox-pools/data").status_code == 204
     wait_for_phase("data", Phase.RELEASED)
-    assert kube.get_object(objects.NETWORK_POLICY, namespace, "data-sandboxes") is None
+    assert kube.get_object(NETWORK_POLICY, namespace, "data-sandboxes") is None
 
 
 def test_builtin_runtime_is_hardened_with_a_deny_all_policy(
@@ -193,7 +200,7 @@ def test_builtin_runtime_is_hardened_with_a_deny_all_policy(
     assert spec["containers"][0]["image"] == "busybox:1.36"
     assert spec["containers"][0]["securityContext"] == HARDENED_CONTAINER
     assert spec["securityContext"] == HARDENED_POD
-    policy = kube.get_object(objects.NETWORK_POLICY, namespace, "plain-sandboxes")
+    policy = kube.get_object(NETWORK_POLICY, namespace, "plain-sandboxes")
     assert policy is not None
     assert policy["spec"].get("ingress", []) == []
     assert policy["spec"]["egress"] == [
@@ -282,7 +289,7 @@ def test_template_profile_copies_the_template_blueprint(
 
     assert response.status_code == 201
     wait_for_phase("copied", Phase.READY)
-    sandbox = kube.get_object(objects.SANDBOX, namespace, "sandbox-copied-1")
+    sandbox = kube.get_object(SANDBOX, namespace, "sandbox-copied-1")
     assert sandbox is not None
     template = sandbox["spec"]["podTemplate"]
     assert template["metadata"]["labels"] == {
@@ -309,7 +316,7 @@ def test_template_profile_copies_the_template_blueprint(
 
     # Editing the template afterwards does not change this allocation (it was copied) ...
     admin_patch(
-        objects.SANDBOX_TEMPLATE,
+        SANDBOX_TEMPLATE,
         namespace,
         "research",
         {
@@ -339,13 +346,13 @@ def test_template_profile_copies_the_template_blueprint(
     )
     assert scaled.status_code == 200, scaled.content
     added = wait_until(
-        lambda: kube.get_object(objects.SANDBOX, namespace, "sandbox-copied-2"),
+        lambda: kube.get_object(SANDBOX, namespace, "sandbox-copied-2"),
         timeout=60,
         message="the third Sandbox",
     )
     assert isinstance(added, dict)
     for name in ("sandbox-copied-1", "sandbox-copied-2"):
-        sandbox = kube.get_object(objects.SANDBOX, namespace, name)
+        sandbox = kube.get_object(SANDBOX, namespace, name)
         assert sandbox is not None
         spec = sandbox["spec"]["podTemplate"]["spec"]
         assert (spec["containers"][0]["image"], spec.get("hostPID")) == (

@@ -16,7 +16,9 @@ from allocations import services as allocation_services
 from allocations.models import Allocation, Phase
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import is_deleting, labels_of
+from contextsvc.kube.objects.kinds import SANDBOX, SANDBOX_TEMPLATE, SANDBOX_WARM_POOL
+from contextsvc.kube.objects.warmpool import warm_pool_ready, warm_pool_replicas
 from profiles.models import SandboxProfile
 from profiles.warmpools import scale_target
 from tests.support.api import ApiClient
@@ -29,20 +31,17 @@ POOL = "profile-coder"
 
 
 def pool(namespace: str) -> dict[str, Any] | None:
-    return kube.get_object(objects.SANDBOX_WARM_POOL, namespace, POOL)
+    return kube.get_object(SANDBOX_WARM_POOL, namespace, POOL)
 
 
 def template(namespace: str) -> dict[str, Any] | None:
-    return kube.get_object(objects.SANDBOX_TEMPLATE, namespace, POOL)
+    return kube.get_object(SANDBOX_TEMPLATE, namespace, POOL)
 
 
 def wait_pool(namespace: str, replicas: int) -> None:
     def filled() -> bool:
         found = pool(namespace) or {}
-        return (
-            objects.warm_pool_replicas(found) == replicas
-            and objects.warm_pool_ready(found) == replicas
-        )
+        return warm_pool_replicas(found) == replicas and warm_pool_ready(found) == replicas
 
     wait_until(filled, timeout=90, interval=0.2, message=f"{POOL} to hold {replicas} ready")
 
@@ -52,8 +51,8 @@ def unclaimed_images(namespace: str) -> list[str]:
     one belongs to its claim)."""
     return sorted(
         sandbox["spec"]["podTemplate"]["spec"]["containers"][0]["image"]
-        for sandbox in kube.list_objects(objects.SANDBOX, namespace)
-        if not objects.is_deleting(sandbox)
+        for sandbox in kube.list_objects(SANDBOX, namespace)
+        if not is_deleting(sandbox)
         and [owner["kind"] for owner in sandbox["metadata"].get("ownerReferences", [])]
         == ["SandboxWarmPool"]
     )
@@ -115,7 +114,7 @@ def test_a_profile_warm_pool_follows_demand_the_profile_and_goes_with_it(
     wait_pool(namespace, 1)
     made = template(namespace)
     assert made is not None
-    labels = objects.labels_of(made)
+    labels = labels_of(made)
     # (The controller adds a label of its own, the template's hash.)
     assert (labels["app.kubernetes.io/managed-by"], labels["context.rossoctl.io/profile"]) == (
         "context-service",
@@ -144,7 +143,7 @@ def test_a_profile_warm_pool_follows_demand_the_profile_and_goes_with_it(
     # The demand leaves the window; within the cool-down the pool keeps its size...
     quiet = now + timedelta(seconds=61)
     assert allocation_services.warm_pools_scale(now=quiet).scaled == 0
-    assert objects.warm_pool_replicas(pool(namespace) or {}) == 3
+    assert warm_pool_replicas(pool(namespace) or {}) == 3
     # ...and after it shrinks to min.
     assert allocation_services.warm_pools_scale(now=now + timedelta(seconds=301)).scaled == 1
     wait_pool(namespace, 1)

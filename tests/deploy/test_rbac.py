@@ -22,8 +22,10 @@ from allocations.requests import PoolRequest
 from approvals import services as approval_services
 from config.celery import app as celery_app
 from contextsvc.core import capabilities
-from contextsvc.kube import access, objects
+from contextsvc.kube import access
 from contextsvc.kube import client as kube
+from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX, SANDBOX_CLAIM
+from contextsvc.kube.objects.labels import pool_selector
 from devenv.system import REPO_DIR
 from profiles.services import profile_save
 from tests.support.kube import make_pvc, make_warm_pool, wait_for_phase
@@ -64,9 +66,9 @@ def test_the_client_refuses_calls_nobody_declared() -> None:
     with pytest.raises(
         access.UndeclaredAccess, match=r"^patch sandboxclaims.extensions.agents.x-k8s.io is not"
     ):
-        kube.patch_object(objects.SANDBOX_CLAIM, "ns", "x", {})
+        kube.patch_object(SANDBOX_CLAIM, "ns", "x", {})
     with pytest.raises(access.UndeclaredAccess, match=r"^delete pods.core is not in"):
-        kube.delete_object(objects.POD, "ns", "x")
+        kube.delete_object(POD, "ns", "x")
 
 
 # --- Running as the ServiceAccount -------------------------------------------------------
@@ -214,15 +216,15 @@ def test_the_service_account_can_do_everything_the_service_does(
     # Made under the service account's identity: the direct pool's Sandbox, PVC and fence,
     # the warm pool's claim; and deleted under it.
     made = (
-        (objects.SANDBOX, "rbac-direct"),
-        (objects.PVC, "rbac-direct"),
-        (objects.NETWORK_POLICY, "rbac-direct"),
-        (objects.SANDBOX_CLAIM, "rbac-warm"),
+        (SANDBOX, "rbac-direct"),
+        (PVC, "rbac-direct"),
+        (NETWORK_POLICY, "rbac-direct"),
+        (SANDBOX_CLAIM, "rbac-warm"),
     )
 
     def owned() -> dict[tuple[str, str], int]:
         return {
-            (kind.kind, pool): len(kube.list_objects(kind, namespace, objects.pool_selector(pool)))
+            (kind.kind, pool): len(kube.list_objects(kind, namespace, pool_selector(pool)))
             for kind, pool in made
         }
 
@@ -297,15 +299,15 @@ def test_the_service_account_is_refused_outside_its_namespaces(
     kube.reset_api_client()
     try:
         with pytest.raises(kube.KubeError) as refused:
-            kube.delete_object(objects.PVC, other, "somebody-elses")
+            kube.delete_object(PVC, other, "somebody-elses")
         with pytest.raises(kube.KubeError) as refused_list:
-            kube.list_objects(objects.SANDBOX, None)
+            kube.list_objects(SANDBOX, None)
     finally:
         os.environ["KUBECONFIG"] = previous
         kube.reset_api_client()
     assert (refused.value.status, refused.value.reason) == (403, "Forbidden")
     assert refused_list.value.status == 403
-    assert kube.get_object(objects.PVC, other, "somebody-elses") is not None
+    assert kube.get_object(PVC, other, "somebody-elses") is not None
 
 
 class _admin:

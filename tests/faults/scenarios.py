@@ -17,7 +17,10 @@ from typing import Any
 from allocations.models import ACTIVE_PHASES, Allocation, Phase
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.fields import labels_of
+from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX
+from contextsvc.kube.objects.labels import POOL_LABEL
+from contextsvc.kube.objects.names import dedicated_pvc_name, network_policy_name, sandbox_name
 from testenv import ClusterHandle
 from tests.support.api import issue_token
 from tests.support.kube import pool_objects
@@ -163,19 +166,19 @@ def wait_converged(names: list[str], phase: str) -> None:
 def labelled_pools(namespace: str) -> dict[str, list[str]]:
     """Every object carrying the pool label in the namespace, by pool."""
     found: dict[str, list[str]] = {}
-    for kind in (objects.SANDBOX, objects.PVC, objects.NETWORK_POLICY, objects.POD):
-        for item in kube.list_objects(kind, namespace, objects.POOL_LABEL):
-            pool = objects.labels_of(item)[objects.POOL_LABEL]
+    for kind in (SANDBOX, PVC, NETWORK_POLICY, POD):
+        for item in kube.list_objects(kind, namespace, POOL_LABEL):
+            pool = labels_of(item)[POOL_LABEL]
             found.setdefault(pool, []).append(f"{kind.kind}/{item['metadata']['name']}")
     return {pool: sorted(names) for pool, names in found.items()}
 
 
 def expected_objects(name: str) -> list[str]:
-    sandbox = objects.sandbox_name(name, 0)
+    sandbox = sandbox_name(name, 0)
     return sorted(
         [
-            f"NetworkPolicy/{objects.network_policy_name(name)}",
-            f"PersistentVolumeClaim/{objects.dedicated_pvc_name(name, 0)}",
+            f"NetworkPolicy/{network_policy_name(name)}",
+            f"PersistentVolumeClaim/{dedicated_pvc_name(name, 0)}",
             f"Pod/{sandbox}",
             f"Sandbox/{sandbox}",
         ]

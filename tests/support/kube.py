@@ -12,7 +12,16 @@ from typing import Any
 from allocations.models import Allocation
 from allocations.resync import resync_all
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import (
+    POD,
+    PVC,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+    ApiKind,
+)
+from contextsvc.kube.objects.labels import managed_pool_selector, pool_selector
 from testenv import ClusterHandle
 from tests.support.processes import wait_until
 
@@ -21,19 +30,17 @@ from tests.support.processes import wait_until
 # which covers what the service itself may do.
 
 
-def admin_create(kind: objects.ApiKind, body: dict[str, Any]) -> dict[str, Any]:
+def admin_create(kind: ApiKind, body: dict[str, Any]) -> dict[str, Any]:
     namespace = body["metadata"].get("namespace")
     created: dict[str, Any] = kube._call("POST", kube._path(kind, namespace), body=body)
     return created
 
 
-def admin_delete(kind: objects.ApiKind, namespace: str, name: str) -> None:
+def admin_delete(kind: ApiKind, namespace: str, name: str) -> None:
     kube._call("DELETE", kube._path(kind, namespace, name))
 
 
-def admin_patch(
-    kind: objects.ApiKind, namespace: str, name: str, patch: dict[str, Any]
-) -> dict[str, Any]:
+def admin_patch(kind: ApiKind, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
     """A JSON merge patch, as the object's owner would make it."""
     patched: dict[str, Any] = kube._call(
         "PATCH",
@@ -44,9 +51,7 @@ def admin_patch(
     return patched
 
 
-def admin_patch_status(
-    kind: objects.ApiKind, namespace: str, name: str, status: dict[str, Any]
-) -> None:
+def admin_patch_status(kind: ApiKind, namespace: str, name: str, status: dict[str, Any]) -> None:
     """Write an object's status, as its controller would."""
     kube._call(
         "PATCH",
@@ -66,7 +71,7 @@ def make_pvc(
     storage_class: str = "standard",
 ) -> dict[str, Any]:
     return admin_create(
-        objects.PVC,
+        PVC,
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
@@ -84,9 +89,9 @@ def make_template(
     namespace: str, name: str, pod_template: dict[str, Any], **spec: Any
 ) -> dict[str, Any]:
     return admin_create(
-        objects.SANDBOX_TEMPLATE,
+        SANDBOX_TEMPLATE,
         {
-            "apiVersion": objects.SANDBOX_TEMPLATE.api_version,
+            "apiVersion": SANDBOX_TEMPLATE.api_version,
             "kind": "SandboxTemplate",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"podTemplate": pod_template, **spec},
@@ -131,9 +136,9 @@ def make_warm_pool(
         networkPolicyManagement="Unmanaged",
     )
     admin_create(
-        objects.SANDBOX_WARM_POOL,
+        SANDBOX_WARM_POOL,
         {
-            "apiVersion": objects.SANDBOX_WARM_POOL.api_version,
+            "apiVersion": SANDBOX_WARM_POOL.api_version,
             "kind": "SandboxWarmPool",
             "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
             "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": f"{name}-template"}},
@@ -143,7 +148,7 @@ def make_warm_pool(
         return
 
     def warm() -> bool:
-        pool = kube.get_object(objects.SANDBOX_WARM_POOL, namespace, name) or {}
+        pool = kube.get_object(SANDBOX_WARM_POOL, namespace, name) or {}
         return (pool.get("status") or {}).get("readyReplicas") == replicas
 
     wait_until(warm, timeout=60, interval=0.2, message=f"warm pool {name} to have {replicas} ready")
@@ -154,12 +159,12 @@ def names(items: list[dict[str, Any]]) -> list[str]:
 
 
 def pool_objects(namespace: str, pool: str) -> dict[str, list[str]]:
-    managed = objects.managed_pool_selector(pool)
+    managed = managed_pool_selector(pool)
     return {
-        "sandboxes": names(kube.list_objects(objects.SANDBOX, namespace, managed)),
-        "claims": names(kube.list_objects(objects.SANDBOX_CLAIM, namespace, managed)),
-        "pvcs": names(kube.list_objects(objects.PVC, namespace, managed)),
-        "pods": names(kube.list_objects(objects.POD, namespace, objects.pool_selector(pool))),
+        "sandboxes": names(kube.list_objects(SANDBOX, namespace, managed)),
+        "claims": names(kube.list_objects(SANDBOX_CLAIM, namespace, managed)),
+        "pvcs": names(kube.list_objects(PVC, namespace, managed)),
+        "pods": names(kube.list_objects(POD, namespace, pool_selector(pool))),
     }
 
 

@@ -11,7 +11,16 @@ from typing import Any
 from django.apps import apps
 
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import (
+    JOB,
+    NETWORK_POLICY,
+    POD,
+    PVC,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+)
 
 # The service's own apps, and the people and groups it manages.
 APPS = ("core", "allocations", "workspaces", "approvals", "profiles", "auth")
@@ -43,14 +52,14 @@ def rows() -> dict[str, list[dict[str, Any]]]:
 
 # What the service makes in a namespace (and what a caller may own there: a PVC).
 KINDS = (
-    objects.SANDBOX,
-    objects.SANDBOX_CLAIM,
-    objects.SANDBOX_TEMPLATE,
-    objects.SANDBOX_WARM_POOL,
-    objects.PVC,
-    objects.POD,
-    objects.NETWORK_POLICY,
-    objects.JOB,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+    PVC,
+    POD,
+    NETWORK_POLICY,
+    JOB,
 )
 
 

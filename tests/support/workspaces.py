@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import JOB
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import admin_patch_status
 from tests.support.processes import wait_until
@@ -43,7 +43,7 @@ def complete_job(namespace: str, name: str) -> None:
     """What the Job controller and a kubelet would write when the Pod succeeded."""
     now = timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
     admin_patch_status(
-        objects.JOB,
+        JOB,
         namespace,
         name,
         {

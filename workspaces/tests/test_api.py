@@ -11,7 +11,8 @@ import pytest
 
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import PVC
+from contextsvc.kube.objects.pvc import pvc_is_bound
 from cs_agent.sandbox import SandboxError
 from cs_agent.workspace import WorkspaceClient
 from tests.support.api import ApiClient, issue_token
@@ -31,7 +32,7 @@ def test_workspace_pvc_has_the_seed_labels_and_binds(rossoctl: ApiClient, namesp
     assert created.status_code == 201
     assert created.json()["pvcName"] == "weather-service-workspace"
     workspace = ready(namespace)
-    pvc = kube.get_object(objects.PVC, namespace, "weather-service-workspace")
+    pvc = kube.get_object(PVC, namespace, "weather-service-workspace")
     assert pvc is not None
     assert pvc["metadata"]["labels"] == {
         "rossoctl.io/type": "agent-workspace",
@@ -60,7 +61,7 @@ def test_existing_pvcs_are_adopted_or_refused(rossoctl: ApiClient, namespace: st
     adopted = ensure(rossoctl, namespace)
     wait_until(
         lambda: all(
-            objects.pvc_is_bound(kube.get_object(objects.PVC, namespace, name) or {})
+            pvc_is_bound(kube.get_object(PVC, namespace, name) or {})
             for name in ("weather-service-workspace", "other-workspace")
         ),
         timeout=60,
@@ -263,7 +264,7 @@ def test_a_workspace_with_active_contexts_is_only_deleted_by_force(
     assert refused.json()["message"] == (
         "the workspace has 1 active context(s); delete with force=true to remove it anyway"
     )
-    assert kube.get_object(objects.PVC, namespace, "weather-service-workspace") is not None
+    assert kube.get_object(PVC, namespace, "weather-service-workspace") is not None
 
     assert rossoctl.delete(path + "?force=true").status_code == 204
     wait_until(
@@ -271,7 +272,7 @@ def test_a_workspace_with_active_contexts_is_only_deleted_by_force(
         timeout=60,
         message="the workspace PVC to be deleted",
     )
-    assert kube.get_object(objects.PVC, namespace, "weather-service-workspace") is None
+    assert kube.get_object(PVC, namespace, "weather-service-workspace") is None
 
 
 def test_workspaces_and_their_contexts_are_read_as_they_were_recorded(

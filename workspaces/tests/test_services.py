@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import JOB, PVC
 from contextsvc.quantity import format_bytes
 from tests.support.api import ApiClient
 from tests.support.processes import wait_until
@@ -70,7 +70,7 @@ def test_contexts_register_touch_expire_and_come_back_empty(
     assert [c.context_id for c in due] == ["ctx-abc123"]
     context = WorkspaceContext.objects.get()
     assert context.status == WorkspaceContext.Status.EXPIRING
-    job = kube.get_object(objects.JOB, namespace, context.cleanup_job)
+    job = kube.get_object(JOB, namespace, context.cleanup_job)
     assert job is not None
     pod = job["spec"]["template"]["spec"]
     [container] = pod["containers"]
@@ -136,7 +136,7 @@ def test_usage_over_80_percent_doubles_the_pvc_up_to_the_cap(
         assert agent.post(usage, {"usedBytes": used}).status_code == 200
 
     def requested() -> str:
-        pvc = kube.get_object(objects.PVC, namespace, "weather-service-workspace")
+        pvc = kube.get_object(PVC, namespace, "weather-service-workspace")
         assert pvc is not None
         return str(pvc["spec"]["resources"]["requests"]["storage"])
 
@@ -184,6 +184,6 @@ def test_classes_that_cannot_expand_are_skipped_with_the_reason(
         workspace.expansion_note
         == 'not expanded: StorageClass "standard-fixed" does not allow volume expansion'
     )
-    pvc = kube.get_object(objects.PVC, namespace, "weather-service-workspace")
+    pvc = kube.get_object(PVC, namespace, "weather-service-workspace")
     assert pvc is not None
     assert pvc["spec"]["resources"]["requests"]["storage"] == "5Gi"

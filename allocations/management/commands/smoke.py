@@ -20,7 +20,10 @@ from allocations.models import Allocation, Phase
 from allocations.requests import PoolRequest
 from contextsvc.core.errors import ServiceError
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.hardening import HARDENING_CHECKS
+from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD
+from contextsvc.kube.objects.labels import pool_selector
+from contextsvc.kube.objects.names import network_policy_name
 
 ACTOR = "system:smoke"
 
@@ -58,14 +61,14 @@ class Command(BaseCommand):
                 "allocation becomes ready",
                 None if ready else f"not ready after {options['timeout']:.0f}s",
             )
-            pods = kube.list_objects(objects.POD, allocation.namespace, objects.pool_selector(name))
+            pods = kube.list_objects(POD, allocation.namespace, pool_selector(name))
             self._report(
                 "one Pod carries the pool label", None if len(pods) == 1 else f"{len(pods)} Pods"
             )
-            for label, check in objects.HARDENING_CHECKS:
+            for label, check in HARDENING_CHECKS:
                 self._report(label, check(pods[0]) if pods else "no Pod to check")
             policy = kube.get_object(
-                objects.NETWORK_POLICY, allocation.namespace, objects.network_policy_name(name)
+                NETWORK_POLICY, allocation.namespace, network_policy_name(name)
             )
             self._report(
                 "NetworkPolicy present", None if policy else "no NetworkPolicy for the pool"

@@ -15,7 +15,7 @@ from django.test import Client
 
 from contextsvc.core import capabilities
 from contextsvc.kube import client as kube
-from contextsvc.kube import objects
+from contextsvc.kube.objects.kinds import AGENT_SANDBOX_VERSION, SANDBOX, SANDBOX_GROUP, ApiKind
 from testenv import bare_apiserver
 from testenv.cluster import sandbox_crds
 from tests.support.api import ApiClient, issue_token
@@ -40,11 +40,9 @@ def bare_cluster(kube_cluster: object) -> Iterator[Path]:
 
 
 def install_core_crd_only() -> None:
-    core = next(
-        crd for crd in sandbox_crds() if crd["metadata"]["name"] == objects.SANDBOX.crd_name
-    )
+    core = next(crd for crd in sandbox_crds() if crd["metadata"]["name"] == SANDBOX.crd_name)
     admin_create(
-        objects.ApiKind(
+        ApiKind(
             "apiextensions.k8s.io",
             "v1",
             "customresourcedefinitions",
@@ -56,7 +54,7 @@ def install_core_crd_only() -> None:
     import time
 
     deadline = time.monotonic() + 30
-    while kube.served_resources(objects.SANDBOX_GROUP, objects.AGENT_SANDBOX_VERSION) is None:
+    while kube.served_resources(SANDBOX_GROUP, AGENT_SANDBOX_VERSION) is None:
         assert time.monotonic() < deadline, "the Sandbox CRD was not served in time"
         time.sleep(0.2)
 

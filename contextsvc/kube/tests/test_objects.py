@@ -4,9 +4,58 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextsvc.kube import objects
+from contextsvc.kube.objects.blueprint import builtin_blueprint
+from contextsvc.kube.objects.claim import claim_is_ready, claim_manifest, claim_warm_pool
+from contextsvc.kube.objects.fields import (
+    annotations_of,
+    conditions_of,
+    for_display,
+    is_deleting,
+    kind_of,
+    labels_of,
+    name_of,
+    namespace_of,
+    object_key,
+    resource_version_of,
+    status_phase,
+)
+from contextsvc.kube.objects.hardening import HARDENING_CHECKS
+from contextsvc.kube.objects.labels import (
+    CONTEXT_NAME_LABEL,
+    POOL_LABEL,
+    PROFILE_LABEL,
+    REPLICAS_KEY,
+    managed_pool_selector,
+    pool_selector,
+)
+from contextsvc.kube.objects.names import (
+    claim_name,
+    context_pvc_name,
+    dedicated_pvc_name,
+    sandbox_index,
+    sandbox_name,
+    shared_pvc_name,
+)
+from contextsvc.kube.objects.pod import pod_is_ready, sandbox_pods_among
+from contextsvc.kube.objects.poolspec import PoolSpec
+from contextsvc.kube.objects.pvc import (
+    VOLUME_PROBLEM_ANNOTATION,
+    PvcShape,
+    context_key,
+    managed_pvc_names,
+    pvc_capacity,
+    pvc_events_problem,
+    pvc_manifest,
+    pvc_resize_patch,
+    pvc_shape,
+    storage_class_expansion_problem,
+    volume_problem,
+    volume_problem_patch,
+)
+from contextsvc.kube.objects.sandbox import sandbox_drift, sandbox_manifest, terminal_failure
+from contextsvc.kube.objects.warmpool import warm_pool_summary
 
-SPEC = objects.PoolSpec(
+SPEC = PoolSpec(
     name="a-b",
     namespace="ns",
     replicas=2,
@@ -18,20 +67,20 @@ SPEC = objects.PoolSpec(
 
 
 def test_names_and_selectors() -> None:
-    assert objects.sandbox_name("a-b", 1) == "sandbox-a-b-1"
-    assert objects.dedicated_pvc_name("a-b", 0) == "a-b-workspace-0"
-    assert objects.shared_pvc_name("a-b") == "a-b-workspace"
-    assert objects.claim_name("a-b", 3) == "claim-a-b-3"
-    assert objects.context_pvc_name("mem") == "context-mem"
-    assert objects.pool_selector("a-b") == "context.rossoctl.io/pool=a-b"
-    assert objects.managed_pool_selector("a-b") == (
+    assert sandbox_name("a-b", 1) == "sandbox-a-b-1"
+    assert dedicated_pvc_name("a-b", 0) == "a-b-workspace-0"
+    assert shared_pvc_name("a-b") == "a-b-workspace"
+    assert claim_name("a-b", 3) == "claim-a-b-3"
+    assert context_pvc_name("mem") == "context-mem"
+    assert pool_selector("a-b") == "context.rossoctl.io/pool=a-b"
+    assert managed_pool_selector("a-b") == (
         "context.rossoctl.io/pool=a-b,app.kubernetes.io/managed-by=context-service"
     )
 
 
 def test_direct_sandbox_manifest() -> None:
-    runtime = objects.builtin_blueprint(image="registry/sandbox:1", service_account="runner")
-    assert objects.sandbox_manifest(SPEC, 1, runtime) == {
+    runtime = builtin_blueprint(image="registry/sandbox:1", service_account="runner")
+    assert sandbox_manifest(SPEC, 1, runtime) == {
         "apiVersion": "agents.x-k8s.io/v1beta1",
         "kind": "Sandbox",
         "metadata": {
@@ -117,10 +166,10 @@ def test_direct_sandbox_manifest() -> None:
 
 
 def test_existing_read_only_workspace_is_read_only_on_mount_and_volume() -> None:
-    spec = objects.PoolSpec(
+    spec = PoolSpec(
         name="c", namespace="ns", replicas=1, strategy="existing", claim_name="data", read_only=True
     )
-    manifest = objects.sandbox_manifest(spec, 0, objects.builtin_blueprint(image="img"))
+    manifest = sandbox_manifest(spec, 0, builtin_blueprint(image="img"))
     pod = manifest["spec"]["podTemplate"]["spec"]
     assert pod["containers"][0]["volumeMounts"] == [
         {"name": "workspace", "mountPath": "/workspace", "readOnly": True},
@@ -135,11 +184,11 @@ def test_existing_read_only_workspace_is_read_only_on_mount_and_volume() -> None
         "context.rossoctl.io/workspace-read-only": "true",
         "context.rossoctl.io/workspace-claim": "data",
     }
-    assert objects.managed_pvc_names(spec) == []
+    assert managed_pvc_names(spec) == []
 
 
 def test_pvc_and_claim_manifests() -> None:
-    assert objects.pvc_manifest(SPEC, "a-b-workspace-0") == {
+    assert pvc_manifest(SPEC, "a-b-workspace-0") == {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": {
@@ -157,10 +206,8 @@ def test_pvc_and_claim_manifests() -> None:
             "storageClassName": "fast",
         },
     }
-    warm = objects.PoolSpec(
-        name="w", namespace="ns", replicas=1, strategy="warmpool", warm_pool="pool"
-    )
-    assert objects.claim_manifest(warm, 0) == {
+    warm = PoolSpec(name="w", namespace="ns", replicas=1, strategy="warmpool", warm_pool="pool")
+    assert claim_manifest(warm, 0) == {
         "apiVersion": "extensions.agents.x-k8s.io/v1beta1",
         "kind": "SandboxClaim",
         "metadata": {
@@ -184,14 +231,14 @@ def test_readiness_and_terminal_reasons() -> None:
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
     terminating = {**ready_pod, "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}
-    assert objects.pod_is_ready(ready_pod) is True
-    assert objects.pod_is_ready(terminating) is False
+    assert pod_is_ready(ready_pod) is True
+    assert pod_is_ready(terminating) is False
     claim: dict[str, Any] = {
         "status": {"conditions": [{"type": "Ready", "status": "True"}], "sandbox": {}}
     }
-    assert objects.claim_is_ready(claim) is False  # no sandbox named yet
+    assert claim_is_ready(claim) is False  # no sandbox named yet
     claim["status"]["sandbox"] = {"name": "pool-abcde"}
-    assert objects.claim_is_ready(claim) is True
+    assert claim_is_ready(claim) is True
     failed = {
         "status": {
             "conditions": [
@@ -204,13 +251,13 @@ def test_readiness_and_terminal_reasons() -> None:
             ]
         }
     }
-    assert objects.terminal_failure(failed) == ("InvalidMetadata", "bad key")
+    assert terminal_failure(failed) == ("InvalidMetadata", "bad key")
     pending: dict[str, Any] = {
         "status": {
             "conditions": [{"type": "Ready", "status": "False", "reason": "DependenciesNotReady"}]
         }
     }
-    assert objects.terminal_failure(pending) is None
+    assert terminal_failure(pending) is None
 
 
 def test_pvc_shape_prefers_read_write_many_and_reads_what_is_there() -> None:
@@ -223,26 +270,24 @@ def test_pvc_shape_prefers_read_write_many_and_reads_what_is_there() -> None:
         "status": {"phase": "Bound", "capacity": {"storage": "8Gi"}},
     }
 
-    assert objects.pvc_shape(pvc) == objects.PvcShape(
+    assert pvc_shape(pvc) == PvcShape(
         "5Gi", "ReadWriteMany", "fast", ("ReadWriteOnce", "ReadWriteMany")
     )
-    assert objects.pvc_capacity(pvc) == "8Gi"
-    assert objects.pvc_shape({}) == objects.PvcShape("", "", "", ())
-    assert objects.pvc_capacity({"status": {"phase": "Pending"}}) is None
-    assert objects.pvc_resize_patch("10Gi") == {
-        "spec": {"resources": {"requests": {"storage": "10Gi"}}}
-    }
+    assert pvc_capacity(pvc) == "8Gi"
+    assert pvc_shape({}) == PvcShape("", "", "", ())
+    assert pvc_capacity({"status": {"phase": "Pending"}}) is None
+    assert pvc_resize_patch("10Gi") == {"spec": {"resources": {"requests": {"storage": "10Gi"}}}}
 
 
 def test_sandbox_index_only_reads_names_the_service_made() -> None:
-    assert objects.sandbox_index("review", objects.sandbox_name("review", 7)) == 7
-    assert objects.sandbox_index("review", "sandbox-review-x") is None
-    assert objects.sandbox_index("review", "sandbox-review-") is None
-    assert objects.sandbox_index("review", "sandbox-review-2-1") is None
+    assert sandbox_index("review", sandbox_name("review", 7)) == 7
+    assert sandbox_index("review", "sandbox-review-x") is None
+    assert sandbox_index("review", "sandbox-review-") is None
+    assert sandbox_index("review", "sandbox-review-2-1") is None
     # A pool whose name extends this one's is not this one's.
-    assert objects.sandbox_index("review", "sandbox-review-b-1") is None
+    assert sandbox_index("review", "sandbox-review-b-1") is None
     # Unicode digits are digits to str.isdigit, but never in a name the service made.
-    assert objects.sandbox_index("review", "sandbox-review-\u0663") is None
+    assert sandbox_index("review", "sandbox-review-\u0663") is None
 
 
 def test_object_and_context_keys() -> None:
@@ -250,30 +295,30 @@ def test_object_and_context_keys() -> None:
         "metadata": {
             "namespace": "team1",
             "name": "context-notes",
-            "labels": {objects.CONTEXT_NAME_LABEL: "notes"},
+            "labels": {CONTEXT_NAME_LABEL: "notes"},
         }
     }
 
-    assert objects.object_key(pvc) == ("team1", "context-notes")
-    assert objects.context_key(pvc) == ("team1", "notes")
-    assert objects.context_key({"metadata": {"namespace": "team1", "name": "x"}}) is None
+    assert object_key(pvc) == ("team1", "context-notes")
+    assert context_key(pvc) == ("team1", "notes")
+    assert context_key({"metadata": {"namespace": "team1", "name": "x"}}) is None
 
 
 def test_storage_class_expansion_problem_names_the_reason() -> None:
     elastic = ("efs.csi.aws.com",)
     growable = {"provisioner": "ebs.csi.aws.com", "allowVolumeExpansion": True}
 
-    assert objects.storage_class_expansion_problem(growable, "gp3", elastic) is None
+    assert storage_class_expansion_problem(growable, "gp3", elastic) is None
     assert (
-        objects.storage_class_expansion_problem(None, "gone", elastic)
+        storage_class_expansion_problem(None, "gone", elastic)
         == 'StorageClass "gone" does not exist'
     )
     assert (
-        objects.storage_class_expansion_problem({"provisioner": "efs.csi.aws.com"}, "efs", elastic)
+        storage_class_expansion_problem({"provisioner": "efs.csi.aws.com"}, "efs", elastic)
         == 'StorageClass "efs" (efs.csi.aws.com) grows by itself'
     )
     assert (
-        objects.storage_class_expansion_problem({"provisioner": "x"}, "fixed", elastic)
+        storage_class_expansion_problem({"provisioner": "x"}, "fixed", elastic)
         == 'StorageClass "fixed" does not allow volume expansion'
     )
 
@@ -285,7 +330,7 @@ def test_warm_pool_summary_and_claim_pool() -> None:
         "status": {"readyReplicas": 2},
     }
 
-    assert objects.warm_pool_summary(pool) == {
+    assert warm_pool_summary(pool) == {
         "namespace": "team1",
         "name": "warm",
         "template": "python",
@@ -293,7 +338,7 @@ def test_warm_pool_summary_and_claim_pool() -> None:
         "readyReplicas": 2,
         "profile": "",
     }
-    assert objects.warm_pool_summary({"metadata": {"namespace": "a", "name": "b"}}) == {
+    assert warm_pool_summary({"metadata": {"namespace": "a", "name": "b"}}) == {
         "namespace": "a",
         "name": "b",
         "template": None,
@@ -302,13 +347,13 @@ def test_warm_pool_summary_and_claim_pool() -> None:
         "profile": "",
     }
     # A profile's own pool says whose it is; the label alone, without ours, does not.
-    labels = {"app.kubernetes.io/managed-by": "context-service", objects.PROFILE_LABEL: "coder"}
+    labels = {"app.kubernetes.io/managed-by": "context-service", PROFILE_LABEL: "coder"}
     owned = {"metadata": {"namespace": "a", "name": "profile-coder", "labels": labels}}
-    foreign = {"metadata": {"namespace": "a", "name": "x", "labels": {objects.PROFILE_LABEL: "c"}}}
-    assert objects.warm_pool_summary(owned)["profile"] == "coder"
-    assert objects.warm_pool_summary(foreign)["profile"] == ""
-    assert objects.claim_warm_pool({"spec": {"warmPoolRef": {"name": "warm"}}}) == "warm"
-    assert objects.claim_warm_pool({}) == ""
+    foreign = {"metadata": {"namespace": "a", "name": "x", "labels": {PROFILE_LABEL: "c"}}}
+    assert warm_pool_summary(owned)["profile"] == "coder"
+    assert warm_pool_summary(foreign)["profile"] == ""
+    assert claim_warm_pool({"spec": {"warmPoolRef": {"name": "warm"}}}) == "warm"
+    assert claim_warm_pool({}) == ""
 
 
 def test_object_fields_read_what_is_there_and_default_what_is_not() -> None:
@@ -318,32 +363,32 @@ def test_object_fields_read_what_is_there_and_default_what_is_not() -> None:
             "name": "sandbox-a-0",
             "namespace": "team1",
             "resourceVersion": "417",
-            "labels": {objects.POOL_LABEL: "a"},
-            "annotations": {objects.REPLICAS_KEY: "2"},
+            "labels": {POOL_LABEL: "a"},
+            "annotations": {REPLICAS_KEY: "2"},
             "deletionTimestamp": "2026-01-01T00:00:00Z",
             "managedFields": [{"manager": "kubelet"}],
         },
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
     }
 
-    assert objects.kind_of(pod) == "Pod"
-    assert objects.name_of(pod) == "sandbox-a-0"
-    assert objects.namespace_of(pod) == "team1"
-    assert objects.labels_of(pod) == {objects.POOL_LABEL: "a"}
-    assert objects.annotations_of(pod) == {objects.REPLICAS_KEY: "2"}
-    assert objects.resource_version_of(pod) == "417"
-    assert objects.is_deleting(pod) is True
-    assert objects.status_phase(pod) == "Running"
-    assert objects.conditions_of(pod) == [{"type": "Ready", "status": "True"}]
+    assert kind_of(pod) == "Pod"
+    assert name_of(pod) == "sandbox-a-0"
+    assert namespace_of(pod) == "team1"
+    assert labels_of(pod) == {POOL_LABEL: "a"}
+    assert annotations_of(pod) == {REPLICAS_KEY: "2"}
+    assert resource_version_of(pod) == "417"
+    assert is_deleting(pod) is True
+    assert status_phase(pod) == "Running"
+    assert conditions_of(pod) == [{"type": "Ready", "status": "True"}]
     bare: dict[str, Any] = {}
-    assert (objects.kind_of(bare), objects.name_of(bare), objects.namespace_of(bare)) == (
+    assert (kind_of(bare), name_of(bare), namespace_of(bare)) == (
         "",
         "",
         "",
     )
-    assert (objects.labels_of(bare), objects.annotations_of(bare)) == ({}, {})
-    assert (objects.is_deleting(bare), objects.status_phase(bare)) == (False, "")
-    assert objects.conditions_of(bare) == []
+    assert (labels_of(bare), annotations_of(bare)) == ({}, {})
+    assert (is_deleting(bare), status_phase(bare)) == (False, "")
+    assert conditions_of(bare) == []
 
 
 def test_for_display_leaves_out_managed_fields_and_the_object_alone() -> None:
@@ -353,12 +398,12 @@ def test_for_display_leaves_out_managed_fields_and_the_object_alone() -> None:
         "spec": {"accessModes": ["ReadWriteOnce"]},
     }
 
-    assert objects.for_display(pvc) == {
+    assert for_display(pvc) == {
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": "w"},
         "spec": {"accessModes": ["ReadWriteOnce"]},
     }
-    assert list(objects.for_display(pvc)) == ["kind", "metadata", "spec"]
+    assert list(for_display(pvc)) == ["kind", "metadata", "spec"]
     assert pvc["metadata"]["managedFields"] == [{"manager": "kube-controller-manager"}]
 
 
@@ -369,9 +414,7 @@ def test_only_pods_a_sandbox_made_count() -> None:
             "ownerReferences": [{"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox"}],
         }
     }
-    labelled_by_hand: dict[str, Any] = {
-        "metadata": {"name": "hand", "labels": {objects.POOL_LABEL: "a"}}
-    }
+    labelled_by_hand: dict[str, Any] = {"metadata": {"name": "hand", "labels": {POOL_LABEL: "a"}}}
     other_owner: dict[str, Any] = {
         "metadata": {
             "name": "rs",
@@ -379,12 +422,12 @@ def test_only_pods_a_sandbox_made_count() -> None:
         }
     }
 
-    assert objects.sandbox_pods_among([labelled_by_hand, made, other_owner]) == [made]
+    assert sandbox_pods_among([labelled_by_hand, made, other_owner]) == [made]
 
 
 def test_hardening_checks_pass_what_harden_makes_and_name_what_is_missing() -> None:
-    runtime = objects.builtin_blueprint(image="busybox:1.36")
-    sandbox = objects.sandbox_manifest(SPEC, 0, runtime)
+    runtime = builtin_blueprint(image="busybox:1.36")
+    sandbox = sandbox_manifest(SPEC, 0, runtime)
     hardened = {"spec": sandbox["spec"]["podTemplate"]["spec"]}
     plain = {
         "spec": {
@@ -392,8 +435,8 @@ def test_hardening_checks_pass_what_harden_makes_and_name_what_is_missing() -> N
         }
     }
 
-    assert [check(hardened) for _, check in objects.HARDENING_CHECKS] == [None] * 5
-    assert [check(plain) for _, check in objects.HARDENING_CHECKS] == [
+    assert [check(hardened) for _, check in HARDENING_CHECKS] == [None] * 5
+    assert [check(plain) for _, check in HARDENING_CHECKS] == [
         "container c may run as root",
         "container c has a writable root filesystem",
         "the service-account token is mounted",
@@ -427,24 +470,24 @@ def test_a_pvcs_problem_is_the_newest_event_that_says_why_it_gets_no_volume() ->
         _event("u-1", "FailedBinding", "no persistent volumes", "2026-12-04T01:00:11Z", "Warning"),
     ]
 
-    assert objects.pvc_events_problem(pvc, events) == "ProvisioningFailed: quota exceeded"
-    assert objects.pvc_events_problem(pvc, events[2:]) == ""
-    assert objects.pvc_events_problem(pvc, []) == ""
+    assert pvc_events_problem(pvc, events) == "ProvisioningFailed: quota exceeded"
+    assert pvc_events_problem(pvc, events[2:]) == ""
+    assert pvc_events_problem(pvc, []) == ""
 
 
 def test_a_volume_problem_holds_only_while_the_pvc_is_pending() -> None:
-    said = objects.volume_problem_patch("ProvisioningFailed: quota exceeded")["metadata"]
+    said = volume_problem_patch("ProvisioningFailed: quota exceeded")["metadata"]
     pending = {"metadata": {"name": "w-0", **said}, "status": {"phase": "Pending"}}
     bound = {**pending, "status": {"phase": "Bound"}}
     deleting = {"metadata": {**pending["metadata"], "deletionTimestamp": "x"}, "status": {}}
 
-    assert objects.volume_problem(pending) == ("ProvisioningFailed", "quota exceeded")
-    assert objects.volume_problem(bound) is None
-    assert objects.volume_problem(deleting) is None
-    assert objects.volume_problem({"metadata": {"name": "w-0"}, "status": {}}) is None
+    assert volume_problem(pending) == ("ProvisioningFailed", "quota exceeded")
+    assert volume_problem(bound) is None
+    assert volume_problem(deleting) is None
+    assert volume_problem({"metadata": {"name": "w-0"}, "status": {}}) is None
     # Cleared: a merge patch that removes the annotation.
-    assert objects.volume_problem_patch("") == {
-        "metadata": {"annotations": {objects.VOLUME_PROBLEM_ANNOTATION: None}}
+    assert volume_problem_patch("") == {
+        "metadata": {"annotations": {VOLUME_PROBLEM_ANNOTATION: None}}
     }
 
 
@@ -453,11 +496,11 @@ def test_a_sandbox_read_back_with_the_crds_defaults_has_no_drift() -> None:
     to Retain, and every reconcile used to patch it away (an API write each time, and an
     "applied" event on the timeline)."""
     desired = {
-        "metadata": {"annotations": {objects.REPLICAS_KEY: "1"}},
+        "metadata": {"annotations": {REPLICAS_KEY: "1"}},
         "spec": {"podTemplate": {}},
     }
     read_back = {
-        "metadata": {"annotations": {objects.REPLICAS_KEY: "1"}},
+        "metadata": {"annotations": {REPLICAS_KEY: "1"}},
         "spec": {"podTemplate": {}, "operatingMode": "Running", "shutdownPolicy": "Retain"},
     }
     expiring = {
@@ -465,10 +508,8 @@ def test_a_sandbox_read_back_with_the_crds_defaults_has_no_drift() -> None:
         "spec": {"shutdownTime": "2026-12-04T03:00:00Z", "shutdownPolicy": "Retain"},
     }
 
-    assert objects.sandbox_drift(read_back, desired) is None
-    assert objects.sandbox_drift(read_back, expiring) == {
-        "spec": {"shutdownTime": "2026-12-04T03:00:00Z"}
-    }
-    assert objects.sandbox_drift({**read_back, "spec": {"shutdownPolicy": "Delete"}}, desired) == {
+    assert sandbox_drift(read_back, desired) is None
+    assert sandbox_drift(read_back, expiring) == {"spec": {"shutdownTime": "2026-12-04T03:00:00Z"}}
+    assert sandbox_drift({**read_back, "spec": {"shutdownPolicy": "Delete"}}, desired) == {
         "spec": {"shutdownPolicy": "Retain"}
     }

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from contextsvc.kube import objects, podsecurity
+from contextsvc.kube import podsecurity
+from contextsvc.kube.objects.hardening import Relaxation, default_resources, harden
 
-# What objects.harden makes of a plain container: the restricted level, satisfied.
+# What objects.hardening.harden makes of a plain container: the restricted level, satisfied.
 HARDENED: dict[str, Any] = {
     "securityContext": {
         "runAsNonRoot": True,
@@ -176,7 +177,7 @@ def test_the_hardened_pod_passes() -> None:
     assert podsecurity.violations(HARDENED) == []
     # And so does a plain container once the hardened defaults are applied.
     plain: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox:1.36"}]}
-    objects.harden(plain, frozenset())
+    harden(plain, frozenset())
     assert podsecurity.violations(plain) == []
 
 
@@ -196,7 +197,7 @@ def test_each_rule_refuses_what_the_standard_forbids(
     expected = [problem, *ALSO.get(problem, [])]
     assert podsecurity.violations(spec) == expected
     rule = next(rule for rule in podsecurity.RULES if rule.id == rule_id)
-    every = frozenset(objects.Relaxation.ALL)
+    every = frozenset(Relaxation.ALL)
     if rule.relaxation is None:
         # Baseline (and restricted seccomp): no relaxation switches it off.
         assert podsecurity.violations(spec, relaxations=every) == expected
@@ -212,7 +213,7 @@ def test_baseline_rules_have_no_relaxation() -> None:
         for rule in podsecurity.RULES
         if rule.level == podsecurity.BASELINE and rule.relaxation
     ] == []
-    assert set(objects.Relaxation.ALL) >= podsecurity.RELAXABLE
+    assert set(Relaxation.ALL) >= podsecurity.RELAXABLE
 
 
 def test_apparmor_annotations_are_read() -> None:
@@ -231,7 +232,7 @@ def test_defaults_fill_missing_resources_without_contradicting_the_container() -
     small_limit: dict[str, Any] = {"name": "c", "resources": {"limits": {"memory": "32Mi"}}}
 
     for container in (bare, big_request, small_limit):
-        objects.default_resources(container)
+        default_resources(container)
 
     assert bare["resources"] == {
         "requests": {"memory": "64Mi", "cpu": "50m"},
@@ -250,6 +251,6 @@ def test_defaults_fill_missing_resources_without_contradicting_the_container() -
 def test_unbounded_resources_is_a_relaxation() -> None:
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}]}
 
-    objects.harden(spec, frozenset({objects.Relaxation.UNBOUNDED_RESOURCES}))
+    harden(spec, frozenset({Relaxation.UNBOUNDED_RESOURCES}))
 
     assert "resources" not in spec["containers"][0]
