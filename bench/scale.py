@@ -147,9 +147,9 @@ def apiserver_calls() -> Counter[tuple[str, str]]:
         "GET", "/metrics", auth_settings=["BearerToken"]
     )
     response = api.call_api(method, url, header_params=headers)
-    response.read()
+    text = (response.read() or b"").decode()
     counts: Counter[tuple[str, str]] = Counter()
-    for family in text_string_to_metric_families(response.data.decode()):
+    for family in text_string_to_metric_families(text):
         if family.name != "apiserver_request":
             continue
         for sample in family.samples:
