@@ -33,6 +33,7 @@ from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import object_key, resource_version_of
 from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX, SANDBOX_CLAIM
 from contextsvc.kube.objects.labels import MANAGED_SELECTOR, POOLED_POD_SELECTOR
+from contextsvc.kube.objects.observed import trimmed
 from contextsvc.kube.objects.pod import sandbox_pods_among
 from contextsvc.kube.objects.pvc import context_key
 
@@ -49,7 +50,9 @@ DirtyItem = tuple[bool, tuple[str, str]]
 
 
 class Informer:
-    """A cache of one collection, kept current by list + watch."""
+    """A cache of one collection, kept current by list + watch. It keeps of each object
+    only what observation reads (objects.observed.trimmed): the caches hold every managed
+    object, and whole objects cost several times as much."""
 
     def __init__(
         self,
@@ -94,7 +97,7 @@ class Informer:
 
     def _relist(self) -> str:
         items, resource_version = kube.list_raw(self.target)
-        fresh = {object_key(item): item for item in items}
+        fresh = {object_key(item): trimmed(self.target.kind, item) for item in items}
         with self.lock:
             previous = dict(self.store)
             for key in previous.keys() - fresh.keys():
@@ -111,7 +114,7 @@ class Informer:
         return resource_version
 
     def _apply(self, event: dict[str, Any]) -> None:
-        obj = event["object"]
+        obj = trimmed(self.target.kind, event["object"])
         new = None if event["type"] == "DELETED" else obj
         with self.lock:
             old = self._put(object_key(obj), new)
