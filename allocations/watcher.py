@@ -186,9 +186,13 @@ class Watcher:
         self._relook()
 
     def _relook(self) -> None:
-        for namespace, name in Allocation.objects.filter(phase__in=ACTIVE_PHASES).values_list(
-            "namespace", "name"
-        ):
+        live = Allocation.objects.filter(phase__in=ACTIVE_PHASES)
+        managed = namespaces.managed_namespaces()
+        if managed is not None:
+            # Another namespace group's allocations are its watcher's: ours has no objects
+            # of theirs in its caches, and would see them all gone.
+            live = live.filter(namespace__in=managed)
+        for namespace, name in live.values_list("namespace", "name"):
             if self.owns((False, (namespace, name))):
                 self.dirty_pools.put((False, (namespace, name)))
 
@@ -315,10 +319,11 @@ class Watcher:
             informer.synced.wait(timeout=30)
         self._relook()
         logger.info(
-            "watching %d collections, recording shard(s) %s of %d",
+            "watching %d collections, recording shard(s) %s of %d of %s",
             len(self.informers),
             ",".join(map(str, sorted(self.shards))),
             self.total,
+            f"namespace group [{namespaces.group()}]" if namespaces.group() else "every namespace",
         )
 
     def shutdown(self) -> None:
@@ -348,10 +353,13 @@ def _lock_connection() -> psycopg.Connection[Any]:
 RECONNECT_MAX_SECONDS = 30.0
 
 
-def shard_lock_key(shard: int) -> int:
-    # Shard 0 keeps the single watcher's key: one instance of an older release and one of
-    # this release never both record.
-    return locks.singleton_key("watcher" if shard == 0 else f"watcher-{shard}")
+def shard_lock_key(shard: int, group: str = "") -> int:
+    """The advisory lock of one shard of one namespace group (namespaces.group): groups
+    that share a database each have their own shards. With every namespace managed, shard 0
+    keeps the single watcher's key, so one instance of an older release and one of this
+    release never both record."""
+    base = f"watcher[{group}]" if group else "watcher"
+    return locks.singleton_key(base if shard == 0 else f"{base}-{shard}")
 
 
 def run(stop: threading.Event) -> int:
@@ -403,9 +411,10 @@ class Shards:
     instance died is taken over, and an instance just starting gets the first chance at it.
     """
 
-    def __init__(self, lock_conn: psycopg.Connection[Any], total: int) -> None:
+    def __init__(self, lock_conn: psycopg.Connection[Any], total: int, group: str = "") -> None:
         self.lock_conn = lock_conn
         self.total = total
+        self.group = group
         self.held: set[int] = set()
         self.seen_free: set[int] = set()
         self.start = os.getpid() % total
@@ -429,7 +438,8 @@ class Shards:
 
     def _try(self, shard: int) -> bool:
         row = self.lock_conn.execute(
-            "SELECT pg_try_advisory_lock(%s, %s)", (locks.SINGLETON, shard_lock_key(shard))
+            "SELECT pg_try_advisory_lock(%s, %s)",
+            (locks.SINGLETON, shard_lock_key(shard, self.group)),
         ).fetchone()
         if row and row[0]:
             self.held.add(shard)
@@ -444,7 +454,7 @@ class Shards:
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s"
             " AND objid = %s AND granted"
             " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            (locks.SINGLETON, shard_lock_key(shard)),
+            (locks.SINGLETON, shard_lock_key(shard, self.group)),
         ).fetchone()
         return bool(row and row[0])
 
@@ -453,7 +463,7 @@ def _hold_locks_and_watch(lock_conn: psycopg.Connection[Any], stop: threading.Ev
     """Stand by until a shard is ours, then watch, taking over shards left free. True when
     the lock connection was lost."""
     total = settings.CS_WATCHER_SHARDS
-    shards = Shards(lock_conn, total)
+    shards = Shards(lock_conn, total, namespaces.group())
     watcher: Watcher | None = None
     last_heartbeat = last_take = 0.0
     try:

@@ -14,9 +14,10 @@ from allocations.models import Allocation, Phase
 from allocations.requests import PoolRequest
 from allocations.resync import resync_all
 from contextsvc.kube import client as kube
-from contextsvc.kube.objects.kinds import PVC, SANDBOX
-from contextsvc.kube.objects.labels import MANAGED_SELECTOR, pool_labels
+from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX
+from contextsvc.kube.objects.labels import MANAGED_SELECTOR, pool_labels, pool_selector
 from contextsvc.kube.objects.names import sandbox_name
+from contextsvc.kube.objects.pod import pod_is_ready
 from tests.support.kube import (
     admin_create,
     admin_delete,
@@ -288,6 +289,72 @@ def test_two_watcher_shards_share_the_pools_and_take_over_from_each_other(
         )
         services.allocation_create(request=request, actor="user:test")
         assert wait_for_phase(late, Phase.READY).ready_replicas == 1
+    finally:
+        first.stop()
+        second.stop()
+        start_watcher(watcher_process)
+
+
+@pytest.mark.usefixtures("service")
+def test_two_namespace_groups_share_a_database_each_recording_its_own(
+    namespace: str, other_namespace: str, watcher_process: ManagedProcess
+) -> None:
+    """Watchers of two namespace groups (CS_ALLOWED_NAMESPACES) are active at once, each on
+    locks of its own; each records only its namespaces' allocations, and one killed loses
+    nothing: its successor records what happened meanwhile."""
+    first = ManagedProcess(
+        "watcher-group-a",
+        manage_argv("watch"),
+        {**watcher_process.env, "CS_ALLOWED_NAMESPACES": namespace},
+    )
+    second = ManagedProcess(
+        "watcher-group-b",
+        manage_argv("watch"),
+        {**watcher_process.env, "CS_ALLOWED_NAMESPACES": other_namespace},
+    )
+
+    def active(process: ManagedProcess) -> bool:
+        return "this watcher is now active (shards [0])" in process.log_path.read_text(
+            errors="replace"
+        )
+
+    def create(name: str, where: str) -> None:
+        request = PoolRequest(
+            name, 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=where
+        )
+        services.allocation_create(request=request, actor="user:test")
+
+    watcher_process.stop()
+    try:
+        first.start()
+        second.start()
+        wait_until(lambda: active(first) and active(second), timeout=60, message="both groups")
+        create("group-a", namespace)
+        create("group-b", other_namespace)
+        assert wait_for_phase("group-a", Phase.READY).ready_replicas == 1
+        assert wait_for_phase("group-b", Phase.READY).ready_replicas == 1
+
+        first.kill()
+        create("group-a-late", namespace)
+        create("group-b-late", other_namespace)
+        assert wait_for_phase("group-b-late", Phase.READY).ready_replicas == 1
+        # Its Pod is Ready, but nobody records group a's namespace now: the other group's
+        # watcher does not look at it.
+        wait_until(
+            lambda: any(
+                pod_is_ready(pod)
+                for pod in kube.list_objects(POD, namespace, pool_selector("group-a-late"))
+            ),
+            timeout=60,
+            message="group-a-late's Pod to be Ready",
+        )
+        time.sleep(2)
+        assert Allocation.objects.get(name="group-a-late").phase != Phase.READY
+        assert Allocation.objects.get(name="group-a").phase == Phase.READY
+
+        first.start()
+        assert wait_for_phase("group-a-late", Phase.READY).ready_replicas == 1
+        assert Allocation.objects.get(name="group-b").phase == Phase.READY
     finally:
         first.stop()
         second.stop()

@@ -16,6 +16,14 @@ def managed_namespaces() -> list[str] | None:
     return None if "*" in allowed else sorted(set(allowed))
 
 
+def group() -> str:
+    """The namespace group this installation's processes serve, as a name ("" for every
+    namespace): watchers of different groups share a database without excluding each
+    other, each recording its own namespaces (allocations/watcher.py)."""
+    managed = managed_namespaces()
+    return "" if managed is None else ",".join(managed)
+
+
 def scopes() -> list[str | None]:
     """What to pass to a list or watch call for each managed namespace (None: all)."""
     managed = managed_namespaces()
