@@ -13,12 +13,11 @@ from allocations import services
 from allocations.models import (
     Allocation,
     AllocationEvent,
-    ContextResource,
-    ContextType,
     Phase,
     Strategy,
 )
 from allocations.observe import PoolKey, PoolObjects, ready_replicas
+from contexts.models import ContextResource, ContextType
 from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_pool_name
 from contextsvc.kube import client as kube

@@ -1,4 +1,4 @@
-"""Celery tasks for allocations and named contexts. Each hands its id to a service, under
+"""Celery tasks for allocations. Each hands its id to a service, under
 the object's advisory lock, so two workers on the same allocation take turns instead of
 fighting; the services re-read the row and return early when the work is done."""
 
@@ -44,22 +44,6 @@ def rollback_allocation(self: Task, allocation_id: int) -> str:
         self.request.retries,
         lock=(locks.ALLOCATION, allocation_id),
     )
-
-
-@shared_task(bind=True, name=named.RECONCILE_CONTEXT, max_retries=None)
-def reconcile_context(self: Task, context_id: int) -> str:
-    return queue.run(
-        self,
-        services.context_reconcile,
-        context_id,
-        self.request.retries,
-        lock=(locks.CONTEXT, context_id),
-    )
-
-
-@shared_task(bind=True, name=named.DELETE_CONTEXT, max_retries=None)
-def delete_context(self: Task, context_id: int) -> str:
-    return queue.run(self, services.context_delete_objects, context_id, self.request.retries)
 
 
 @shared_task(name=named.RESYNC)

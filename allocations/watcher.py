@@ -24,8 +24,10 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
 from allocations import selectors, services
-from allocations.models import ACTIVE_PHASES, Allocation, ContextResource
+from allocations.models import ACTIVE_PHASES, Allocation
 from allocations.observe import PoolKey, PoolObjects, pool_key
+from contexts.models import ContextResource
+from contexts.services import context_record_observed
 from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
@@ -258,7 +260,7 @@ class Watcher:
             ),
             None,
         )
-        services.context_record_observed(context=context, pvc=pvc)
+        context_record_observed(context=context, pvc=pvc)
 
     def _process_loop(self) -> None:
         try:

@@ -12,8 +12,9 @@ import pytest
 from django.utils import timezone
 
 from allocations import services
-from allocations.models import Allocation, AllocationEvent, ContextResource, Phase
+from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.resync import resync_all
+from contexts.models import ContextResource
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
