@@ -14,8 +14,11 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import selectors, services, v1
+from allocations import selectors, v1
 from allocations.models import Allocation
+from allocations.services.create import allocation_create
+from allocations.services.lifecycle import allocation_resume, allocation_suspend, allocation_update
+from allocations.services.release import allocation_release
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
@@ -306,7 +309,7 @@ class SandboxPoolCollectionApi(ServiceAPIView):
     )
     def post(self, request: Request) -> Response:
         pool_request = v1.parse_pool_request(read_json_object(request._request))
-        created = services.allocation_create(request=pool_request, actor=actor_of(request.user))
+        created = allocation_create(request=pool_request, actor=actor_of(request.user))
         body = _pool(created.allocation)
         if created.warnings:
             body["warnings"] = list(created.warnings)
@@ -345,14 +348,12 @@ class SandboxPoolDetailApi(ServiceAPIView):
     def patch(self, request: Request, name: str) -> Response:
         update = v1.parse_pool_update(read_json_object(request._request))
         return Response(
-            _pool(
-                services.allocation_update(name=name, update=update, actor=actor_of(request.user))
-            )
+            _pool(allocation_update(name=name, update=update, actor=actor_of(request.user)))
         )
 
     @extend_schema(operation_id="sandbox_pools_release", responses=responses({204: None}, 404))
     def delete(self, request: Request, name: str) -> Response:
-        services.allocation_release(name=name, actor=actor_of(request.user))
+        allocation_release(name=name, actor=actor_of(request.user))
         return Response(status=204)
 
 
@@ -367,7 +368,7 @@ class SandboxPoolSuspendApi(ServiceAPIView):
         responses=responses({200: SandboxPool}, 404, 409),
     )
     def post(self, request: Request, name: str) -> Response:
-        return Response(_pool(services.allocation_suspend(name=name, actor=actor_of(request.user))))
+        return Response(_pool(allocation_suspend(name=name, actor=actor_of(request.user))))
 
 
 class SandboxPoolResumeApi(ServiceAPIView):
@@ -381,4 +382,4 @@ class SandboxPoolResumeApi(ServiceAPIView):
         responses=responses({200: SandboxPool}, 404, 409),
     )
     def post(self, request: Request, name: str) -> Response:
-        return Response(_pool(services.allocation_resume(name=name, actor=actor_of(request.user))))
+        return Response(_pool(allocation_resume(name=name, actor=actor_of(request.user))))

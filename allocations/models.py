@@ -60,7 +60,7 @@ class Allocation(models.Model):
         blank=True,
         # A profile cannot be deleted while an allocation that is not released uses it
         # (the database says so, without a check-then-act race); a released allocation
-        # lets go of it (services.allocation_mark_released) and keeps its name below.
+        # lets go of it (services/release.allocation_mark_released) and keeps its name below.
         on_delete=models.PROTECT,
         related_name="allocations",
     )

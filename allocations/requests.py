@@ -1,4 +1,4 @@
-"""What a caller asks for, as the services take it: a pool (``services.allocation_create``)
+"""What a caller asks for, as the services take it: a pool (``services/create.allocation_create``)
 or a change of one (named contexts have theirs in contexts/requests.py).
 
 The v1 parser (``allocations/v1.py``) makes these from a request body, after the contract's

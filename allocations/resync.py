@@ -13,10 +13,15 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from allocations import adoption, queue, selectors, services
+from allocations import adoption, queue, selectors
 from allocations.models import ACTIVE_PHASES, Allocation, Phase
 from allocations.observe import PoolKey, PoolObjects, compute_count, group_by_pool
-from allocations.services import Recorded
+from allocations.services.observed import (
+    Recorded,
+    allocation_note_resynced,
+    allocation_note_surplus,
+    allocation_record_observed,
+)
 from contexts.models import ContextResource
 from contexts.resync import resync_contexts
 from contextsvc.core import namespaces
@@ -147,7 +152,7 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
     ):
         report.unchanged += 1
         return
-    recorded = services.allocation_record_observed(
+    recorded = allocation_record_observed(
         allocation_id=allocation.pk,
         phase=allocation.phase,
         strategy=allocation.strategy,
@@ -163,7 +168,7 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         return
     report.changed += recorded == Recorded.CHANGED
     if recorded != Recorded.FAILED and allocation.resync_fingerprint != fingerprint:
-        services.allocation_note_resynced(allocation_id=allocation.pk, fingerprint=fingerprint)
+        allocation_note_resynced(allocation_id=allocation.pk, fingerprint=fingerprint)
     # What no event will finish: reconciles that were lost (a requested allocation nobody
     # applied, objects missing), and releases and rollbacks that stalled.
     now = timezone.now()
@@ -173,7 +178,7 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         count > allocation.replicas and (stale or not allocation.prune_pending)
     ):
         # More than the row wants and no prune on its way (or one that stalled).
-        services.allocation_note_surplus(allocation_id=allocation.pk)
+        allocation_note_surplus(allocation_id=allocation.pk)
         report.requeued.append(allocation.name)
         return
     if phase in (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY):
