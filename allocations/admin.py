@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
-from allocations.models import Allocation, AllocationEvent, ContextResource
+from allocations.models import Allocation, AllocationEvent
 from contextsvc.core.admin import ReadOnlyAdmin
 
 
@@ -34,15 +31,3 @@ class AllocationAdmin(ReadOnlyAdmin):
     list_filter = ("phase", "strategy", "namespace")
     search_fields = ("name",)
     inlines = [AllocationEventInline]
-
-
-@admin.register(ContextResource)
-class ContextResourceAdmin(admin.ModelAdmin):
-    list_display = ("name", "namespace", "type", "size", "status", "created_at")
-    list_filter = ("status", "type", "namespace")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

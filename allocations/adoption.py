@@ -9,16 +9,15 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from allocations import services
 from allocations.models import (
     Allocation,
     AllocationEvent,
-    ContextResource,
-    ContextType,
     Phase,
     Strategy,
 )
 from allocations.observe import PoolKey, PoolObjects, ready_replicas
+from allocations.services.timeline import announce
+from contexts.models import ContextResource, ContextType
 from contextsvc.core.services import audit_record
 from contextsvc.core.validators import is_pool_name
 from contextsvc.kube import client as kube
@@ -135,7 +134,7 @@ def adopt(key: PoolKey, pool: PoolObjects, *, dry_run: bool = False) -> Allocati
                 target=found.name,
                 payload={"namespace": found.namespace, "strategy": found.strategy},
             )
-            services.announce(found, "allocation.created")
+            announce(found, "allocation.created")
     except IntegrityError:
         # A live allocation holds the name (created since the caller looked, or in another
         # namespace): these objects are not one we can adopt.

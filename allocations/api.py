@@ -14,8 +14,11 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import selectors, services, v1
+from allocations import selectors, v1
 from allocations.models import Allocation
+from allocations.services.create import allocation_create
+from allocations.services.lifecycle import allocation_resume, allocation_suspend, allocation_update
+from allocations.services.release import allocation_release
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
@@ -23,8 +26,6 @@ from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
-
-_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
 class ArtifactsRequest(serializers.Serializer):
@@ -220,44 +221,6 @@ class SandboxPoolList(serializers.Serializer):
     items = SandboxPool(many=True)
 
 
-class ContextStorage(serializers.Serializer):
-    backend = serializers.ChoiceField(choices=["pvc"])
-    size = serializers.RegexField(openapi.POSITIVE_QUANTITY, max_length=64)
-    accessMode = serializers.ChoiceField(choices=openapi.ACCESS_MODES)
-    storageClass = serializers.RegexField(
-        rf"^$|{openapi.DNS_SUBDOMAIN}", required=False, allow_blank=True
-    )
-
-
-class ContextRequest(serializers.Serializer):
-    name = serializers.RegexField(_NAME_PATTERN, max_length=50)
-    namespace = serializers.RegexField(_NAME_PATTERN, max_length=63)
-    type = serializers.ChoiceField(choices=v1.CONTEXT_TYPES)
-    storage = ContextStorage()
-
-
-class Attachment(serializers.Serializer):
-    kind = serializers.CharField()
-    claimName = serializers.CharField()
-
-
-class Context(serializers.Serializer):
-    name = serializers.CharField()
-    namespace = serializers.CharField()
-    type = serializers.CharField()
-    status = serializers.ChoiceField(choices=["provisioning", "ready", "failed"])
-    storage = ContextStorage()
-    attachment = Attachment()
-    message = serializers.CharField(
-        required=False,
-        help_text="Why it failed, or that its PVC is not created yet (the service retries)",
-    )
-
-
-class ContextList(serializers.Serializer):
-    items = Context(many=True)
-
-
 # The v1 contract's own examples (v1-api.md).
 _POOL_EXAMPLE = {
     "name": "shared-review",
@@ -287,37 +250,6 @@ POOL_EXAMPLES = [
         value={"name": "fast-run", "replicas": 2, "warmPoolRef": "research-agents"},
     ),
     OpenApiExample("Provisioning", response_only=True, status_codes=["201"], value=_POOL_EXAMPLE),
-]
-_CONTEXT_EXAMPLE = {
-    "name": "research-memory",
-    "namespace": "team1",
-    "type": "memory",
-    "status": "provisioning",
-    "storage": {
-        "backend": "pvc",
-        "size": "5Gi",
-        "accessMode": "ReadWriteMany",
-        "storageClass": "ibm-scale-csi",
-    },
-    "attachment": {"kind": "pvc", "claimName": "context-research-memory"},
-}
-CONTEXT_EXAMPLES = [
-    OpenApiExample(
-        "Memory",
-        request_only=True,
-        value={
-            "name": "research-memory",
-            "namespace": "team1",
-            "type": "memory",
-            "storage": {
-                "backend": "pvc",
-                "size": "5Gi",
-                "accessMode": "ReadWriteMany",
-                "storageClass": "ibm-scale-csi",
-            },
-        },
-    ),
-    OpenApiExample("Created", response_only=True, status_codes=["201"], value=_CONTEXT_EXAMPLE),
 ]
 
 
@@ -377,7 +309,7 @@ class SandboxPoolCollectionApi(ServiceAPIView):
     )
     def post(self, request: Request) -> Response:
         pool_request = v1.parse_pool_request(read_json_object(request._request))
-        created = services.allocation_create(request=pool_request, actor=actor_of(request.user))
+        created = allocation_create(request=pool_request, actor=actor_of(request.user))
         body = _pool(created.allocation)
         if created.warnings:
             body["warnings"] = list(created.warnings)
@@ -416,14 +348,12 @@ class SandboxPoolDetailApi(ServiceAPIView):
     def patch(self, request: Request, name: str) -> Response:
         update = v1.parse_pool_update(read_json_object(request._request))
         return Response(
-            _pool(
-                services.allocation_update(name=name, update=update, actor=actor_of(request.user))
-            )
+            _pool(allocation_update(name=name, update=update, actor=actor_of(request.user)))
         )
 
     @extend_schema(operation_id="sandbox_pools_release", responses=responses({204: None}, 404))
     def delete(self, request: Request, name: str) -> Response:
-        services.allocation_release(name=name, actor=actor_of(request.user))
+        allocation_release(name=name, actor=actor_of(request.user))
         return Response(status=204)
 
 
@@ -438,7 +368,7 @@ class SandboxPoolSuspendApi(ServiceAPIView):
         responses=responses({200: SandboxPool}, 404, 409),
     )
     def post(self, request: Request, name: str) -> Response:
-        return Response(_pool(services.allocation_suspend(name=name, actor=actor_of(request.user))))
+        return Response(_pool(allocation_suspend(name=name, actor=actor_of(request.user))))
 
 
 class SandboxPoolResumeApi(ServiceAPIView):
@@ -452,61 +382,4 @@ class SandboxPoolResumeApi(ServiceAPIView):
         responses=responses({200: SandboxPool}, 404, 409),
     )
     def post(self, request: Request, name: str) -> Response:
-        return Response(_pool(services.allocation_resume(name=name, actor=actor_of(request.user))))
-
-
-class ContextCreateApi(ServiceAPIView):
-    """Create a named context; its PVC exists in the cluster when the 201 is returned."""
-
-    write_scope = Scope.ALLOCATIONS
-
-    @extend_schema(
-        operation_id="contexts_create",
-        request=ContextRequest,
-        responses=responses({201: Context}, 409),
-        examples=CONTEXT_EXAMPLES,
-        description="Create a named context; its PVC exists when the 201 is returned.",
-    )
-    def post(self, request: Request) -> Response:
-        context_request = v1.parse_context_request(read_json_object(request._request))
-        created = services.context_create(request=context_request, actor=actor_of(request.user))
-        body = v1.context_response(created.context)
-        if created.message:
-            body["message"] = created.message
-        context = created.context
-        return Response(
-            body,
-            status=201,
-            headers={"Location": f"/v1/namespaces/{context.namespace}/contexts/{context.name}"},
-        )
-
-
-class ContextCollectionApi(ServiceAPIView):
-    """The named contexts of a namespace."""
-
-    write_scope = Scope.ALLOCATIONS
-
-    @extend_schema(
-        operation_id="contexts_list",
-        responses=responses({200: ContextList}, 404),
-    )
-    def get(self, request: Request, namespace: str) -> Response:
-        contexts = selectors.context_list_visible(namespace=namespace)
-        return Response({"items": [v1.context_response(context) for context in contexts]})
-
-
-class ContextDetailApi(ServiceAPIView):
-    """One named context: read it, or delete it with its PVC."""
-
-    write_scope = Scope.ALLOCATIONS
-
-    @extend_schema(operation_id="contexts_get", responses=responses({200: Context}, 404))
-    def get(self, request: Request, namespace: str, name: str) -> Response:
-        return Response(
-            v1.context_response(selectors.context_get_visible(namespace=namespace, name=name))
-        )
-
-    @extend_schema(operation_id="contexts_delete", responses=responses({204: None}, 404))
-    def delete(self, request: Request, namespace: str, name: str) -> Response:
-        services.context_delete(namespace=namespace, name=name, actor=actor_of(request.user))
-        return Response(status=204)
+        return Response(_pool(allocation_resume(name=name, actor=actor_of(request.user))))

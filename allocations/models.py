@@ -3,7 +3,6 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from contextsvc.core.models import VolumeStatus
 from contextsvc.kube.objects.labels import pool_selector
 
 
@@ -61,7 +60,7 @@ class Allocation(models.Model):
         blank=True,
         # A profile cannot be deleted while an allocation that is not released uses it
         # (the database says so, without a check-then-act race); a released allocation
-        # lets go of it (services.allocation_mark_released) and keeps its name below.
+        # lets go of it (services/release.allocation_mark_released) and keeps its name below.
         on_delete=models.PROTECT,
         related_name="allocations",
     )
@@ -177,44 +176,3 @@ class AllocationEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.allocation_id} {self.kind}"
-
-
-class ContextType(models.TextChoices):
-    WORKSPACE = "workspace", "Workspace"
-    MEMORY = "memory", "Memory"
-    KNOWLEDGE = "knowledge", "Knowledge"
-    ARTIFACTS = "artifacts", "Artifacts"
-
-
-class ContextResource(models.Model):
-    """A named PVC-backed context (``/v1/contexts``)."""
-
-    Status = VolumeStatus
-
-    # 50 for the contract's contexts; an allocation's retained artifacts are
-    # "<pool>-artifacts" (up to 60).
-    name = models.CharField(max_length=63)
-    namespace = models.CharField(max_length=63)
-    type = models.CharField(max_length=16, choices=ContextType.choices)
-    size = models.CharField(max_length=64)
-    access_mode = models.CharField(max_length=16)
-    storage_class = models.CharField(max_length=253, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROVISIONING)
-    message = models.TextField(blank=True)
-    requester = models.CharField(max_length=200)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    deleted_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["namespace", "name"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["namespace", "name"],
-                condition=~Q(status="deleted"),
-                name="context_active_name",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}"

@@ -1,5 +1,4 @@
-"""The allocations' and named contexts' tasks by name, queued after commit
-(contextsvc/core/queue.py)."""
+"""The allocations' tasks by name, queued after commit (contextsvc/core/queue.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +7,6 @@ from contextsvc.core.queue import after_commit
 RECONCILE = "allocations.tasks.reconcile_allocation"
 RELEASE = "allocations.tasks.release_allocation"
 ROLLBACK = "allocations.tasks.rollback_allocation"
-RECONCILE_CONTEXT = "allocations.tasks.reconcile_context"
-DELETE_CONTEXT = "allocations.tasks.delete_context"
 RESYNC = "allocations.tasks.resync"
 EXPIRE = "allocations.tasks.expire"
 WARM_POOLS = "allocations.tasks.warm_pools"
@@ -25,11 +22,3 @@ def release(allocation_id: int) -> None:
 
 def rollback(allocation_id: int) -> None:
     after_commit(ROLLBACK, allocation_id)
-
-
-def reconcile_context(context_id: int) -> None:
-    after_commit(RECONCILE_CONTEXT, context_id)
-
-
-def delete_context(context_id: int) -> None:
-    after_commit(DELETE_CONTEXT, context_id)

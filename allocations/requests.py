@@ -1,5 +1,5 @@
-"""What a caller asks for, as the services take it: a pool (``services.allocation_create``)
-or a named context (``services.context_create``).
+"""What a caller asks for, as the services take it: a pool (``services/create.allocation_create``)
+or a change of one (named contexts have theirs in contexts/requests.py).
 
 The v1 parser (``allocations/v1.py``) makes these from a request body, after the contract's
 checks; the dashboard's form goes through the same parser, and commands such as ``smoke``
@@ -53,13 +53,3 @@ class PoolUpdate:
 
     replicas: int | None = None
     expires_at: object = KEEP  # datetime | None | KEEP
-
-
-@dataclass(frozen=True)
-class ContextRequest:
-    name: str
-    namespace: str
-    type: str
-    size: str
-    access_mode: str
-    storage_class: str

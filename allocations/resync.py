@@ -13,10 +13,17 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from allocations import adoption, queue, selectors, services
-from allocations.models import ACTIVE_PHASES, Allocation, ContextResource, Phase
+from allocations import adoption, queue, selectors
+from allocations.models import ACTIVE_PHASES, Allocation, Phase
 from allocations.observe import PoolKey, PoolObjects, compute_count, group_by_pool
-from allocations.services import Recorded
+from allocations.services.observed import (
+    Recorded,
+    allocation_note_resynced,
+    allocation_note_surplus,
+    allocation_record_observed,
+)
+from contexts.models import ContextResource
+from contexts.resync import resync_contexts
 from contextsvc.core import namespaces
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import annotations_of, creation_time, name_of, status_phase
@@ -163,7 +170,7 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
     ):
         report.unchanged += 1
         return
-    recorded = services.allocation_record_observed(
+    recorded = allocation_record_observed(
         allocation_id=allocation.pk,
         phase=allocation.phase,
         strategy=allocation.strategy,
@@ -179,7 +186,7 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         return
     report.changed += recorded == Recorded.CHANGED
     if recorded != Recorded.FAILED and allocation.resync_fingerprint != fingerprint:
-        services.allocation_note_resynced(allocation_id=allocation.pk, fingerprint=fingerprint)
+        allocation_note_resynced(allocation_id=allocation.pk, fingerprint=fingerprint)
     # What no event will finish: reconciles that were lost (a requested allocation nobody
     # applied, objects missing), and releases and rollbacks that stalled.
     now = timezone.now()
@@ -189,7 +196,7 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         count > allocation.replicas and (stale or not allocation.prune_pending)
     ):
         # More than the row wants and no prune on its way (or one that stalled).
-        services.allocation_note_surplus(allocation_id=allocation.pk)
+        allocation_note_surplus(allocation_id=allocation.pk)
         report.requeued.append(allocation.name)
         return
     if phase in (Phase.REQUESTED, Phase.PROVISIONING, Phase.READY):
@@ -214,34 +221,14 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         report.requeued.append(allocation.name)
 
 
-def resync_contexts(
+def _resync_contexts(
     pvcs: dict[tuple[str, str], dict[str, Any]], report: ResyncReport, *, adopt: bool
 ) -> None:
-    active = list(ContextResource.objects.exclude(status=ContextResource.Status.DELETED))
-    changed = 0
-    for context in active:
-        pvc = pvcs.get((context.namespace, context.name))
-        if services.context_record_observed(context=context, pvc=pvc):
-            changed += 1
-        elif (
-            context.status == ContextResource.Status.DELETING
-            and timezone.now() - context.updated_at > _requeue_grace()
-        ):
-            # Its delete task never ran (the broker was down) or gave up polling.
-            queue.delete_context(context.pk)
-            report.requeued.append(f"context {context.namespace}/{context.name}")
-        elif (
-            pvc is None
-            and context.status == ContextResource.Status.PROVISIONING
-            and timezone.now() - context.updated_at > _requeue_grace()
-        ):
-            # The request that made it died before creating its PVC, or the worker gave up.
-            queue.reconcile_context(context.pk)
-            report.requeued.append(f"context {context.namespace}/{context.name}")
-    report.changed += changed
+    """The named contexts' part (contexts/resync.py), then the adoption of context PVCs
+    that have no row."""
+    known = resync_contexts(pvcs, report, grace=_requeue_grace())
     if not adopt:
         return
-    known = {(context.namespace, context.name) for context in active}
     for key, pvc in sorted(pvcs.items()):
         if key not in known:
             _record(report, key, adoption.adopt_context(key, pvc))
@@ -272,7 +259,7 @@ def resync_all(*, adopt: bool = True) -> ResyncReport:
         pool = pools.pop((allocation.namespace, allocation.name), PoolObjects())
         note_volume_problems(allocation, pool, events)
         resync_allocation(allocation, pool, report)
-    resync_contexts(cluster.context_pvcs, report, adopt=adopt)
+    _resync_contexts(cluster.context_pvcs, report, adopt=adopt)
     if adopt:
         for key, pool in sorted(pools.items()):
             try:

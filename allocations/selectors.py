@@ -1,4 +1,4 @@
-"""Reads for allocations and contexts: PostgreSQL only, never Kubernetes."""
+"""Reads for allocations: PostgreSQL only, never Kubernetes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from allocations.models import (
     VISIBLE_PHASES,
     Allocation,
     AllocationEvent,
-    ContextResource,
     Phase,
     Strategy,
 )
@@ -26,11 +25,6 @@ V1_STATUS_PHASES = {
     "ready": (Phase.READY,),
     "failed": (Phase.FAILED,),
 }
-VISIBLE_CONTEXT_STATUSES = (
-    ContextResource.Status.PROVISIONING,
-    ContextResource.Status.READY,
-    ContextResource.Status.FAILED,
-)
 
 
 # Callers poll this until their pool is ready: the hottest read. Written out once rather
@@ -139,21 +133,6 @@ def allocation_list_visible(
     if namespace:
         queryset = queryset.filter(namespace=namespace)
     return queryset.order_by("name")
-
-
-def context_get_visible(*, namespace: str, name: str) -> ContextResource:
-    context = ContextResource.objects.filter(
-        namespace=namespace, name=name, status__in=VISIBLE_CONTEXT_STATUSES
-    ).first()
-    if context is None:
-        raise NotFound(f'context "{name}" not found in namespace "{namespace}"')
-    return context
-
-
-def context_list_visible(*, namespace: str) -> QuerySet[ContextResource]:
-    return ContextResource.objects.filter(
-        namespace=namespace, status__in=VISIBLE_CONTEXT_STATUSES
-    ).order_by("name")
 
 
 # --- Dashboard reads ----------------------------------------------------------------------

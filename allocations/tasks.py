@@ -1,4 +1,4 @@
-"""Celery tasks for allocations and named contexts. Each hands its id to a service, under
+"""Celery tasks for allocations. Each hands its id to a service, under
 the object's advisory lock, so two workers on the same allocation take turns instead of
 fighting; the services re-read the row and return early when the work is done."""
 
@@ -8,7 +8,10 @@ from celery import Task, shared_task
 
 from allocations import queue as named
 from allocations import resync as resync_service
-from allocations import services
+from allocations.services.create import warm_pools_scale
+from allocations.services.lifecycle import allocations_expire_due
+from allocations.services.reconcile import allocation_reconcile
+from allocations.services.release import allocation_release_objects, allocation_rollback_objects
 from contextsvc.core import locks, queue
 from profiles.tasks import WARM_POOLS_LOCK
 
@@ -17,7 +20,7 @@ from profiles.tasks import WARM_POOLS_LOCK
 def reconcile_allocation(self: Task, allocation_id: int) -> str:
     return queue.run(
         self,
-        services.allocation_reconcile,
+        allocation_reconcile,
         allocation_id,
         self.request.retries,
         lock=(locks.ALLOCATION, allocation_id),
@@ -28,7 +31,7 @@ def reconcile_allocation(self: Task, allocation_id: int) -> str:
 def release_allocation(self: Task, allocation_id: int) -> str:
     return queue.run(
         self,
-        services.allocation_release_objects,
+        allocation_release_objects,
         allocation_id,
         self.request.retries,
         lock=(locks.ALLOCATION, allocation_id),
@@ -39,27 +42,11 @@ def release_allocation(self: Task, allocation_id: int) -> str:
 def rollback_allocation(self: Task, allocation_id: int) -> str:
     return queue.run(
         self,
-        services.allocation_rollback_objects,
+        allocation_rollback_objects,
         allocation_id,
         self.request.retries,
         lock=(locks.ALLOCATION, allocation_id),
     )
-
-
-@shared_task(bind=True, name=named.RECONCILE_CONTEXT, max_retries=None)
-def reconcile_context(self: Task, context_id: int) -> str:
-    return queue.run(
-        self,
-        services.context_reconcile,
-        context_id,
-        self.request.retries,
-        lock=(locks.CONTEXT, context_id),
-    )
-
-
-@shared_task(bind=True, name=named.DELETE_CONTEXT, max_retries=None)
-def delete_context(self: Task, context_id: int) -> str:
-    return queue.run(self, services.context_delete_objects, context_id, self.request.retries)
 
 
 @shared_task(name=named.RESYNC)
@@ -74,7 +61,7 @@ def resync() -> str:
 @shared_task(name=named.EXPIRE)
 def expire() -> str:
     """Beat: release the allocations whose expiry has passed."""
-    released = services.allocations_expire_due()
+    released = allocations_expire_due()
     return f"released {len(released)}"
 
 
@@ -84,4 +71,4 @@ def warm_pools() -> str:
     with locks.try_advisory_lock(*WARM_POOLS_LOCK) as acquired:
         if not acquired:
             return "another warm-pool run is active"
-        return str(services.warm_pools_scale())
+        return str(warm_pools_scale())

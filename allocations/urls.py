@@ -15,15 +15,4 @@ urlpatterns = [
         api.SandboxPoolResumeApi.as_view(),
         name="sandbox-pool-resume",
     ),
-    path("contexts", api.ContextCreateApi.as_view(), name="contexts-create"),
-    path(
-        "namespaces/<str:namespace>/contexts",
-        api.ContextCollectionApi.as_view(),
-        name="contexts",
-    ),
-    path(
-        "namespaces/<str:namespace>/contexts/<str:name>",
-        api.ContextDetailApi.as_view(),
-        name="context",
-    ),
 ]

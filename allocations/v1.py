@@ -1,4 +1,4 @@
-"""The v1 HTTP contract for sandbox pools and contexts: request parsing in the contract's
+"""The v1 HTTP contract for sandbox pools: request parsing in the contract's
 validation order with its exact messages, and the exact response shapes.
 
 Decoding problems (unknown fields, wrong JSON types) are reported first, as the Go service's
@@ -14,23 +14,28 @@ from typing import Any
 
 from django.utils import timezone
 
-from allocations.models import Allocation, ContextResource, Phase, Strategy
+from allocations.models import Allocation, Phase, Strategy
 from allocations.observe import managed_volumes
 from allocations.requests import (
     ARTIFACTS_SHARED_MESSAGE,
     KEEP,
     Artifacts,
-    ContextRequest,
     PoolRequest,
     PoolUpdate,
 )
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.jsonbody import field, reject_unknown_fields
-from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain, is_pool_name
-from contextsvc.kube.objects.names import artifacts_pvc_name, context_pvc_name
+from contextsvc.core.validators import (
+    ACCESS_MODES,
+    NAME_MESSAGE,
+    NAMESPACE_MESSAGE,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_pool_name,
+)
+from contextsvc.kube.objects.names import artifacts_pvc_name
 from contextsvc.quantity import is_positive_quantity
 
-NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
 REPLICAS_MESSAGE = "replicas must be between 1 and 100"
 WARM_POOL_WITH_WORKSPACE = "warmPoolRef cannot be combined with workspace settings"
 READ_ONLY_REQUIRED = "workspace.readOnly is required with workspace.claimName"
@@ -40,15 +45,9 @@ CLAIM_NAME_MESSAGE = "workspace.claimName must be a lowercase Kubernetes name"
 CLAIM_WITH_STORAGE = "workspace.claimName cannot be combined with size, accessMode, or storageClass"
 SIZE_REQUIRED = "workspace.size is required"
 SIZE_MESSAGE = "workspace.size must be a positive Kubernetes quantity"
-# The two words in this order here, and the other way round in the contexts message below:
-# both are the Go service's own strings.
+# The two words in this order here, and the other way round in the contexts' message
+# (contexts/v1.py): both are the Go service's own strings.
 ACCESS_MODE_MESSAGE = "workspace.accessMode must be ReadWriteMany or ReadWriteOnce"
-NAMESPACE_MESSAGE = "namespace must be a lowercase Kubernetes name"
-CONTEXT_TYPE_MESSAGE = "type must be workspace, memory, knowledge, or artifacts"
-BACKEND_MESSAGE = "storage.backend must be pvc"
-STORAGE_SIZE_MESSAGE = "storage.size must be a positive Kubernetes quantity"
-STORAGE_ACCESS_MODE_MESSAGE = "storage.accessMode must be ReadWriteOnce or ReadWriteMany"
-ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
 
 POOL_FIELDS = frozenset(
     {
@@ -64,9 +63,6 @@ POOL_FIELDS = frozenset(
     }
 )
 WORKSPACE_FIELDS = frozenset({"size", "accessMode", "storageClass", "claimName", "readOnly"})
-CONTEXT_FIELDS = frozenset({"name", "namespace", "type", "storage"})
-STORAGE_FIELDS = frozenset({"backend", "size", "accessMode", "storageClass"})
-CONTEXT_TYPES = ("workspace", "memory", "knowledge", "artifacts")
 
 
 def parse_pool_request(body: dict[str, Any], *, now: datetime | None = None) -> PoolRequest:
@@ -346,58 +342,4 @@ def pool_response(
         body["phases"] = pool_phases(allocation)
         if allocation.strategy == Strategy.WARMPOOL and allocation.claims_bound_at:
             body["claims"] = {"warm": allocation.warm_claims, "cold": allocation.cold_claims}
-    return body
-
-
-# --- Named contexts ------------------------------------------------------------------------
-
-
-def parse_context_request(body: dict[str, Any]) -> ContextRequest:
-    reject_unknown_fields(body, CONTEXT_FIELDS)
-    storage = field(body, "storage", dict) or {}
-    reject_unknown_fields(storage, STORAGE_FIELDS, "storage.")
-    name = field(body, "name", str) or ""
-    namespace = field(body, "namespace", str) or ""
-    context_type = field(body, "type", str) or ""
-    backend = field(storage, "backend", str, where="storage.") or ""
-    size = field(storage, "size", str, where="storage.") or ""
-    access_mode = field(storage, "accessMode", str, where="storage.") or ""
-    storage_class = field(storage, "storageClass", str, where="storage.") or ""
-
-    if not is_pool_name(name):
-        raise InvalidRequest(NAME_MESSAGE)
-    if not is_dns1123_label(namespace):
-        raise InvalidRequest(NAMESPACE_MESSAGE)
-    if context_type not in CONTEXT_TYPES:
-        raise InvalidRequest(CONTEXT_TYPE_MESSAGE)
-    if backend != "pvc":
-        raise InvalidRequest(BACKEND_MESSAGE)
-    if not is_positive_quantity(size):
-        raise InvalidRequest(STORAGE_SIZE_MESSAGE)
-    if access_mode not in ACCESS_MODES:
-        raise InvalidRequest(STORAGE_ACCESS_MODE_MESSAGE)
-    if storage_class and not is_dns1123_subdomain(storage_class):
-        raise InvalidRequest("storage.storageClass must be a DNS-1123 subdomain")
-    return ContextRequest(name, namespace, context_type, size, access_mode, storage_class)
-
-
-def context_response(context: ContextResource) -> dict[str, Any]:
-    storage: dict[str, Any] = {
-        "backend": "pvc",
-        "size": context.size,
-        "accessMode": context.access_mode,
-    }
-    if context.storage_class:
-        storage["storageClass"] = context.storage_class
-    body: dict[str, Any] = {
-        "name": context.name,
-        "namespace": context.namespace,
-        "type": context.type,
-        "status": "ready" if context.status == ContextResource.Status.READY else "provisioning",
-        "storage": storage,
-        "attachment": {"kind": "pvc", "claimName": context_pvc_name(context.name)},
-    }
-    if context.status == ContextResource.Status.FAILED:
-        body["status"] = "failed"
-        body["message"] = context.message
     return body

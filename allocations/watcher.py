@@ -23,9 +23,12 @@ import psycopg
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
-from allocations import selectors, services
-from allocations.models import ACTIVE_PHASES, Allocation, ContextResource
+from allocations import selectors
+from allocations.models import ACTIVE_PHASES, Allocation
 from allocations.observe import PoolKey, PoolObjects, pool_key
+from allocations.services.observed import allocation_record_observed
+from contexts.models import ContextResource
+from contexts.services import context_record_observed
 from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
@@ -240,7 +243,7 @@ class Watcher:
         live = selectors.live_allocation(namespace=namespace, name=name)
         if live is None:
             return  # unknown pools are the resync's (adoption) business
-        services.allocation_record_observed(
+        allocation_record_observed(
             allocation_id=live.id,
             phase=live.phase,
             strategy=live.strategy,
@@ -269,7 +272,7 @@ class Watcher:
             ),
             None,
         )
-        services.context_record_observed(context=context, pvc=pvc)
+        context_record_observed(context=context, pvc=pvc)
 
     def _process_loop(self) -> None:
         try:

@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("v1/", include("allocations.urls")),
+    path("v1/", include("contexts.urls")),
     path("v1/", include("workspaces.urls")),
     path("v1/", include("profiles.urls")),
     path("v1/", include("approvals.urls")),

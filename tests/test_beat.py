@@ -17,9 +17,9 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import ModelEntry
 
-from allocations import services as allocation_services
 from allocations.models import Allocation, Phase
 from allocations.requests import PoolRequest
+from allocations.services.create import allocation_create
 from approvals import notifications
 from approvals.models import ApprovalRequest, Delivery, Status
 from approvals.tests.factories import ApprovalRequestFactory
@@ -95,7 +95,7 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
     # A ready allocation the resync has not looked at, one about to expire, a profile whose
     # warm pool nobody has made yet.
     for name, expires in (("steady", None), ("brief", now + timedelta(seconds=3))):
-        allocation_services.allocation_create(
+        allocation_create(
             request=PoolRequest(name, 1, "dedicated", size="1Gi", access_mode="ReadWriteOnce",
                                 namespace=namespace, expires_at=expires),
             actor="user:test",

@@ -1,12 +1,12 @@
-"""Rows for tests that need an allocation or a named context in a given state without
-going through the API (a race's aftermath, history for the metrics)."""
+"""Rows for tests that need an allocation in a given state without going through the API
+(a race's aftermath, history for the metrics)."""
 
 from __future__ import annotations
 
 import factory
 from factory.django import DjangoModelFactory
 
-from allocations.models import Allocation, ContextResource, Strategy
+from allocations.models import Allocation, Strategy
 
 
 class AllocationFactory(DjangoModelFactory[Allocation]):
@@ -20,15 +20,3 @@ class AllocationFactory(DjangoModelFactory[Allocation]):
     workspace_size = "1Gi"
     workspace_access_mode = "ReadWriteMany"
     requester = "user:test"
-
-
-class ContextResourceFactory(DjangoModelFactory[ContextResource]):
-    class Meta:
-        model = ContextResource
-
-    name = factory.Sequence(lambda n: f"context-{n}")
-    namespace = "default"
-    type = "memory"
-    size = "1Gi"
-    access_mode = "ReadWriteOnce"
-    requester = "api:rossoctl"

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from allocations import services
 from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.requests import PoolRequest
+from allocations.services.create import allocation_create
+from allocations.services.reconcile import allocation_fail
 from allocations.tasks import reconcile_allocation, rollback_allocation
 from allocations.tests.factories import AllocationFactory
 from contextsvc.core.models import AuditEntry
@@ -662,7 +663,7 @@ def test_concurrent_reconciles_create_each_object_once(namespace: str) -> None:
     request = PoolRequest(
         "race", 3, "dedicated", size="1Gi", access_mode="ReadWriteOnce", namespace=namespace
     )
-    allocation = services.allocation_create(request=request, actor="user:test").allocation
+    allocation = allocation_create(request=request, actor="user:test").allocation
     errors: list[BaseException] = []
 
     def reconcile() -> None:
@@ -763,7 +764,7 @@ def test_a_ready_allocation_that_fails_keeps_its_objects_until_released(
     before = pool_objects(namespace, "kept")
 
     # What the watcher does when the Sandbox of a ready allocation reports PodSucceeded.
-    assert services.allocation_fail(
+    assert allocation_fail(
         allocation_id=allocation.pk, reason="PodSucceeded", message="Sandbox sandbox-kept-0: done"
     )
 

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from allocations import services
-from allocations.models import Allocation, AllocationEvent, ContextResource, Phase
+from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.resync import resync_all
+from allocations.services.lifecycle import NOT_SUSPENDABLE, allocations_expire_due
+from allocations.services.reconcile import allocation_reconcile
+from contexts.models import ContextResource
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import annotations_of, labels_of
@@ -119,7 +121,7 @@ def test_an_allocation_expires_and_its_expiry_can_be_extended(
     Allocation.objects.filter(pk=allocation.pk).update(
         expires_at=timezone.now() - timedelta(seconds=1)
     )
-    assert services.allocations_expire_due() == ["brief"]
+    assert allocations_expire_due() == ["brief"]
     wait_for_phase("brief", Phase.RELEASED, timeout=90)
     assert pool_objects(namespace, "brief") == NOTHING
     assert audit_actions("brief") == [
@@ -131,7 +133,7 @@ def test_an_allocation_expires_and_its_expiry_can_be_extended(
     assert AllocationEvent.objects.filter(
         allocation=allocation, kind=AllocationEvent.Kind.EXPIRED
     ).exists()
-    assert services.allocations_expire_due() == []
+    assert allocations_expire_due() == []
 
 
 @pytest.mark.parametrize(
@@ -248,7 +250,7 @@ def test_a_warm_pool_allocation_cannot_be_suspended(api: ApiClient, namespace: s
 
     assert (refused.status_code, refused.json()) == (
         409,
-        {"error": "conflict", "message": services.NOT_SUSPENDABLE},
+        {"error": "conflict", "message": NOT_SUSPENDABLE},
     )
     assert everything(namespace) == before
 
@@ -441,7 +443,7 @@ def test_scale_release_and_reconcile_racing_end_with_exactly_what_the_row_says(
     def reconcile() -> None:
         barrier.wait()
         # What it did (an exception would leave nothing here, and fail the test below).
-        reconciled.append(services.allocation_reconcile(allocation.pk))
+        reconciled.append(allocation_reconcile(allocation.pk))
 
     threads = [
         threading.Thread(target=scale, args=(4,)),

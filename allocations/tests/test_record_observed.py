@@ -1,5 +1,5 @@
 """The watcher skips the write of an observation that changes nothing, deciding from the row
-it read (services._changes_nothing). That shortcut must agree with the write it skips, on
+it read (_changes_nothing). That shortcut must agree with the write it skips, on
 every row and observation: checked against the real UPDATE in PostgreSQL."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from allocations import services
 from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.observe import Observation, Seen
+from allocations.services.observed import _changes_nothing, allocation_observe
 from allocations.tests.factories import AllocationFactory
 
 REASONS = st.sampled_from(["", "Unschedulable", "ImagePullBackOff"])
@@ -53,8 +53,8 @@ def test_the_skipped_write_is_exactly_the_write_that_changes_nothing(
     observation = Observation(ready=ready, problem=problem)
     before = AllocationEvent.objects.filter(allocation=allocation).count()
 
-    skipped = services._changes_nothing(phase, seen, observation)
-    written = services.allocation_observe(allocation_id=allocation.pk, observation=observation)
+    skipped = _changes_nothing(phase, seen, observation)
+    written = allocation_observe(allocation_id=allocation.pk, observation=observation)
 
     assert skipped is not written
     if skipped:
@@ -72,7 +72,7 @@ def test_a_failure_is_never_skipped() -> None:
     seen = Seen(replicas=1, ready_replicas=1, reason="", message="")
     failed = Observation(ready=1, failure=("PodFailed", "the Pod exited 1"))
 
-    assert services._changes_nothing(Phase.READY, seen, failed) is False
+    assert _changes_nothing(Phase.READY, seen, failed) is False
 
 
 @pytest.mark.django_db
@@ -81,7 +81,7 @@ def test_a_scale_down_never_counts_more_ready_replicas_than_wanted() -> None:
     the Sandboxes past the new count waited for the prune."""
     allocation = AllocationFactory.create(phase=Phase.READY, replicas=1, ready_replicas=1)
 
-    written = services.allocation_observe(
+    written = allocation_observe(
         allocation_id=allocation.pk, observation=Observation(ready=3, problem=None)
     )
 
@@ -89,7 +89,7 @@ def test_a_scale_down_never_counts_more_ready_replicas_than_wanted() -> None:
     assert written is False
     assert (allocation.phase, allocation.ready_replicas) == (Phase.READY, 1)
     assert not AllocationEvent.objects.filter(allocation=allocation).exists()
-    assert services._changes_nothing(
+    assert _changes_nothing(
         Phase.READY, Seen(replicas=1, ready_replicas=1, reason="", message=""),
         Observation(ready=3, problem=None),
     ) is True  # fmt: skip

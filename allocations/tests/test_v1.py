@@ -7,10 +7,9 @@ from typing import Any
 import pytest
 
 from allocations.requests import PoolRequest
-from allocations.v1 import parse_context_request, parse_pool_request
+from allocations.v1 import parse_pool_request
 from contextsvc.core.errors import InvalidRequest
 from tests.support.v1_messages import (
-    CONTEXT_ERRORS,
     POOL_ERRORS,
     pool,
 )
@@ -58,10 +57,3 @@ def test_names_at_the_limits_are_accepted() -> None:
     assert parse_pool_request(pool(name="0")).name == "0"
     assert parse_pool_request(pool(replicas=1)).replicas == 1
     assert parse_pool_request(pool(replicas=100)).replicas == 100
-
-
-@pytest.mark.parametrize(("body", "message"), CONTEXT_ERRORS)
-def test_context_request_errors(body: dict[str, Any], message: str) -> None:
-    with pytest.raises(InvalidRequest) as excinfo:
-        parse_context_request(body)
-    assert excinfo.value.message == message

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from allocations import services, watcher
+from allocations import watcher
 from allocations.models import Allocation, Phase
 from allocations.requests import PoolRequest
 from allocations.resync import resync_all
+from allocations.services.create import allocation_create
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX
 from contextsvc.kube.objects.labels import MANAGED_SELECTOR, pool_labels, pool_selector
@@ -47,7 +48,7 @@ def test_resync_and_a_restarted_watcher_repair_missed_events(
     request = PoolRequest(
         "missed", 2, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
     )
-    allocation = services.allocation_create(request=request, actor="user:test").allocation
+    allocation = allocation_create(request=request, actor="user:test").allocation
     wait_for_phase("missed", Phase.READY)
     watcher_process.stop()
     try:
@@ -103,7 +104,7 @@ def test_one_watcher_is_active_and_a_standby_takes_over(
                 "takeover", 1, "shared", size="1Gi", access_mode="ReadWriteMany",
                 namespace=namespace,
             )  # fmt: skip
-            services.allocation_create(request=request, actor="user:test")
+            allocation_create(request=request, actor="user:test")
             assert wait_for_phase("takeover", Phase.READY).ready_replicas == 1
         finally:
             standby.stop()
@@ -211,7 +212,7 @@ def test_the_resync_records_only_what_changed(namespace: str) -> None:
     request = PoolRequest(
         "steady", 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
     )
-    services.allocation_create(request=request, actor="user:test")
+    allocation_create(request=request, actor="user:test")
     wait_for_phase("steady", Phase.READY)
 
     first = resync_all(adopt=False)
@@ -270,7 +271,7 @@ def test_two_watcher_shards_share_the_pools_and_take_over_from_each_other(
                     name, 1, "shared", size="1Gi", access_mode="ReadWriteMany",
                     namespace=namespace,
                 )  # fmt: skip
-                services.allocation_create(request=request, actor="user:test")
+                allocation_create(request=request, actor="user:test")
         for names in by_shard.values():
             assert wait_for_phase(names[0], Phase.READY).ready_replicas == 1
 
@@ -287,7 +288,7 @@ def test_two_watcher_shards_share_the_pools_and_take_over_from_each_other(
         request = PoolRequest(
             late, 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
         )
-        services.allocation_create(request=request, actor="user:test")
+        allocation_create(request=request, actor="user:test")
         assert wait_for_phase(late, Phase.READY).ready_replicas == 1
     finally:
         first.stop()
@@ -322,7 +323,7 @@ def test_two_namespace_groups_share_a_database_each_recording_its_own(
         request = PoolRequest(
             name, 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=where
         )
-        services.allocation_create(request=request, actor="user:test")
+        allocation_create(request=request, actor="user:test")
 
     watcher_process.stop()
     try:

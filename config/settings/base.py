@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "channels",
     "contextsvc.core",
     "allocations",
+    "contexts",
     "workspaces",
     "profiles",
     "approvals",

@@ -35,3 +35,9 @@ def check_managed(namespace: str) -> str:
     if managed is not None and namespace not in managed:
         raise InvalidRequest(f'namespace "{namespace}" is not managed by this service')
     return namespace
+
+
+def check_requested(namespace: str) -> str:
+    """The namespace a request names (the service's own, CS_NAMESPACE, when it names
+    none), once it is one the service manages."""
+    return check_managed(namespace or settings.CS_NAMESPACE)

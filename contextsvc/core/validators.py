@@ -7,6 +7,12 @@ import re
 _DNS1123_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\Z")
 _POOL_NAME = re.compile(r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?\Z")
 
+# The v1 contract's messages for the names and access modes that sandbox pools and named
+# contexts share (allocations/v1.py, contexts/v1.py): the Go service's own strings.
+NAME_MESSAGE = "name must be a lowercase Kubernetes name no longer than 50 characters"
+NAMESPACE_MESSAGE = "namespace must be a lowercase Kubernetes name"
+ACCESS_MODES = ("ReadWriteOnce", "ReadWriteMany")
+
 
 def is_dns1123_label(value: object) -> bool:
     return isinstance(value, str) and len(value) <= 63 and bool(_DNS1123_LABEL.fullmatch(value))

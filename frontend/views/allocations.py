@@ -8,9 +8,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from allocations import provisioning, services, v1
+from allocations import provisioning, v1
 from allocations.models import Allocation, Phase, Strategy
 from allocations.selectors import allocation_page
+from allocations.services import create, lifecycle, release
 from contextsvc.core.errors import InvalidRequest, ServiceError
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import (
@@ -153,7 +154,7 @@ def allocation_create(request: HttpRequest) -> HttpResponse:
         try:
             # The same parser and rules as the API, so the form refuses exactly what it does.
             pool = v1.parse_pool_request(form.v1_body())
-            created = services.allocation_create(request=pool, actor=actor(request))
+            created = create.allocation_create(request=pool, actor=actor(request))
         except ServiceError as exc:
             form.add_error(None, exc.message)
         else:
@@ -169,7 +170,7 @@ def allocation_create(request: HttpRequest) -> HttpResponse:
 def allocation_release(request: HttpRequest, allocation_id: int) -> HttpResponse:
     allocation = get_object_or_404(Allocation, pk=allocation_id)
     try:
-        services.allocation_release(name=allocation.name, actor=actor(request))
+        release.allocation_release(name=allocation.name, actor=actor(request))
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:
@@ -185,21 +186,21 @@ def allocation_lifecycle(request: HttpRequest, allocation_id: int, action: str) 
     who = actor(request)
     try:
         if action == "suspend":
-            services.allocation_suspend(name=allocation.name, actor=who)
+            lifecycle.allocation_suspend(name=allocation.name, actor=who)
             done = f"{allocation.name} is being suspended."
         elif action == "resume":
-            services.allocation_resume(name=allocation.name, actor=who)
+            lifecycle.allocation_resume(name=allocation.name, actor=who)
             done = f"{allocation.name} is being resumed."
         elif action == "scale":
             update = v1.parse_pool_update({"replicas": _integer(request.POST.get("replicas"))})
-            services.allocation_update(name=allocation.name, update=update, actor=who)
+            lifecycle.allocation_update(name=allocation.name, update=update, actor=who)
             done = f"{allocation.name} is being scaled to {update.replicas}."
         elif action == "extend":
             hours = _integer(request.POST.get("hours"))
             if hours is None or not 1 <= hours <= 720:
                 raise InvalidRequest("extend by 1 to 720 hours")
             update = v1.parse_pool_update({"ttlSeconds": hours * 3600})
-            services.allocation_update(name=allocation.name, update=update, actor=who)
+            lifecycle.allocation_update(name=allocation.name, update=update, actor=who)
             done = f"{allocation.name} now expires in {hours} hour(s)."
         else:
             raise InvalidRequest(f"unknown action {action!r}")

@@ -12,8 +12,8 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from allocations import services as allocation_services
 from allocations.models import Allocation, Phase
+from allocations.services.create import warm_pools_scale
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import is_deleting, labels_of
@@ -138,14 +138,14 @@ def test_a_profile_warm_pool_follows_demand_the_profile_and_goes_with_it(
     assert Allocation.objects.get(name="job-0").profile == SandboxProfile.objects.get(name="coder")
 
     now = timezone.now()
-    assert allocation_services.warm_pools_scale(now=now).scaled == 1
+    assert warm_pools_scale(now=now).scaled == 1
     wait_pool(namespace, 3)
     # The demand leaves the window; within the cool-down the pool keeps its size...
     quiet = now + timedelta(seconds=61)
-    assert allocation_services.warm_pools_scale(now=quiet).scaled == 0
+    assert warm_pools_scale(now=quiet).scaled == 0
     assert warm_pool_replicas(pool(namespace) or {}) == 3
     # ...and after it shrinks to min.
-    assert allocation_services.warm_pools_scale(now=now + timedelta(seconds=301)).scaled == 1
+    assert warm_pools_scale(now=now + timedelta(seconds=301)).scaled == 1
     wait_pool(namespace, 1)
     assert scaling(namespace) == [
         ("warmpool.create_template", None),

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page
 
-from allocations import services
 from allocations.models import Allocation, Phase, Strategy
+from allocations.services.observed import allocation_observe_ready
 from allocations.tests.factories import AllocationFactory
 from approvals.models import ApprovalRequest, Status
 from approvals.tests.factories import ApprovalRequestFactory
@@ -120,7 +120,7 @@ def test_the_plots_are_drawn_from_the_data_and_follow_it_live(
     screenshot(page, "overview-plots")
 
     # A change anywhere reaches the plots without a reload.
-    services.allocation_observe_ready(allocation_id=coming.pk, ready=1)
+    allocation_observe_ready(allocation_id=coming.pk, ready=1)
 
     page.wait_for_function(
         """() => {

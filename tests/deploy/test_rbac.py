@@ -16,9 +16,10 @@ import pytest
 import yaml
 from django.utils import timezone
 
-from allocations import services as allocation_services
 from allocations.models import Phase
 from allocations.requests import PoolRequest
+from allocations.services.create import allocation_create
+from allocations.services.release import allocation_release
 from approvals import services as approval_services
 from config.celery import app as celery_app
 from contextsvc.core import capabilities
@@ -186,7 +187,7 @@ def test_the_service_account_can_do_everything_the_service_does(
     assert (found.sandboxes, found.extensions, found.error) == (True, True, "")
     assert f"{namespace}/warm-template" in found.template_list
 
-    created = allocation_services.allocation_create(
+    created = allocation_create(
         request=PoolRequest(
             "rbac-direct",
             1,
@@ -197,7 +198,7 @@ def test_the_service_account_can_do_everything_the_service_does(
         ),
         actor="user:test",
     )
-    claimed = allocation_services.allocation_create(
+    claimed = allocation_create(
         request=PoolRequest("rbac-warm", 1, "warmpool", warm_pool="warm", namespace=namespace),
         actor="user:test",
     )
@@ -236,7 +237,7 @@ def test_the_service_account_can_do_everything_the_service_does(
         ("SandboxClaim", "rbac-warm"): 1,
     }
     for name in ("rbac-direct", "rbac-warm"):
-        allocation_services.allocation_release(name=name, actor="user:test")
+        allocation_release(name=name, actor="user:test")
     wait_for_phase("rbac-direct", Phase.RELEASED)
     wait_for_phase("rbac-warm", Phase.RELEASED)
     assert set(owned().values()) == {0}

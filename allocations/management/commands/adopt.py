@@ -13,9 +13,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from allocations import adoption
-from allocations.models import ACTIVE_PHASES, Allocation, ContextResource
+from allocations.models import ACTIVE_PHASES, Allocation
 from allocations.observe import PoolKey
 from allocations.resync import snapshot
+from contexts.models import ContextResource
 
 
 class Command(BaseCommand):

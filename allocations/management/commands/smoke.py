@@ -15,9 +15,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from allocations import services
 from allocations.models import Allocation, Phase
 from allocations.requests import PoolRequest
+from allocations.services.create import allocation_create
+from allocations.services.release import allocation_release
 from contextsvc.core.errors import ServiceError
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.hardening import HARDENING_CHECKS
@@ -50,7 +51,7 @@ class Command(BaseCommand):
             namespace=options["namespace"],
         )
         try:
-            allocation = services.allocation_create(request=request, actor=ACTOR).allocation
+            allocation = allocation_create(request=request, actor=ACTOR).allocation
         except ServiceError as exc:
             raise CommandError(f"cannot allocate: {exc.message}") from None
         runtime = allocation.profile_name or "built-in runtime"
@@ -74,7 +75,7 @@ class Command(BaseCommand):
                 "NetworkPolicy present", None if policy else "no NetworkPolicy for the pool"
             )
         finally:
-            services.allocation_release(name=name, actor=ACTOR)
+            allocation_release(name=name, actor=ACTOR)
             released = self._wait(name, Phase.RELEASED, options["timeout"])
             self._report("release deletes everything", None if released else "objects remain")
         if self.failures:

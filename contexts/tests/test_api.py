@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from allocations.models import ContextResource
 from allocations.resync import resync_all
-from allocations.tests.factories import ContextResourceFactory
+from contexts.models import ContextResource
+from contexts.tests.factories import ContextResourceFactory
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC

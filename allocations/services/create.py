@@ -1,0 +1,296 @@
+"""Creating an allocation: the request checked against the cluster (the caller's PVC, the
+warm pool and its template's hardening, StorageClasses, the name free in the database and
+in the cluster), the runtime copied from its profile, the row recorded and its reconcile
+queued; and the profiles' warm pools that such creates claim from, scaled to demand."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from allocations import provisioning, queue, selectors
+from allocations.models import Allocation, AllocationEvent, Phase, Strategy
+from allocations.requests import PoolRequest
+from allocations.services.timeline import announce, record_event
+from contextsvc.core import capabilities, namespaces
+from contextsvc.core.errors import AlreadyExists, InvalidRequest, Unavailable, cluster_call
+from contextsvc.core.services import audit_record
+from contextsvc.core.storage import check_storage_classes
+from contextsvc.kube import client as kube
+from contextsvc.kube import podsecurity
+from contextsvc.kube.objects.blueprint import builtin_blueprint
+from contextsvc.kube.objects.fields import name_of
+from contextsvc.kube.objects.kinds import (
+    PVC,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+)
+from contextsvc.kube.objects.labels import pool_selector
+from contextsvc.kube.objects.names import profile_warm_pool_name
+from contextsvc.kube.objects.pvc import managed_claim, pvc_shape
+from contextsvc.kube.objects.warmpool import (
+    WARM_POOL_RELAXATIONS_ANNOTATION,
+    template_pod,
+    warm_pool_fence,
+    warm_pool_relaxations,
+    warm_pool_template_name,
+)
+from profiles import warmpools
+from profiles.services import profile_blueprint, profile_for_allocation
+
+
+def _check_managed_claim(request: PoolRequest, namespace: str, pvc: dict[str, Any]) -> None:
+    """A PVC this service manages is mounted through claimName only as its rule says:
+    retained artifacts read-only; another allocation's volume and an agent type's
+    workspace never (they hold other conversations), unless an admin names the PVC in
+    CS_CLAIMS_ALLOWED. A PVC the service does not manage is the caller's: as v1 did."""
+    managed = managed_claim(pvc)
+    if managed is None or f"{namespace}/{request.claim_name}" in settings.CS_CLAIMS_ALLOWED:
+        return
+    kind, owner = managed
+    claim = f'workspace.claimName "{request.claim_name}"'
+    if kind == "artifacts":
+        if request.read_only is True:
+            return
+        raise InvalidRequest(
+            f"{claim} holds the artifacts retained as context {owner}: mount it with "
+            "workspace.readOnly true"
+        )
+    whose = f'allocation "{owner}"' if kind == "allocation" else f'agent type "{owner}"'
+    raise InvalidRequest(
+        f"{claim} is the workspace of {whose}, which this service does not mount into "
+        "another allocation (an admin may allow it by name: CS_CLAIMS_ALLOWED)"
+    )
+
+
+def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str, str]:
+    """(size, accessMode, storageClass) of the caller's PVC, which must fit the request."""
+    with cluster_call():
+        pvc = kube.get_object(PVC, namespace, request.claim_name)
+    if pvc is None:
+        raise InvalidRequest(
+            f'workspace.claimName "{request.claim_name}" does not exist in namespace "{namespace}"'
+        )
+    _check_managed_claim(request, namespace, pvc)
+    shape = pvc_shape(pvc)
+    if request.replicas > 1 and shape.access_mode != "ReadWriteMany":
+        raise InvalidRequest(
+            f'workspace.claimName "{request.claim_name}" must allow ReadWriteMany to be shared '
+            f"by {request.replicas} replicas"
+        )
+    return shape.size, shape.access_mode, shape.storage_class
+
+
+@dataclass(frozen=True)
+class WarmPoolCheck:
+    relaxations: frozenset[str]
+    # NetworkPolicy rules for the claimed Pods (warm_pool_fence).
+    fence: dict[str, list[dict[str, Any]]]
+
+
+def warm_pool_check(warm_pool: str, namespace: str) -> WarmPoolCheck:
+    """The pool exists, and its template passes the Pod Security table (podsecurity) but
+    for the restricted rules its owner relaxed on the pool, by name: the service does not
+    own the template, but it does not hand out unhardened sandboxes silently — at create,
+    and at every scale-up (the template may have been edited since)."""
+    with cluster_call():
+        pool = kube.get_object(SANDBOX_WARM_POOL, namespace, warm_pool)
+        template_name = warm_pool_template_name(pool) if pool is not None else None
+        template = (
+            kube.get_object(SANDBOX_TEMPLATE, namespace, template_name) if template_name else None
+        )
+    if pool is None:
+        raise InvalidRequest(f'warmPoolRef "{warm_pool}" does not exist in namespace "{namespace}"')
+    if template is None:
+        raise InvalidRequest(
+            f'warmPoolRef "{warm_pool}": its SandboxTemplate "{template_name or ""}" '
+            f'does not exist in namespace "{namespace}"'
+        )
+    relaxations = warm_pool_relaxations(pool) & podsecurity.RELAXABLE
+    pod_spec, annotations = template_pod(template)
+    problems = podsecurity.violations(pod_spec, annotations=annotations, relaxations=relaxations)
+    if problems:
+        refused = InvalidRequest(
+            f'warmPoolRef "{warm_pool}": its SandboxTemplate "{template_name}" is not '
+            f"hardened ({problems[0]}); harden it, or relax rules by name in the pool's "
+            f"{WARM_POOL_RELAXATIONS_ANNOTATION} annotation"
+        )
+        refused.details = {"problems": {"warmPoolRef": problems}}
+        raise refused
+    return WarmPoolCheck(relaxations, warm_pool_fence(template))
+
+
+def _taken(name: str) -> AlreadyExists:
+    return AlreadyExists(f'sandbox pool "{name}" already exists')
+
+
+def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
+    """409 while a row or any object labelled with this pool name still exists, or while
+    an object of somebody else's sits under a name this allocation would create (the Go
+    service met that as AlreadyExists in the request, and its callers expect the 409)."""
+    name, namespace = allocation.name, allocation.namespace
+    if Allocation.objects.filter(name=name).exclude(phase=Phase.RELEASED).exists():
+        raise _taken(name)
+    selector = pool_selector(name)
+    labelled = [SANDBOX, PVC]
+    if claims:
+        labelled.append(SANDBOX_CLAIM)
+    # Every check at once: the POST waits for the slowest, not for their sum.
+    checks: list[Callable[[], Any]] = [
+        functools.partial(kube.list_objects, kind, namespace, selector) for kind in labelled
+    ]
+    checks.append(functools.partial(provisioning.sandbox_pods, namespace, name))
+    checks += [
+        functools.partial(kube.get_object, kind, namespace, name_of(body))
+        for kind, body in provisioning.desired_objects(allocation)
+    ]
+    with cluster_call():
+        if any(found for found in kube.concurrently(checks)):
+            raise _taken(name)
+
+
+WARM_POOL_PROFILE_IGNORED = (
+    "profile is ignored for warm-pool allocations: the pool's SandboxTemplate decides the runtime"
+)
+
+
+@dataclass(frozen=True)
+class Created:
+    allocation: Allocation
+    warnings: tuple[str, ...] = ()
+
+
+def _runtime(
+    request: PoolRequest, caps: capabilities.Capabilities
+) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
+    """(profile, blueprint JSON, warnings) for a new allocation. The blueprint is copied
+    now, so that editing the profile later never changes this allocation's Sandboxes."""
+    if request.strategy == Strategy.WARMPOOL:
+        problem = caps.extensions_problem()
+        if problem:
+            raise InvalidRequest(f"warm-pool allocations need {problem.removeprefix('the ')}")
+        if request.profile and request.warm_pool == profile_warm_pool_name(request.profile):
+            # Its own warm pool: the profile's blueprint is what runs.
+            return profile_for_allocation(request.profile), {}, ()
+        return None, {}, (WARM_POOL_PROFILE_IGNORED,) if request.profile else ()
+    profile = profile_for_allocation(request.profile)
+    service_account = settings.CS_SANDBOX_SERVICE_ACCOUNT
+    if profile is None:
+        blueprint = builtin_blueprint(
+            image=settings.CS_SANDBOX_IMAGE or "", service_account=service_account
+        )
+    else:
+        blueprint = profile_blueprint(profile, service_account=service_account)
+    return profile, blueprint.to_json(), ()
+
+
+def warm_pools_scale(*, now: datetime | None = None) -> warmpools.Report:
+    """Every profile's warm pool made and kept in step, and sized from the claims asked of
+    it over the last CS_WARM_POOL_WINDOW_SECONDS."""
+    now = now or timezone.now()
+    since = now - timedelta(seconds=settings.CS_WARM_POOL_WINDOW_SECONDS)
+    return warmpools.warm_pools_sync(demand=selectors.warm_pool_demand(since=since), now=now)
+
+
+def _profile_warm_pool(request: PoolRequest, namespace: str) -> PoolRequest:
+    """A request that names a profile and no workspace takes the profile's warm pool."""
+    if request.strategy != Strategy.WARMPOOL or request.warm_pool:
+        return request
+    profile = profile_for_allocation(request.profile)
+    if profile is None or not profile.has_warm_pool or profile.warm_pool_namespace != namespace:
+        raise InvalidRequest(
+            f'profile "{request.profile}" has no warm pool in namespace "{namespace}": '
+            "give a workspace, or a warmPoolRef"
+        )
+    return dataclasses.replace(request, warm_pool=profile_warm_pool_name(profile.name))
+
+
+def allocation_create(*, request: PoolRequest, actor: str) -> Created:
+    """Validate against the cluster, record the allocation, reconcile it after commit."""
+    namespace = namespaces.check_requested(request.namespace)
+    caps = capabilities.current()
+    problem = caps.core_problem()
+    if problem:
+        raise Unavailable(problem)
+    request = _profile_warm_pool(request, namespace)
+    profile, blueprint, warnings = _runtime(request, caps)
+    size, access_mode, storage_class = request.size, request.access_mode, request.storage_class
+    relaxations: frozenset[str] = frozenset()
+    check_storage_classes(
+        {
+            "workspace.storageClass": storage_class,
+            "artifacts.storageClass": request.artifacts.storage_class if request.artifacts else "",
+        }
+    )
+    if request.strategy == Strategy.EXISTING:
+        size, access_mode, storage_class = _existing_workspace(request, namespace)
+    elif request.strategy == Strategy.WARMPOOL:
+        checked = warm_pool_check(request.warm_pool, namespace)
+        relaxations = checked.relaxations
+        blueprint = {"fence": checked.fence, "relaxations": sorted(relaxations)}
+
+    allocation = Allocation(
+        name=request.name,
+        namespace=namespace,
+        replicas=request.replicas,
+        strategy=request.strategy,
+        workspace_size=size,
+        workspace_access_mode=access_mode,
+        workspace_storage_class=storage_class,
+        claim_name=request.claim_name,
+        read_only=request.read_only,
+        warm_pool=request.warm_pool,
+        profile=profile,
+        profile_name=profile.name if profile else "",
+        blueprint=blueprint,
+        requester=actor,
+        expires_at=request.expires_at,
+        artifacts_size=request.artifacts.size if request.artifacts else "",
+        artifacts_access_mode=request.artifacts.access_mode if request.artifacts else "",
+        artifacts_storage_class=request.artifacts.storage_class if request.artifacts else "",
+        artifacts_retain=bool(request.artifacts and request.artifacts.retain),
+    )
+    allocation.full_clean(validate_constraints=False)
+    _check_name_free(allocation, claims=caps.extensions)
+    try:
+        with transaction.atomic():
+            allocation.save()
+            relaxed = (
+                [f"The warm pool's owner relaxes: {', '.join(sorted(relaxations))}."]
+                if relaxations
+                else []
+            )
+            record_event(
+                allocation,
+                AllocationEvent.Kind.CREATED,
+                " ".join([f"requested by {actor}.", *warnings, *relaxed]).strip(),
+            )
+            audit_record(
+                actor=actor,
+                action="allocation.create",
+                target_type="allocation",
+                target=allocation.name,
+                payload={
+                    "namespace": namespace,
+                    "replicas": allocation.replicas,
+                    "strategy": allocation.strategy,
+                    "profile": allocation.profile_name,
+                    **({"relaxations": sorted(relaxations)} if relaxations else {}),
+                },
+            )
+            announce(allocation, "allocation.created")
+            queue.reconcile(allocation.pk)
+    except IntegrityError:
+        # Another request took the name between our check and our insert.
+        raise _taken(request.name) from None
+    return Created(allocation, warnings)

@@ -1,0 +1,151 @@
+"""The reconcile: the cluster made to hold what a live allocation wants, with its
+bookkeeping (objects applied, retries, the deadline), and the failure of an allocation that
+cannot get there (or that the watcher or the resync sees fail)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from allocations import provisioning, queue
+from allocations.models import (
+    OBSERVED_PHASES,
+    RECONCILED_PHASES,
+    Allocation,
+    AllocationEvent,
+    Phase,
+)
+from allocations.services.timeline import SYSTEM_ACTOR, announce, record_event
+from contextsvc.core.queue import RetryLater, backoff
+from contextsvc.core.services import audit_record
+from contextsvc.kube import client as kube
+
+
+def reconcile_deadline() -> timedelta:
+    """How long transient trouble may last before an allocation fails."""
+    return timedelta(seconds=settings.CS_RECONCILE_DEADLINE_SECONDS)
+
+
+def allocation_reconcile_deadline(allocation: Allocation) -> Any:
+    return allocation.requested_at + reconcile_deadline()
+
+
+def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
+    """Make the cluster hold what a live allocation wants (provisioning.sync, idempotent:
+    missing objects created, Sandboxes suspended or resumed, surplus replicas deleted).
+    Transient trouble is retried until the reconcile deadline; past it, or for a permanent
+    refusal, the allocation fails."""
+    allocation = Allocation.objects.filter(pk=allocation_id, phase__in=RECONCILED_PHASES).first()
+    if allocation is None:
+        return "nothing to do"
+    try:
+        synced = provisioning.sync(allocation)
+    except provisioning.NameCollision as exc:
+        allocation_fail(allocation_id=allocation_id, reason="NameCollision", message=str(exc))
+        return "failed"
+    except kube.KubeError as exc:
+        if exc.transient and timezone.now() < allocation_reconcile_deadline(allocation):
+            allocation_note_retry(allocation_id=allocation_id, message=exc.message)
+            raise RetryLater(backoff(attempt)) from exc
+        reason = exc.reason if not exc.transient else "DeadlineExceeded"
+        allocation_fail(
+            allocation_id=allocation_id, reason=reason or "KubernetesError", message=exc.message
+        )
+        return "failed"
+    if allocation.prune_pending:
+        # Done for this many replicas; a scale since then keeps it pending.
+        Allocation.objects.filter(pk=allocation_id, replicas=allocation.replicas).update(
+            prune_pending=False
+        )
+    allocation_mark_applied(allocation_id=allocation_id, synced=synced)
+    return (
+        f"created {len(synced.created)}, patched {len(synced.patched)}, "
+        f"deleted {len(synced.deleted)}"
+    )
+
+
+def allocation_mark_applied(*, allocation_id: int, synced: provisioning.Synced) -> None:
+    with transaction.atomic():
+        allocation = Allocation.objects.select_for_update().get(pk=allocation_id)
+        if allocation.phase == Phase.REQUESTED:
+            allocation.phase = Phase.PROVISIONING
+        if allocation.provisioned_at is None:
+            allocation.provisioned_at = timezone.now()
+        allocation.save(update_fields=["phase", "provisioned_at", "updated_at"])
+        if synced.changed():
+            parts = [
+                f"{verb} {len(names)} object(s)"
+                for verb, names in (
+                    ("created", synced.created),
+                    ("updated", synced.patched),
+                    ("deleted", synced.deleted),
+                )
+                if names
+            ]
+            record_event(
+                allocation,
+                AllocationEvent.Kind.APPLIED,
+                ", ".join(parts),
+                objects=synced.created,
+                updated=synced.patched,
+                deleted=synced.deleted,
+            )
+        announce(allocation)
+
+
+def allocation_note_retry(*, allocation_id: int, message: str) -> None:
+    with transaction.atomic():
+        allocation = Allocation.objects.select_for_update().get(pk=allocation_id)
+        allocation.reconcile_attempts = F("reconcile_attempts") + 1
+        allocation.message = message
+        allocation.save(update_fields=["reconcile_attempts", "message", "updated_at"])
+        record_event(allocation, AllocationEvent.Kind.RETRY, message)
+
+
+KEPT_FOR_INSPECTION = "it had been ready, so its objects are kept until it is released"
+
+
+def locked_while_observed(allocation_id: int) -> Allocation | None:
+    """The allocation, locked for this transaction, while observations still change it
+    (requested, provisioning, ready); None once it has moved on."""
+    return (
+        Allocation.objects.select_for_update()
+        .filter(pk=allocation_id, phase__in=(Phase.REQUESTED, *OBSERVED_PHASES))
+        .first()
+    )
+
+
+def allocation_fail(
+    *, allocation_id: int, reason: str, message: str, actor: str = SYSTEM_ACTOR
+) -> bool:
+    """Mark failed and roll back what was created. False when it had already ended.
+
+    An allocation that had been ready keeps its objects: its workspaces may hold the
+    caller's work, and a Pod that exited is worth inspecting. Its DELETE releases them."""
+    with transaction.atomic():
+        allocation = locked_while_observed(allocation_id)
+        if allocation is None:
+            return False
+        keep = allocation.ready_at is not None
+        allocation.phase = Phase.FAILED
+        allocation.reason = reason[:64]
+        allocation.message = f"{message} ({KEPT_FOR_INSPECTION})" if keep else message
+        allocation.failed_at = timezone.now()
+        allocation.save(update_fields=["phase", "reason", "message", "failed_at", "updated_at"])
+        record_event(allocation, AllocationEvent.Kind.FAILED, message, reason=reason)
+        audit_record(
+            actor=actor,
+            action="allocation.fail",
+            target_type="allocation",
+            target=allocation.name,
+            payload={"reason": reason, "message": message, "objects_kept": keep},
+        )
+        announce(allocation)
+        if not keep:
+            queue.rollback(allocation_id)
+    return True

@@ -1,0 +1,196 @@
+"""Ending an allocation: the release asked for, its objects deleted until none is left
+(its artifacts first kept as a named context when asked), the name freed; and the rollback
+of a failed allocation's objects."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from allocations import provisioning, queue
+from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, Phase
+from allocations.services.timeline import SYSTEM_ACTOR, announce, iso_time, record_event
+from contexts.models import ContextResource, ContextType
+from contextsvc.core.errors import NotFound
+from contextsvc.core.queue import RetryLater, backoff
+from contextsvc.core.services import audit_record
+from contextsvc.kube import client as kube
+from contextsvc.kube.objects.kinds import PVC
+from contextsvc.kube.objects.names import artifacts_context_name, artifacts_pvc_name
+from contextsvc.kube.objects.pvc import artifacts_retain_patch
+
+logger = logging.getLogger(__name__)
+
+
+# Deletes are quick, but Pods and PVCs leave through controllers; poll that long at most
+# before leaving the rest to the watcher and the periodic resync.
+RELEASE_POLLS = 60
+
+
+def allocation_release(*, name: str, actor: str, expired: bool = False) -> Allocation:
+    with transaction.atomic():
+        allocation = (
+            Allocation.objects.select_for_update()
+            .filter(name=name, phase__in=VISIBLE_PHASES)
+            .first()
+        )
+        if allocation is None:
+            raise NotFound(f'sandbox pool "{name}" not found')
+        previous = allocation.phase
+        allocation.phase = Phase.RELEASING
+        allocation.release_requested_at = timezone.now()
+        allocation.save(update_fields=["phase", "release_requested_at", "updated_at"])
+        if expired:
+            record_event(
+                allocation,
+                AllocationEvent.Kind.EXPIRED,
+                f"expired at {iso_time(allocation.expires_at)}: released",
+            )
+        else:
+            record_event(
+                allocation, AllocationEvent.Kind.RELEASING, f"release requested by {actor}"
+            )
+        audit_record(
+            actor=actor,
+            action="allocation.release",
+            target_type="allocation",
+            target=allocation.name,
+            payload={
+                "namespace": allocation.namespace,
+                "previous_phase": previous,
+                **({"expired": True} if expired else {}),
+            },
+        )
+        announce(allocation)
+        queue.release(allocation.pk)
+    return allocation
+
+
+def allocation_mark_released(*, allocation_id: int, actor: str = SYSTEM_ACTOR) -> bool:
+    """Nothing of it is left in the cluster: the name is free again."""
+    with transaction.atomic():
+        allocation = (
+            Allocation.objects.select_for_update()
+            .filter(pk=allocation_id, phase=Phase.RELEASING)
+            .first()
+        )
+        if allocation is None:
+            return False
+        allocation.phase = Phase.RELEASED
+        allocation.released_at = timezone.now()
+        allocation.ready_replicas = 0
+        allocation.profile = None  # history keeps profile_name; the profile may go now
+        allocation.save(
+            update_fields=["phase", "released_at", "ready_replicas", "profile", "updated_at"]
+        )
+        record_event(allocation, AllocationEvent.Kind.RELEASED, "all objects deleted")
+        audit_record(
+            actor=actor,
+            action="allocation.released",
+            target_type="allocation",
+            target=allocation.name,
+            payload={"namespace": allocation.namespace},
+        )
+        announce(allocation)
+    return True
+
+
+def _retain_artifacts(allocation: Allocation, attempt: int) -> None:
+    """Make the allocation's artifacts PVC a named context (type artifacts) of its own,
+    before the release deletes what the pool owns. Idempotent: a release that runs again
+    finds the row and the labels already there."""
+    context_name = artifacts_context_name(allocation.name)
+    with transaction.atomic():
+        context = (
+            ContextResource.objects.filter(namespace=allocation.namespace, name=context_name)
+            .exclude(status=ContextResource.Status.DELETED)
+            .first()
+        )
+        if context is None:
+            context = ContextResource.objects.create(
+                namespace=allocation.namespace,
+                name=context_name,
+                type=ContextType.ARTIFACTS,
+                size=allocation.artifacts_size,
+                access_mode=allocation.artifacts_access_mode,
+                storage_class=allocation.artifacts_storage_class,
+                requester=allocation.requester,
+            )
+            record_event(
+                allocation,
+                AllocationEvent.Kind.RETAINED,
+                f"artifacts kept as context {allocation.namespace}/{context_name}",
+            )
+            audit_record(
+                actor=SYSTEM_ACTOR,
+                action="context.create",
+                target_type="context",
+                target=f"{allocation.namespace}/{context_name}",
+                payload={"type": "artifacts", "from_allocation": allocation.name},
+            )
+    try:
+        kube.patch_object(
+            PVC,
+            allocation.namespace,
+            artifacts_pvc_name(allocation.name),
+            artifacts_retain_patch(allocation.name),
+        )
+    except kube.KubeError as exc:
+        if exc.status == 404:
+            return  # it was never made: nothing to keep (the context reports it missing)
+        if exc.transient:
+            raise RetryLater(backoff(attempt)) from exc
+        raise
+
+
+def _delete_until_gone(allocation: Allocation, attempt: int) -> bool:
+    """Delete what the allocation owns. True when nothing is left; otherwise asks to be
+    called again (RetryLater) until the polls run out, after which the resync finishes."""
+    try:
+        left = provisioning.delete_owned(allocation)
+    except kube.KubeError as exc:
+        if exc.transient:
+            raise RetryLater(backoff(attempt)) from exc
+        logger.error("cannot delete objects of %s: %s", allocation.name, exc.message)
+        return False
+    if left.empty():
+        return True
+    if attempt < RELEASE_POLLS:
+        raise RetryLater(1.0)
+    logger.warning("%s still owns %s; the resync will finish", allocation.name, left.names())
+    return False
+
+
+def allocation_release_objects(allocation_id: int, attempt: int = 0) -> str:
+    allocation = Allocation.objects.filter(pk=allocation_id, phase=Phase.RELEASING).first()
+    if allocation is None:
+        return "nothing to do"
+    if allocation.has_artifacts and allocation.artifacts_retain:
+        # Before anything is deleted: the artifacts stop being the pool's.
+        _retain_artifacts(allocation, attempt)
+    if _delete_until_gone(allocation, attempt):
+        allocation_mark_released(allocation_id=allocation_id)
+        return "released"
+    return "pending"
+
+
+def allocation_rollback_objects(allocation_id: int, attempt: int = 0) -> str:
+    allocation = Allocation.objects.filter(
+        pk=allocation_id, phase=Phase.FAILED, ready_at__isnull=True
+    ).first()
+    if allocation is None:
+        return "nothing to do"
+    if _delete_until_gone(allocation, attempt):
+        allocation_note_rolled_back(allocation_id=allocation_id)
+        return "rolled back"
+    return "pending"
+
+
+def allocation_note_rolled_back(*, allocation_id: int) -> None:
+    allocation = Allocation.objects.get(pk=allocation_id)
+    if not allocation.events.filter(kind=AllocationEvent.Kind.ROLLED_BACK).exists():
+        record_event(
+            allocation, AllocationEvent.Kind.ROLLED_BACK, "deleted every object it created"
+        )

@@ -1,0 +1,30 @@
+"""What every write of an allocation shares: its timeline events, the live announcement
+of its row (the dashboard's and ``?watch`` streams), the service's own actor in the audit
+log, and times written as the API writes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allocations.models import Allocation, AllocationEvent
+from allocations.selectors import allocation_row
+from contextsvc.core import events
+
+SYSTEM_ACTOR = "system:context-service"
+
+
+def announce(allocation: Allocation, event_type: str = "allocation.changed") -> None:
+    events.publish(
+        events.ALLOCATIONS,
+        events.allocation_group(allocation.pk),
+        event_type=event_type,
+        data=allocation_row(allocation),
+    )
+
+
+def record_event(allocation: Allocation, kind: str, message: str = "", **data: Any) -> None:
+    AllocationEvent.objects.create(allocation=allocation, kind=kind, message=message, data=data)
+
+
+def iso_time(moment: Any) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment is not None else None
