@@ -20,7 +20,8 @@ from uuid import UUID
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from approvals import access, live, selectors, services
+from approvals import access, live, selectors
+from approvals.services import expiry
 from contextsvc.core import longpoll
 from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
@@ -38,7 +39,7 @@ DEADLINE_GRACE = 0.05
 
 @longpoll.in_thread
 def _read(request_id: UUID, requested_by: str | None) -> dict[str, Any]:
-    services.expire_if_due(request_id)
+    expiry.expire_if_due(request_id)
     return selectors.approval_json(
         selectors.approval_get(request_id=request_id, requested_by=requested_by)
     )

@@ -136,7 +136,8 @@ def execution_of(request: ApprovalRequest) -> dict[str, Any]:
 def approval_version(request: ApprovalRequest) -> str:
     """What a decider saw, as one short digest: the operation as shown (the reviewer's edit
     once there is one, and who made it) and who approved it so far. A decision that names
-    another version decides something else than the request now is (services._decide)."""
+    another version decides something else than the request now is (services/decisions.py,
+    ``_decide``)."""
     signoffs = sorted(request.signoffs.all(), key=lambda signoff: (signoff.at, signoff.pk))
     shown = {
         "operation": request.effective_operation,
