@@ -24,7 +24,7 @@ from contextsvc.core.auth import Role
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.services import audit_record
 from contextsvc.core.users import people_with_role
-from rules import Decision, Evaluation, OperationError, evaluate, operation_from_dict
+from rules import Decision, Evaluation, Operation, OperationError, evaluate, operation_from_dict
 from rules.model import check_context_id
 from rules.risk import assess
 
@@ -86,6 +86,20 @@ def _execution(policy: Policy, workspace: str, evaluation: Evaluation) -> dict[s
     return execution
 
 
+@dataclass(frozen=True)
+class _Judged:
+    """An operation as the agent type's rules judged it in one context: what both steps of
+    a check (a rule's decision, or a request for a human) start from."""
+
+    operation: Operation
+    evaluation: Evaluation
+    policy: Policy
+    context_id: str
+    agent_type: str
+    workspace: str
+    execution: dict[str, Any]
+
+
 def approval_check(
     *,
     operation: dict[str, Any],
@@ -117,57 +131,92 @@ def approval_check(
         context_id=context_id,
         contained=policy.contained,
     )
-    execution = _execution(policy, workspace, evaluation)
-    explanation = evaluation.to_dict()
+    judged = _Judged(
+        operation=parsed,
+        evaluation=evaluation,
+        policy=policy,
+        context_id=context_id,
+        agent_type=agent_type,
+        workspace=workspace,
+        execution=_execution(policy, workspace, evaluation),
+    )
     if evaluation.decision in (Decision.ALLOW, Decision.DENY):
-        # Allows too: after an incident the question is which rule let the agent do it.
-        allowed = evaluation.decision == Decision.ALLOW
-        hit = _grants_hit(policy, evaluation) if allowed else []
-        payload: dict[str, Any] = {
-            "agent_type": agent_type,
-            "operation": evaluation.normalised,
-            "rule": evaluation.rule,
-            "sources_entry": evaluation.sources_entry,
-            # What a run report is held to: exactly this operation (runs.run_record).
-            "judged_sha256": operation_digest(parsed.to_dict()),
-        }
-        if evaluation.contained:
-            # Allowed because the executor contains it, not because it was understood.
-            payload["contained"] = True
-        if hit:
-            payload["grants"] = hit
-        with transaction.atomic():
-            entry = audit_record(
-                actor=actor,
-                action="approval.allow" if allowed else "approval.refuse",
-                target_type="context",
-                target=context_id,
-                payload=payload,
-            )
-            _count_rule_decision(
-                agent_type=agent_type,
-                decision=evaluation.decision.value,
-                rule=evaluation.rule or evaluation.sources_entry,
-            )
-            if hit:
-                Grant.objects.filter(pk__in=hit).update(
-                    hits=F("hits") + 1, last_hit_at=timezone.now()
-                )
-        return CheckResult(
-            "allow" if allowed else "deny",
-            explanation,
-            operation=parsed.to_dict(),
-            check_id=entry.pk,
-            execution=execution,
+        return _record_rule_decision(judged, actor=actor)
+    return _queue_for_human(
+        judged,
+        agent_instance=agent_instance,
+        allocation=allocation,
+        namespace=namespace,
+        seconds=seconds,
+        actor=actor,
+    )
+
+
+def _record_rule_decision(judged: _Judged, *, actor: str) -> CheckResult:
+    """A rule allowed or denied the operation: its audit entry (what a run report refers
+    to), the rule's count and the hits of the grants that allowed it, in one transaction."""
+    evaluation = judged.evaluation
+    # Allows too: after an incident the question is which rule let the agent do it.
+    allowed = evaluation.decision == Decision.ALLOW
+    hit = _grants_hit(judged.policy, evaluation) if allowed else []
+    payload: dict[str, Any] = {
+        "agent_type": judged.agent_type,
+        "operation": evaluation.normalised,
+        "rule": evaluation.rule,
+        "sources_entry": evaluation.sources_entry,
+        # What a run report is held to: exactly this operation (runs.run_record).
+        "judged_sha256": operation_digest(judged.operation.to_dict()),
+    }
+    if evaluation.contained:
+        # Allowed because the executor contains it, not because it was understood.
+        payload["contained"] = True
+    if hit:
+        payload["grants"] = hit
+    with transaction.atomic():
+        entry = audit_record(
+            actor=actor,
+            action="approval.allow" if allowed else "approval.refuse",
+            target_type="context",
+            target=judged.context_id,
+            payload=payload,
         )
-    risk = assess(parsed, evaluation, workspace).value
-    around = surroundings(allocation=allocation, namespace=namespace, agent_type=agent_type)
+        _count_rule_decision(
+            agent_type=judged.agent_type,
+            decision=evaluation.decision.value,
+            rule=evaluation.rule or evaluation.sources_entry,
+        )
+        if hit:
+            Grant.objects.filter(pk__in=hit).update(hits=F("hits") + 1, last_hit_at=timezone.now())
+    return CheckResult(
+        "allow" if allowed else "deny",
+        evaluation.to_dict(),
+        operation=judged.operation.to_dict(),
+        check_id=entry.pk,
+        execution=judged.execution,
+    )
+
+
+def _queue_for_human(
+    judged: _Judged,
+    *,
+    agent_instance: str,
+    allocation: str,
+    namespace: str,
+    seconds: int,
+    actor: str,
+) -> CheckResult:
+    """No rule decided: a request for a human, with its audit entry and the notifications
+    it causes in one transaction, announced after commit."""
+    parsed, evaluation, policy = judged.operation, judged.evaluation, judged.policy
+    explanation = evaluation.to_dict()
+    risk = assess(parsed, evaluation, judged.workspace).value
+    around = surroundings(allocation=allocation, namespace=namespace, agent_type=judged.agent_type)
     now = timezone.now()
     after = policy.approval.escalate_after
     with transaction.atomic():
         request = ApprovalRequest.objects.create(
-            context_id=context_id,
-            agent_type=agent_type,
+            context_id=judged.context_id,
+            agent_type=judged.agent_type,
             agent_instance=agent_instance,
             allocation=allocation,
             namespace=namespace,
@@ -176,9 +225,9 @@ def approval_check(
             normalised=evaluation.normalised,
             evaluation=explanation,
             risk=risk,
-            risk_notes=risk_notes(parsed, evaluation, workspace=workspace, around=around),
+            risk_notes=risk_notes(parsed, evaluation, workspace=judged.workspace, around=around),
             approvals_required=policy.approval.approvals_required(risk),
-            execution=execution,
+            execution=judged.execution,
             requested_by=actor,
             deadline=now + timedelta(seconds=seconds),
             escalate_at=now + timedelta(seconds=seconds * after) if after else None,
@@ -189,8 +238,8 @@ def approval_check(
             target_type="approval",
             target=str(request.pk),
             payload={
-                "agent_type": agent_type,
-                "context_id": context_id,
+                "agent_type": judged.agent_type,
+                "context_id": judged.context_id,
                 "operation": evaluation.normalised,
             },
         )
