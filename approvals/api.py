@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from approvals import access, selectors
-from approvals.services import check, decisions, expiry, grants, lifecycle, runs
+from approvals.services import check, decisions, grants, lifecycle, runs
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
@@ -381,7 +381,6 @@ class ApprovalDetailApi(ServiceAPIView):
     )
     def get(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
-        expiry.expire_if_due(parsed)
         found = selectors.approval_get(request_id=parsed, requested_by=_own_only(request))
         return Response(selectors.approval_json(found))
 

@@ -1,6 +1,8 @@
 """Expiry: a request still pending past its deadline expires, which means deny. Beat's
 task expires every such request (approvals/tasks.py, every few seconds), and a decision
-that comes too late expires its request there and then (approvals/services/decisions.py)."""
+that comes too late expires its request there and then (approvals/services/decisions.py).
+Reads never expire anything: until one of these has, a read computes that the request is
+expired (approvals/selectors.py, ``approval_as_read``)."""
 
 from __future__ import annotations
 
