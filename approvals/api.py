@@ -18,7 +18,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals import access, selectors, services
+from approvals import access, selectors
+from approvals.services import check, decisions, grants, lifecycle, runs
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
@@ -296,7 +297,7 @@ class ApprovalCollectionApi(ServiceAPIView):
             raise InvalidRequest("operation must be an object")
         agent_type = text(body, "agentType", required=True)
         check_agent_type(request.user, agent_type)
-        result = services.approval_check(
+        result = check.approval_check(
             operation=operation,
             context_id=text(body, "contextId", required=True),
             agent_type=agent_type,
@@ -380,7 +381,6 @@ class ApprovalDetailApi(ServiceAPIView):
     )
     def get(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
-        services.expire_if_due(parsed)
         found = selectors.approval_get(request_id=parsed, requested_by=_own_only(request))
         return Response(selectors.approval_json(found))
 
@@ -399,7 +399,7 @@ class ApprovalDecisionApi(ServiceAPIView):
         parsed = selectors.parse_request_id(request_id)
         body = read_json_object(request._request)
         reject_unknown_fields(body, DECISION_FIELDS)
-        decided = services.approval_decide(
+        decided = decisions.approval_decide(
             request_id=parsed,
             actor=actor_of(request.user),
             decision=text(body, "decision", required=True),
@@ -435,7 +435,7 @@ class ApprovalCancelApi(ServiceAPIView):
                 f"{actor} may cancel only the requests it asked: withdrawing another's needs "
                 "the approver scope"
             )
-        cancelled = services.approval_cancel(request_id=parsed, actor=actor)
+        cancelled = lifecycle.approval_cancel(request_id=parsed, actor=actor)
         return Response(selectors.approval_json(cancelled))
 
 
@@ -455,7 +455,7 @@ class ApprovalSimilarApi(ServiceAPIView):
     def get(self, request: Request, request_id: str) -> Response:
         found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
         return Response(
-            services.approval_similar(
+            grants.approval_similar(
                 found,
                 rule=request.query_params.get("rule"),
                 scope=request.query_params.get("scope", "agent_type"),
@@ -487,7 +487,7 @@ class GrantDetailApi(ServiceAPIView):
 
     @extend_schema(operation_id="grants_revoke", responses=responses({204: None}, 404, 409))
     def delete(self, request: Request, grant_id: int) -> Response:
-        services.grant_revoke(grant_id=grant_id, actor=actor_of(request.user))
+        grants.grant_revoke(grant_id=grant_id, actor=actor_of(request.user))
         return Response(status=204)
 
 
@@ -514,8 +514,8 @@ MAX_BYTES = 2**63 - 1
 class RefusedEffect(serializers.Serializer):
     """One thing the sandbox refused the command, as the program reported it."""
 
-    action = serializers.ChoiceField(choices=list(services.REFUSED_ACTIONS))
-    path = serializers.CharField(allow_blank=True, max_length=services.MAX_REFUSED_PATH)
+    action = serializers.ChoiceField(choices=list(runs.REFUSED_ACTIONS))
+    path = serializers.CharField(allow_blank=True, max_length=runs.MAX_REFUSED_PATH)
     error = serializers.CharField(max_length=200)
 
 
@@ -586,7 +586,7 @@ class RunCollectionApi(ServiceAPIView):
         body = read_json_object(request._request)
         reject_unknown_fields(body, RUN_FIELDS)
         raw_request_id = text(body, "requestId")
-        run = services.run_record(
+        run = runs.run_record(
             context_id=text(body, "contextId", required=True),
             request_id=selectors.parse_request_id(raw_request_id) if raw_request_id else None,
             check_id=integer(body, "checkId", minimum=1, maximum=MAX_BYTES),

@@ -20,7 +20,7 @@ from uuid import UUID
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from approvals import access, live, selectors, services
+from approvals import access, live, selectors
 from contextsvc.core import longpoll
 from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
@@ -31,14 +31,15 @@ MAX_WAIT = 60.0
 # How often a long-poll reads the database while the channel layer is unavailable.
 POLL_SECONDS = 1.0
 READERS = {Scope.READ, Scope.AGENT, Scope.APPROVER, Scope.ADMIN}
-# Expiry is decided by the database clock; waking a little after the deadline makes sure
-# the request reads as expired rather than waiting for the next event that never comes.
+# Waking a little after the deadline makes sure the request reads as expired (as of the
+# service's clock) rather than waiting for beat's expiry event.
 DEADLINE_GRACE = 0.05
 
 
 @longpoll.in_thread
 def _read(request_id: UUID, requested_by: str | None) -> dict[str, Any]:
-    services.expire_if_due(request_id)
+    # Only a read: past its deadline the request reads as expired before beat's task has
+    # written it (selectors.approval_as_read).
     return selectors.approval_json(
         selectors.approval_get(request_id=request_id, requested_by=requested_by)
     )

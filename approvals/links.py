@@ -1,8 +1,8 @@
 """Approve and deny links in e-mails: signed (Django's signing, keyed by the secret key),
 one row each so that it is used once, bound to the person it was sent to, and dead at the
 request's deadline. A link only opens a confirmation page for that person, signed in; the
-decision is the page's POST (services.approval_decide_by_link). Nothing decides on a GET:
-mail scanners open links."""
+decision is the page's POST (services/decisions.py, approval_decide_by_link). Nothing
+decides on a GET: mail scanners open links."""
 
 from __future__ import annotations
 

@@ -18,6 +18,12 @@ class Status(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+# Who the service's own changes to requests are by (expiry, escalation), and why an expired
+# request ended: what expiry writes, and what a read shows before it has (selectors).
+SYSTEM_ACTOR = "system:approvals"
+EXPIRY_REASON = "deadline passed"
+
+
 class ApprovalRequest(models.Model):
     """One agent operation that no rule decided, waiting for a human."""
 

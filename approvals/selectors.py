@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from datetime import datetime, timedelta
@@ -13,6 +14,8 @@ from django.db.models import Case, CharField, Count, F, Min, Q, QuerySet, Value,
 from django.utils import timezone
 
 from approvals.models import (
+    EXPIRY_REASON,
+    SYSTEM_ACTOR,
     ApprovalRequest,
     Delivery,
     Grant,
@@ -136,7 +139,8 @@ def execution_of(request: ApprovalRequest) -> dict[str, Any]:
 def approval_version(request: ApprovalRequest) -> str:
     """What a decider saw, as one short digest: the operation as shown (the reviewer's edit
     once there is one, and who made it) and who approved it so far. A decision that names
-    another version decides something else than the request now is (services._decide)."""
+    another version decides something else than the request now is (services/decisions.py,
+    ``_decide``)."""
     signoffs = sorted(request.signoffs.all(), key=lambda signoff: (signoff.at, signoff.pk))
     shown = {
         "operation": request.effective_operation,
@@ -146,10 +150,27 @@ def approval_version(request: ApprovalRequest) -> str:
     return operation_digest(shown)[:32]
 
 
+def approval_as_read(request: ApprovalRequest) -> ApprovalRequest:
+    """The request as a reader sees it now, and nothing is written. One still pending past
+    its deadline has expired, whether or not beat's task (services/expiry.py) has written
+    that yet: it reads as expired by the system, "deadline passed", decided at its
+    deadline — an unsaved copy; the row is left to the task."""
+    if request.status != Status.PENDING or request.deadline > timezone.now():
+        return request
+    # A shallow copy shares the prefetched signoffs and the grant: only these fields differ.
+    expired = copy.copy(request)
+    expired.status = Status.EXPIRED
+    expired.decided_at = request.deadline
+    expired.decided_by = SYSTEM_ACTOR
+    expired.reason = EXPIRY_REASON
+    return expired
+
+
 def approval_json(request: ApprovalRequest) -> dict[str, Any]:
-    """What agents and reviewers see of a request. ``decision`` is what the agent must do:
-    null while pending, allow when approved (allow_edited: run ``edit.operation``), deny
-    otherwise (an expired request is denied)."""
+    """What agents and reviewers see of a request, as of now (:func:`approval_as_read`).
+    ``decision`` is what the agent must do: null while pending, allow when approved
+    (allow_edited: run ``edit.operation``), deny otherwise (an expired request is denied)."""
+    request = approval_as_read(request)
     return {
         "id": str(request.pk),
         "status": request.status,

@@ -1,25 +1,26 @@
-"""Celery tasks for approvals: each only calls its service (approvals/services.py,
-approvals/notifications.py)."""
+"""Celery tasks for approvals: each only calls its service (approvals/services/expiry.py,
+approvals/services/escalation.py, approvals/notifications.py)."""
 
 from __future__ import annotations
 
 from celery import Task, shared_task
 
-from approvals import notifications, services
+from approvals import notifications
 from approvals.queue import DELIVER
+from approvals.services import escalation, expiry
 from contextsvc.core import queue
 
 
 @shared_task(name="approvals.tasks.expire_due", ignore_result=True)
 def expire_due() -> int:
     """Scheduled by beat: requests past their deadline expire (which means deny)."""
-    return services.expire_due()
+    return expiry.expire_due()
 
 
 @shared_task(name="approvals.tasks.escalate_due", ignore_result=True)
 def escalate_due() -> int:
     """Scheduled by beat: requests past their profile's escalateAfter are escalated."""
-    return services.escalate_due()
+    return escalation.escalate_due()
 
 
 # The service counts the attempts and stops; Celery only carries the waits between them.

@@ -12,8 +12,10 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from approvals import selectors, services
+from approvals import selectors
 from approvals.models import ApprovalRequest, Grant, RuleDecisionCount
+from approvals.services.check import approval_check
+from approvals.services.decisions import approval_approve_similar
 from approvals.tests.factories import ApprovalRequestFactory
 from contextsvc.core.users import ensure_role_groups, user_set_role
 from tests.support.api import issue_token
@@ -22,7 +24,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 
 def check(command: str, context: str = "ctx-1") -> str:
-    return services.approval_check(
+    return approval_check(
         operation={"kind": "shell", "command": command},
         context_id=context,
         agent_type="data-agent",
@@ -75,14 +77,14 @@ def test_each_immediate_decision_is_counted_by_its_rule() -> None:
 
 
 def test_a_grant_counts_what_it_allowed_and_the_profiles_own_rules_do_not() -> None:
-    request = services.approval_check(
+    request = approval_check(
         operation={"kind": "shell", "command": "pip install pandas"},
         context_id="ctx-1",
         agent_type="data-agent",
         actor="api:agent-1",
     ).request
     assert request is not None
-    _, grant = services.approval_approve_similar(
+    _, grant = approval_approve_similar(
         request_id=request.pk, actor="user:alice", scope="agent_type"
     )
     # A grant repeating a rule the profile has is not what allowed "ls".

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Status
 from approvals.selectors import operation_digest
+from approvals.tasks import expire_due
 from approvals.tests.factories import GrantFactory
 from contextsvc.core.models import AuditEntry
 from profiles.tests.factories import SandboxProfileFactory
@@ -340,6 +341,9 @@ def test_expiry_means_deny_and_cannot_be_decided_after(
     time.sleep(1.2)
 
     state = agent.get(f"/v1/approvals/{request_id}").json()  # expired as it is read
+    # The read only reads (selectors.approval_as_read): beat's task writes the expiry.
+    assert ApprovalRequest.objects.get(pk=request_id).status == Status.PENDING
+    assert expire_due() == 1
     with kept():
         late = approver.post(f"/v1/approvals/{request_id}/decision", {"decision": "approve"})
 

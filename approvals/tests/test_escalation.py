@@ -9,9 +9,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from approvals import notifications, services
+from approvals import notifications
 from approvals.models import ApprovalRequest, Delivery
 from approvals.selectors import approval_review_json
+from approvals.services.escalation import escalate_due, escalate_if_due
 from config.celery import app as celery_app
 from contextsvc.core.models import AuditEntry
 from contextsvc.core.users import ensure_role_groups, user_set_role
@@ -58,7 +59,7 @@ def test_an_undecided_request_is_escalated_once_to_the_group_and_its_channels(
     assert Delivery.objects.count() == 0  # email "none", and no channel hears new requests
 
     # Not due yet: an escalation run now finds nothing.
-    assert services.escalate_due() == 0
+    assert escalate_due() == 0
     # Beat's task, through the broker to the worker, once it is due.
     wait_until(
         lambda: timezone.now() > escalate_at,
@@ -100,7 +101,7 @@ def test_an_undecided_request_is_escalated_once_to_the_group_and_its_channels(
     assert "notifications" not in agent.get(f"/v1/approvals/{asked['id']}").json()
 
     # Once: another run (however many beat sends) finds nothing to escalate.
-    assert services.escalate_due() == 0
-    assert services.escalate_if_due(escalated.pk) is False
+    assert escalate_due() == 0
+    assert escalate_if_due(escalated.pk) is False
     assert AuditEntry.objects.filter(action="approval.escalate").count() == 1
     assert Delivery.objects.count() == 2

@@ -10,7 +10,7 @@ import pytest
 from allocations.models import Phase, Strategy
 from allocations.tests.factories import AllocationFactory
 from approvals.models import ApprovalRequest
-from approvals.services import approval_check
+from approvals.services.check import approval_check
 from workspaces.tests.factories import AgentWorkspaceFactory, WorkspaceContextFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_agent")]

@@ -12,6 +12,7 @@ from approvals import selectors
 from approvals.models import Grant, Status
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
 from contextsvc.core.errors import InvalidRequest, NotFound
+from tests.support.unchanged import kept
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +95,22 @@ def test_a_request_tells_the_agent_what_to_do(status: str, decision: str | None)
     shown = selectors.approval_json(request)
 
     assert (shown["id"], shown["status"], shown["decision"]) == (str(request.pk), status, decision)
+
+
+def test_a_request_past_its_deadline_reads_as_expired_and_the_read_writes_nothing() -> None:
+    deadline = timezone.now() - timedelta(seconds=1)
+    request = ApprovalRequestFactory.create(deadline=deadline)
+
+    with kept():
+        shown = selectors.approval_json(selectors.approval_get(request_id=request.pk))
+
+    assert (
+        shown["status"],
+        shown["decision"],
+        shown["decidedAt"],
+        shown["decidedBy"],
+        shown["reason"],
+    ) == ("expired", "deny", deadline.isoformat(), "system:approvals", "deadline passed")
+    # Until beat's task (or a late decision) expires it, the row is as the agent asked it.
+    request.refresh_from_db()
+    assert (request.status, request.decided_at, request.decided_by) == (Status.PENDING, None, "")

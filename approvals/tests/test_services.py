@@ -1,4 +1,4 @@
-"""Decisions, grants and expiry in approvals/services.py: one decision per request whoever
+"""Decisions, grants and expiry in approvals/services/: one decision per request whoever
 races for it, the decision dispatch the API and the dashboard share, and what a grant
 may allow."""
 
@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from approvals import services
 from approvals.models import ApprovalRequest, Grant, Status
+from approvals.services.check import CheckResult, approval_check
+from approvals.services.decisions import approval_approve_similar, approval_decide
 from approvals.tests.factories import ApprovalRequestFactory
 from contextsvc.core.errors import Conflict, InvalidRequest
 from contextsvc.core.models import AuditEntry
@@ -20,8 +21,8 @@ from tests.support.unchanged import kept
 pytestmark = pytest.mark.usefixtures("data_agent")
 
 
-def check(command: str, context: str = "ctx-1") -> services.CheckResult:
-    return services.approval_check(
+def check(command: str, context: str = "ctx-1") -> CheckResult:
+    return approval_check(
         operation={"kind": "shell", "command": command},
         context_id=context,
         agent_type="data-agent",
@@ -47,9 +48,7 @@ def test_concurrent_deciders_produce_exactly_one_decision() -> None:
         barrier.wait()
         decision = "approve" if index % 2 else "deny"
         try:
-            services.approval_decide(
-                request_id=request_id, actor=f"api:approver-{index}", decision=decision
-            )
+            approval_decide(request_id=request_id, actor=f"api:approver-{index}", decision=decision)
             results.append(("decided", decision))
         except Conflict as exc:
             results.append((exc.message, decision))
@@ -87,7 +86,7 @@ def test_approval_decide_makes_each_decision(
 ) -> None:
     request = ApprovalRequestFactory.create()
 
-    decided = services.approval_decide(
+    decided = approval_decide(
         request_id=request.pk, actor="user:alice", decision=decision, reason="checked", **extra
     )
 
@@ -124,16 +123,14 @@ def test_approval_decide_refuses_what_it_cannot_do_and_changes_nothing(
     request = ApprovalRequestFactory.create()
 
     with kept(), pytest.raises(InvalidRequest) as excinfo:
-        services.approval_decide(
-            request_id=request.pk, actor="user:alice", decision=decision, **extra
-        )
+        approval_decide(request_id=request.pk, actor="user:alice", decision=decision, **extra)
 
     assert excinfo.value.message == message
 
 
 @pytest.mark.django_db
 def test_agent_type_grants_cover_every_context_until_they_expire() -> None:
-    services.approval_approve_similar(
+    approval_approve_similar(
         request_id=pending("pip install pandas").pk,
         actor="user:alice",
         scope="agent_type",
@@ -150,7 +147,7 @@ def test_a_reviewer_rule_must_match_the_operation() -> None:
     request = pending("pip install pandas")
 
     with kept(), pytest.raises(InvalidRequest) as excinfo:
-        services.approval_approve_similar(
+        approval_approve_similar(
             request_id=request.pk, actor="user:alice", scope="context", rule="shell(npm:*)"
         )
 
@@ -174,7 +171,7 @@ def test_a_grant_must_name_what_it_allows(rule: str, kind: str) -> None:
     request = pending("pip install pandas")
 
     with kept(), pytest.raises(InvalidRequest) as excinfo:
-        services.approval_approve_similar(
+        approval_approve_similar(
             request_id=request.pk, actor="user:alice", scope="context", rule=rule
         )
 
@@ -188,7 +185,7 @@ def test_a_decision_after_the_deadline_expires_the_request_instead() -> None:
     request = ApprovalRequestFactory.create(deadline="2000-01-01T00:00:00Z")
 
     with pytest.raises(Conflict) as excinfo:
-        services.approval_decide(request_id=request.pk, actor="user:alice", decision="approve")
+        approval_decide(request_id=request.pk, actor="user:alice", decision="approve")
 
     assert excinfo.value.message == f"approval request {request.pk} is already expired"
     request.refresh_from_db()

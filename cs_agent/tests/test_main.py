@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from approvals.models import ApprovalRequest, Status
+from approvals.tasks import expire_due
 from contextsvc.core.models import AuditEntry
 from devenv.system import REPO_DIR
 from tests.support.api import decide_over_http, issue_token
@@ -179,6 +180,10 @@ def test_client_is_denied_when_nobody_decides_in_time(web_server: str) -> None:
         "expired",
         "deadline passed",
     )
+    # The long-poll only read it as expired; beat's task writes the expiry.
+    request.refresh_from_db()
+    assert request.status == Status.PENDING
+    assert expire_due() == 1
     request.refresh_from_db()
     assert request.status == Status.EXPIRED
     assert list(

@@ -18,7 +18,7 @@ from django.utils import timezone
 from allocations.models import Allocation, Phase, Strategy
 from allocations.tests.factories import AllocationFactory
 from approvals.models import ApprovalRequest
-from approvals.services import approval_check
+from approvals.services.check import approval_check
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
 from contextsvc.core import capabilities
 from contextsvc.core.models import AuditEntry

@@ -7,8 +7,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from approvals import links, selectors, services
+from approvals import links, selectors
 from approvals.models import Grant, Status
+from approvals.services import decisions, grants
 from contextsvc.core.errors import InvalidRequest, ServiceError
 from frontend.access import actor, approver_required, viewer_required, wants_json
 from frontend.forms import DecisionForm
@@ -80,7 +81,7 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
         data = form.cleaned_data
         try:
             asked = selectors.approval_get(request_id=parsed)
-            decided = services.approval_decide(
+            decided = decisions.approval_decide(
                 request_id=parsed,
                 actor=actor(request),
                 decision=data["decision"],
@@ -119,7 +120,7 @@ def approval_edit_check(request: HttpRequest, request_id: str) -> JsonResponse:
         return JsonResponse({"error": "invalid_request", "message": "invalid edit"}, status=400)
     try:
         asked = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
-        edit = services.approval_edit_check(
+        edit = decisions.approval_edit_check(
             request_id=asked.pk, operation=form.edited_operation(asked.operation)
         )
     except ServiceError as exc:
@@ -131,7 +132,7 @@ def approval_edit_check(request: HttpRequest, request_id: str) -> JsonResponse:
 def approval_similar(request: HttpRequest, request_id: str) -> JsonResponse:
     found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
     try:
-        similar = services.approval_similar(
+        similar = grants.approval_similar(
             found, rule=request.GET.get("rule"), scope=request.GET.get("scope", "agent_type")
         )
     except InvalidRequest as exc:
@@ -156,7 +157,7 @@ def approval_link(request: HttpRequest, request_id: str, token: str) -> HttpResp
         )
     if request.method == "POST":
         try:
-            decided = services.approval_decide_by_link(
+            decided = decisions.approval_decide_by_link(
                 token=token,
                 request_id=parsed,
                 user=request.user,  # type: ignore[arg-type]
@@ -181,7 +182,7 @@ def approval_link(request: HttpRequest, request_id: str, token: str) -> HttpResp
 def grant_revoke(request: HttpRequest, grant_id: int) -> HttpResponse:
     get_object_or_404(Grant, pk=grant_id)
     try:
-        services.grant_revoke(grant_id=grant_id, actor=actor(request))
+        grants.grant_revoke(grant_id=grant_id, actor=actor(request))
         messages.success(request, "Grant revoked.")
     except ServiceError as exc:
         messages.error(request, exc.message)

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from approvals.services import approval_approve, approval_cancel, approval_check
+from approvals.services.check import approval_check
+from approvals.services.decisions import approval_approve
+from approvals.services.lifecycle import approval_cancel
 from profiles.services import profile_save
 
 pytestmark = [pytest.mark.browser, pytest.mark.cluster]

@@ -20,7 +20,8 @@ from allocations.models import Phase
 from allocations.requests import PoolRequest
 from allocations.services.create import allocation_create
 from allocations.services.release import allocation_release
-from approvals import services as approval_services
+from approvals.services.check import approval_check
+from approvals.services.decisions import approval_approve
 from config.celery import app as celery_app
 from contextsvc.core import capabilities
 from contextsvc.kube import access
@@ -271,7 +272,7 @@ def test_the_service_account_can_do_everything_the_service_does(
 
     # An approval needs no Kubernetes call at all; with this identity it still runs end to
     # end (rules, queue, decision).
-    checked = approval_services.approval_check(
+    checked = approval_check(
         operation={"kind": "shell", "command": "x"},
         context_id="c",
         agent_type="rbac-template",
@@ -279,9 +280,7 @@ def test_the_service_account_can_do_everything_the_service_does(
     )
     assert checked.decision == "ask"
     assert checked.request is not None
-    decided = approval_services.approval_approve(
-        request_id=checked.request.pk, actor="user:approver"
-    )
+    decided = approval_approve(request_id=checked.request.pk, actor="user:approver")
     assert decided.status == "approved"
 
 
