@@ -31,6 +31,7 @@ from rules.invocations import (
     Invocation,
     NetworkAccess,
     View,
+    as_written,
     normalise_path,
 )
 from rules.model import (
@@ -62,22 +63,15 @@ from rules.patterns import (
     glob_tokens,
     host_matches,
 )
+from rules.programs import interprets
+from rules.programs.builtins import HARMLESS as HARMLESS_BUILTINS
 from rules.programs.configuration import configures
 from rules.settings import parse_rule
 from rules.shell import decompose
 from rules.sources import Sources
 from rules.text import hidden_characters, sanitise
-from rules.walker import SHELLS, as_written
-from rules.words import PYTHON_NAME, Word, WordKind
+from rules.words import Word, WordKind
 
-# Builtins that only move the shell or change its own state: no rule is needed (what they
-# assign or where they go is judged as a problem or a path, programs/builtins.py).
-HARMLESS_BUILTINS = frozenset(
-    {"true", "false", ":", "cd", "pushd", "popd", "test", "["}
-    | {"export", "declare", "typeset", "local", "readonly", "unset", "read", "mapfile"}
-    | {"readarray", "getopts", "shift", "exit", "return", "break", "continue", "wait", "set"}
-    | {"umask", "type"}
-)
 LISTS = ("deny", "ask", "allow")
 
 
@@ -349,7 +343,7 @@ def _contained_by(
     for view, texts in zip(invocation.views, all_texts, strict=True):
         if not view.trusted:
             return None
-        interpreter = view.program in SHELLS or PYTHON_NAME.match(view.program)
+        interpreter = interprets(view.program)
         if view is not effective and interpreter and _allowing_rule(view, texts, compiled) is None:
             return None
     texts = all_texts[-1] if invocation.views[-1] is effective else view_texts(effective)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,7 +23,6 @@ from rules.bashparse import (
 )
 from rules.environment import (
     ASSIGNMENT_WORD,
-    HARMLESS_ENVIRONMENT,
     KNOWN_REFERENCE,
     dangerous_variable,
     environment_problem,
@@ -39,35 +38,29 @@ from rules.invocations import (
     Invocation,
     NetworkAccess,
     View,
+    as_written,
     normalise_path,
     resolve_paths,
 )
 from rules.model import FileAction, host_of_url
 from rules.patterns import SENTINEL
-from rules.programs import Role, understand
-from rules.programs.base import parse as parse_options
+from rules.programs import Role, interprets, runs, understand
+from rules.programs.base import ShellDirectory
 from rules.programs.configuration import configures
-from rules.programs.find import starting_points
-from rules.programs.shells import DESCRIPTOR, SHELL_TABLE, STDIN, script_operands
+from rules.programs.walking import Command, Outcome
+from rules.programs.wrappers import unwrapper
 from rules.text import hidden_characters, sanitise
 from rules.words import (
     MAX_BRACE_WORDS,
-    PIP_NAME,
-    PYTHON_NAME,
     Word,
     WordKind,
     brace_expand,
-    integer_literal,
     literal,
-    options,
     program_name,
     render,
-    scan_options,
     scan_word,
     unknown,
 )
-from rules.wrappers import PIP as HOIST_PIP
-from rules.wrappers import WRAPPERS, python_module
 
 MAX_NESTING = 4  # bash -c inside eval inside sh -c …: deeper than this is not judged
 MAX_SCANNED_NAMES = 64  # distinct words a too-large line's deny scan checks
@@ -137,99 +130,6 @@ def _unsafe_body_expansion(body: str) -> str | None:
         end = body.find("}", match.start()) if match.group() == "${" else match.end() + 8
         return sanitise(body[match.start() : min(end + 1, match.start() + 24)])
     return None
-
-
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
-
-
-# Interpreters whose inline code we cannot read: option letters that introduce code.
-INLINE_CODE = {
-    "perl": "eE",
-    "ruby": "e",
-    "node": "ep",
-    "nodejs": "ep",
-    "php": "r",
-    "lua": "e",
-    "Rscript": "e",
-    "R": "e",
-    "osascript": "e",
-    "bun": "e",
-    "fish": "c",
-    "csh": "c",
-    "tcsh": "c",
-    "pwsh": "c",
-}
-
-
-ALWAYS_ASK = {
-    "source": "source runs a file's commands, which cannot be judged here",
-    ".": "'.' runs a file's commands, which cannot be judged here",
-    "alias": "alias changes what later commands mean",
-    "unalias": "unalias changes what later commands mean",
-    "trap": "trap installs a command string that runs later",
-    "enable": "enable swaps shell builtins",
-    "hash": "hash can point a command name at another program",
-    "coproc": "coproc is not supported",
-    # A name in an arithmetic expression is evaluated as an expression itself, so a value
-    # like "a[$(cmd)]" runs cmd: arithmetic on anything but constants cannot be judged.
-    "let": "let evaluates arithmetic, which can run commands hidden in variable values",
-}
-
-
-ASSIGNING_BUILTINS = frozenset(
-    {"printf", "read", "mapfile", "readarray", "declare", "typeset", "export", "local"}
-    | {"readonly", "getopts", "unset", "wait"}
-)
-
-
-_ASSIGNED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[.*\])?", re.DOTALL)
-
-
-# bash's builtins read options with internal_getopt: letters grouped (-rs), a letter that
-# takes a value takes the rest of its word or the next word (-vNAME, -v NAME, -aNAME).
-# Per builtin: the letters that take a value, and those whose value is a variable it
-# assigns (printf -v, read -a, wait -p); mapfile's -C value is a command it runs.
-_NAME_BUILTIN_OPTIONS = {
-    "printf": ("v", "v"),
-    "read": ("adinNptu", "a"),
-    "mapfile": ("dnOsuCc", ""),
-    "readarray": ("dnOsuCc", ""),
-    "wait": ("p", "p"),
-    "unset": ("", ""),
-    "getopts": ("", ""),
-}
-
-
-def _builtin_options(words: Sequence[Word], valued: str) -> tuple[list[tuple[str, Word]], int]:
-    """(letter, value) for each option of a bash builtin that takes one, and the index of
-    the first operand."""
-    values: list[tuple[str, Word]] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word.kind is WordKind.UNKNOWN or not word.value.startswith("-") or word.value == "-":
-            break
-        index += 1
-        if word.value == "--":
-            break
-        letters = word.value[1:]
-        for position, letter in enumerate(letters):
-            if letter in valued:
-                attached = letters[position + 1 :]
-                if attached:
-                    values.append((letter, Word(attached, word.kind)))
-                elif index < len(words):
-                    values.append((letter, words[index]))
-                    index += 1
-                break
-    return values, index
-
-
-_WATCH = options(
-    "-n --interval -d --differences -q --equexit",
-    "-t --no-title -b --beep -e --errexit -g --chgexit -c --color -x --exec -p --precise -w "
-    "--no-wrap",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -713,12 +613,7 @@ class Walker:
             name = effective.program
             if not effective.trusted:
                 break  # ./nice is the agent's file, not nice: judged as the program it is
-            unwrap = WRAPPERS.get(name)
-            if unwrap is None and name.startswith("p"):  # python…, pypy…, pip…
-                if PYTHON_NAME.match(name):
-                    unwrap = python_module
-                elif PIP_NAME.match(name):
-                    unwrap = HOIST_PIP
+            unwrap = unwrapper(name)
             if unwrap is None:
                 break
             result = unwrap(current)
@@ -873,17 +768,6 @@ class Walker:
                 )
         return result
 
-    def stdin_text(self, redirects: list[tuple[str, Any]], context: _Context) -> str | None:
-        """The commands a shell would read on stdin when we can see them, else None."""
-        for operator, target in reversed(redirects):
-            if operator in {"<<", "<<-"} and isinstance(target, str):
-                return target
-            if operator == "<<<" and isinstance(target, Word):
-                return target.value if target.kind is WordKind.LITERAL else None
-            if operator == "<":
-                return None
-        return None
-
     def inspect(
         self,
         view: View,
@@ -896,61 +780,19 @@ class Walker:
         network: list[NetworkAccess],
         cwd: Cwd,
     ) -> bool:
-        """Program-specific knowledge about the effective command. Returns True when the
-        command has nothing of its own to allow (eval: its inner commands decide)."""
-        words = list(view.words)
-        name = view.program
-        if name in ALWAYS_ASK:
-            problems.append(ALWAYS_ASK[name])
-        reads = words[1] if name in {".", "source"} and len(words) > 1 else None
-        if (
-            reads is not None
-            and reads.kind is WordKind.LITERAL
-            and (reads.value in STDIN or DESCRIPTOR.fullmatch(reads.value))
-        ):
-            self.here_texts(redirects, f"{name} {reads.value}", context, problems)
-        if name == "exec" and len(words) == 1 and redirects:
-            problems.append("exec with only redirections changes the shell's descriptors")
-        if name == "eval":
-            if any(word.kind is WordKind.UNKNOWN for word in words[1:]):
-                problems.append("eval of text that is only known at run time")
-            else:
-                arguments = words[1:]
-                if arguments and arguments[0].value == "--":
-                    arguments = arguments[1:]  # eval takes "--" as the end of its options
-                text = " ".join(word.value for word in arguments)
-                self.run_text(text, "eval", context.depth + 1)
-            return True
-        if name == "trap" and len(words) > 2 and not words[1].value.startswith("-"):
-            # The handler runs later, but it runs: judge it so a deny inside still wins.
-            self.command_string(words[1], "trap", context, problems)
-        if name == "watch":
-            scan = scan_options(words, 1, _WATCH, "watch")
-            problems.extend(scan.problems)
-            if scan.end < len(words):
-                joined = " ".join(word.value for word in words[scan.end :])
-                arguments = words[scan.end :]
-                if any(word.kind is WordKind.UNKNOWN for word in arguments):
-                    problems.append("watch runs a command only known at run time")
-                elif scan.has("-x", "--exec"):
-                    inner.append((list(arguments), "watch", self.cwd))
-                else:
-                    self.command_string(literal(joined), "watch", context, problems)  # sh -c
-        # What is structural — commands run by this one — is the walker's; everything the
-        # command itself does with its words is its program module's (programs/).
-        structural = STRUCTURAL.get(name)
-        if structural is not None:
-            structural(self, words, redirects, context, problems, inner, cwd)
-        elif name in INLINE_CODE:
-            self.interpreter(words, name, problems)
-        elif name in ASSIGNING_BUILTINS:
-            callbacks: list[Word] = []
-            self.assigning_builtin(words, name, problems, callbacks)
-            for callback in callbacks:
-                # mapfile -C evaluates its callback like eval: a deny inside still wins.
-                self.command_string(callback, f"{name} -C", context, problems)
-        if name in {"sudo", "doas"}:
-            return False  # their command is judged as a part of its own
+        """What the effective command runs (its program's hook, programs.runs) and what it
+        does with its words (its table). Returns True when the command has nothing of its
+        own to allow (eval: its inner commands decide)."""
+        hook = runs(view.program)
+        if hook is not None:
+            command = Command(
+                list(view.words), view.program, redirects, problems, inner, cwd, context.depth
+            )
+            outcome = hook(command, self)
+            if outcome is Outcome.TRANSPARENT:
+                return True
+            if outcome is Outcome.RUNNER:
+                return False  # its command is judged as a part of its own
         self.understood(view, views, redirects, problems, files, network, cwd)
         return False
 
@@ -979,12 +821,13 @@ class Walker:
         if found.chdir is not None and found.chdir.kind is WordKind.GLOB:
             # cd /et? goes wherever the pattern matches first: not a place known here.
             found.chdir = unknown(found.chdir.value)
-        if found.chdir is not None and name in {"cd", "pushd"}:
+        moves = found.shell_directory
+        if found.chdir is not None and moves is ShellDirectory.MOVED:
             targets = resolve_paths(found.chdir, self.cwd) if found.chdir.value != "-" else None
             union = None if targets is None or self.cwd is None else self.cwd | set(targets)
             self.cwd = union if union is not None and len(union) <= MAX_CWDS else None
             return
-        if name == "popd":
+        if moves is ShellDirectory.FORGOTTEN:
             self.cwd = None  # the directory stack is not tracked
             return
         if found.chdir is not None:
@@ -1018,7 +861,7 @@ class Walker:
             network.append(
                 NetworkAccess(destination_host(destination), f"{name} {destination.display}", True)
             )
-        interpreter = name in SHELLS or bool(PYTHON_NAME.match(name))
+        interpreter = interprets(name)
         for word in found.code:
             # Before "what the script does is not modelled": the sharper reason.
             written = self.code_problems(name, word, cwd, contained=interpreter)
@@ -1058,251 +901,17 @@ class Walker:
             for root in (self.workspace, *WRITABLE_ROOTS)
         )
 
-    def command_string(
-        self, word: Word, origin: str, context: _Context, problems: list[str]
-    ) -> None:
+    def command_string(self, word: Word, origin: str, depth: int, problems: list[str]) -> None:
         """Judge a word that another shell runs as a command line (``bash -c``, ``trap``)."""
         if word.kind is not WordKind.LITERAL:
             problems.append(f"{origin}: the command string is not known before run time")
         else:
             saved = self.cwd
-            self.run_text(word.value, origin, context.depth + 1)
+            self.run_text(word.value, origin, depth + 1)
             self.cwd = saved
 
-    def runner(
-        self,
-        words: list[Word],
-        redirects: list[tuple[str, Any]],
-        context: _Context,
-        problems: list[str],
-        inner: list[tuple[list[Word], str, Cwd]],
-        cwd: Cwd,
-    ) -> None:
-        name = program_name(words[0])
-        spec = (
-            options(
-                "-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir "
-                "-R --chroot -T --command-timeout -r --role -t --type -U --other-user",
-                "-A --askpass -b --background -E --preserve-env -e --edit -H --set-home -i "
-                "--login -K --remove-timestamp -k --reset-timestamp -l --list -n "
-                "--non-interactive -P --preserve-groups -S --stdin -s --shell -V --version -v "
-                "--validate -B --bell -N --no-update",
-            )
-            if name == "sudo"
-            else options("-u -C", "-n -s -L")
-        )
-        scan = scan_options(words, 1, spec, name)
-        problems.extend(scan.problems)
-        index = scan.end
-        while index < len(words) and ASSIGNMENT_WORD.match(words[index].value):
-            variable = ASSIGNMENT_WORD.match(words[index].value)
-            assert variable is not None
-            value = replace(words[index], value=words[index].value[variable.end() :])
-            problems.extend(self.assignment_problems(variable.group(1), value, exported=True))
-            index += 1
-        if index < len(words):
-            inner.append((words[index:], name, self.cwd))
-        elif scan.has("-i", "--login", "-s", "--shell"):
-            problems.append(f"{name} opens an interactive shell")
-
-    def shell(
-        self,
-        words: list[Word],
-        redirects: list[tuple[str, Any]],
-        context: _Context,
-        problems: list[str],
-        inner: list[tuple[list[Word], str, Cwd]],
-        cwd: Cwd,
-    ) -> None:
-        """The command string of ``-c`` and the commands a shell reads from a here-document
-        or here-string (as standard input, ``/dev/stdin`` or ``/dev/fd/N``) are judged like
-        any line; a script file is the shell module's (code the agent may have written). The
-        shell's options are read with its table (programs/shells.py)."""
-        name = program_name(words[0])
-        parsed = parse_options(words[1:], SHELL_TABLE, name)
-        operands = script_operands(parsed)
-        if parsed.has("-c"):
-            if not operands:
-                problems.append(f"{name} -c without a command string")
-            else:
-                self.command_string(operands[0], f"{name} -c", context, problems)
-            return
-        script = None if parsed.has("-s") or not operands else operands[0]
-        if script is not None and script.kind is WordKind.LITERAL and script.value in STDIN:
-            script = None
-        if script is None:
-            text = self.stdin_text(redirects, context)
-            if text is not None:
-                origin = f"{name} reading a here-document"
-                self.command_string(literal(text), origin, context, problems)
-            elif not any(operator == "<" for operator, _ in redirects):
-                problems.append(f"{name} reads commands from standard input, which is not seen")
-            # "bash < script.sh": the file is code (see understood())
-            return
-        if script.kind is WordKind.LITERAL and DESCRIPTOR.fullmatch(script.value):
-            self.here_texts(redirects, f"{name} reading {script.value}", context, problems)
-
-    def here_texts(
-        self, redirects: list[tuple[str, Any]], origin: str, context: _Context, problems: list[str]
-    ) -> None:
-        """A program reads commands from a descriptor (``/dev/fd/3``): every here-document
-        and here-string of the command may be it, so each is judged as commands."""
-        for operator, target in redirects:
-            if operator in {"<<", "<<-"} and isinstance(target, str):
-                self.command_string(literal(target), origin, context, problems)
-            elif operator == "<<<" and isinstance(target, Word):
-                self.command_string(target, origin, context, problems)
-
-    def interpreter(self, words: list[Word], name: str, problems: list[str]) -> None:
-        letters = INLINE_CODE[name]
-        for word in words[1:]:
-            value = word.value
-            if word.kind is WordKind.UNKNOWN or not value.startswith("-") or value == "-":
-                break
-            if value.startswith("--"):
-                if value.split("=")[0] in {"--eval", "--print", "--command"}:
-                    problems.append(f"inline {name} code cannot be judged")
-                continue
-            if any(letter in value[1:] for letter in letters):
-                problems.append(f"inline {name} code cannot be judged")
-                return
-        positional = [w for w in words[1:] if not w.value.startswith("-")]
-        if not positional:
-            problems.append(f"{name} reads its program from standard input, which is not judged")
-
-    def find(
-        self,
-        words: list[Word],
-        redirects: list[tuple[str, Any]],
-        context: _Context,
-        problems: list[str],
-        inner: list[tuple[list[Word], str, Cwd]],
-        cwd: Cwd,
-    ) -> None:
-        """The commands find runs (-exec, -execdir, -ok, -okdir) are judged as commands of
-        their own; what find itself reads, writes and deletes is its program module's."""
-        starts, first = starting_points(words[1:])
-        index = first + 1
-        while index < len(words):
-            value = words[index].value
-            if value in {"-exec", "-execdir", "-ok", "-okdir"}:
-                end = index + 1
-                while end < len(words) and words[end].value not in {";", "+"}:
-                    end += 1
-                command = [
-                    self.found_path(word, starts) if "{}" in word.value else word
-                    for word in words[index + 1 : end]
-                ]
-                if end >= len(words) or not command:
-                    self.out.append(
-                        Invocation(
-                            text=render(words),
-                            problems=(f"find {value} without a terminated command",),
-                        )
-                    )
-                else:
-                    # -execdir runs in each match's directory: the cwd is unknown there.
-                    inner_cwd = None if value.endswith("dir") else cwd
-                    inner.append((command, f"find {value}", inner_cwd))
-                index = end + 1
-                continue
-            index += 1
-
-    @staticmethod
-    def found_path(word: Word, starts: list[Word]) -> Word:
-        """``{}`` in ``find START -exec cmd {} ;`` is a path below START: ``START/…``."""
-        if len(starts) != 1 or starts[0].kind is not WordKind.LITERAL:
-            return unknown(word.value)
-        below = starts[0].value.rstrip("/") + "/" + SENTINEL
-        return Word(word.value.replace("{}", below), WordKind.GLOB)
-
-    def assigning_builtin(
-        self, words: list[Word], name: str, problems: list[str], callbacks: list[Word]
-    ) -> None:
-        """printf -v, read, mapfile, declare … assign variables without an '=' prefix. A
-        name with a subscript (``printf -v 'a[$(id)]'``, ``read 'a[y]'``) has it evaluated
-        as arithmetic, which runs command substitutions: only integer subscripts pass."""
-        targets: list[Word] = []
-        rest = words[1:]
-        exported = False
-        if name in _NAME_BUILTIN_OPTIONS:
-            valued, naming = _NAME_BUILTIN_OPTIONS[name]
-            values, first = _builtin_options(rest, valued)
-            targets = [given for letter, given in values if letter in naming]
-            if name not in {"printf", "wait"}:
-                targets += rest[first:]  # read NAME…, mapfile ARRAY, unset NAME…
-            if name == "getopts":
-                targets = rest[first + 1 : first + 2]  # getopts OPTSTRING NAME [ARGS]
-            for letter, given in values:
-                if letter == "C":
-                    problems.append(f"{name} -C runs {given.display} as a command")
-                    callbacks.append(given)
-        else:
-            options_given = [w.value for w in rest if w.value.startswith(("-", "+"))]
-            exported = name == "export" or any(
-                v.startswith("-") and "x" in v for v in options_given
-            )
-            if any(v.startswith("-") and "n" in v for v in options_given):
-                problems.append(f"{name} -n creates a name reference")
-            if name != "export" and any("i" in v[1:] for v in options_given):
-                problems.append(f"{name} -i makes assignments evaluate arithmetic; not judged")
-            for w in rest:
-                if w.value.startswith(("-", "+")):
-                    continue
-                # NAME=$VALUE: the value is unknown, the name before "=" is not.
-                written = w.value.split("=", 1)[0].rstrip("+")
-                plain = _ASSIGNED_NAME.fullmatch(written) and not re.search(r"[$`'\"\\]", written)
-                targets.append(Word(written, WordKind.LITERAL if plain else w.kind))
-        for target in targets:
-            if target.kind is WordKind.UNKNOWN:
-                problems.append(f"{name} assigns a variable named at run time ({target.display})")
-                continue
-            value = target.value
-            if value == "PATH" or dangerous_variable(value):
-                problems.append(f"{name} assigns {value}, which changes what runs")
-            elif exported and value.split("[", 1)[0] not in HARMLESS_ENVIRONMENT:
-                problems.append(
-                    f"{name} exports {value}, which is not an environment variable the engine "
-                    "knows to be harmless"
-                )
-            subscript = re.fullmatch(r"[^\[]*\[(.*)\]", value, re.DOTALL)
-            if "[" in value and (subscript is None or not integer_literal(subscript.group(1))):
-                problems.append(
-                    f"{name}: the subscript in {target.display} is evaluated as arithmetic"
-                )
-
-
-def as_written(effective: View, views: Sequence[View]) -> list[Word]:
-    """The effective command as it was written: ``git -C repo status`` is also judged as
-    ``git status -C repo`` (so a subcommand deny cannot be dodged), but git reads it the
-    first way."""
-    for view in views:
-        if view.program == effective.program:
-            return list(view.words)
-    return list(effective.words)
-
-
-Structural = Callable[
-    [
-        "Walker",
-        list[Word],
-        list[tuple[str, Any]],
-        _Context,
-        list[str],
-        list[tuple[list[Word], str, Cwd]],
-        Cwd,
-    ],
-    None,
-]
-
-
-# Programs that run other commands: the walker judges those commands as parts of their own.
-STRUCTURAL: dict[str, Structural] = {
-    "sudo": Walker.runner,
-    "doas": Walker.runner,
-    "find": Walker.find,
-    **dict.fromkeys(SHELLS, Walker.shell),
-}
+    def report(self, invocation: Invocation) -> None:
+        self.out.append(invocation)
 
 
 ROLE_ACTIONS: dict[Role, FileAction | None] = {
