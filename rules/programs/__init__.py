@@ -6,6 +6,7 @@ the commands a program runs (``sudo X``, ``bash -c …``, ``eval …``) for the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rules.programs import (
@@ -24,6 +25,7 @@ from rules.programs.base import (
     Parsed,
     Program,
     Role,
+    ShellDirectory,
     Understanding,
     Use,
     option_uses,
@@ -39,6 +41,12 @@ REGISTRY: dict[str, Program] = {
     for name in program.names
 }
 
+# A mention of a builtin that moves the shell (cd, pushd, popd) somewhere in a text.
+_MOVERS = sorted(
+    name for name, program in REGISTRY.items() if program.shell_directory is not ShellDirectory.KEPT
+)
+CHANGES_DIRECTORY = re.compile(rf"\b(?:{'|'.join(_MOVERS)})\b")
+
 # The hooks of the programs that run commands (or text as commands), by name.
 HOOKS: dict[str, Hook] = {
     name: hook
@@ -47,6 +55,7 @@ HOOKS: dict[str, Hook] = {
 }
 
 __all__ = [
+    "CHANGES_DIRECTORY",
     "HOOKS",
     "REGISTRY",
     "Role",
