@@ -122,7 +122,7 @@ SET = Program(("set",), NO_OPTIONS, _set)
 PROGRAMS = (DECLARE, EXPORT, READONLY, UNSET, READ, MAPFILE, GETOPTS, CONTROL, UMASK, TYPE, SET)
 
 # Builtins that only move the shell or change its own state: no rule is needed (what they
-# assign or where they go is judged as a problem or a path, above and in the walker).
+# assign or where they go is judged as a problem or a path: below, and rules.accesses).
 HARMLESS = frozenset(
     {"true", "false", ":", "cd", "pushd", "popd", "test", "["}
     | {"export", "declare", "typeset", "local", "readonly", "unset", "read", "mapfile"}

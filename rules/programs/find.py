@@ -118,8 +118,8 @@ def starting_points(words: Sequence[Word]) -> tuple[list[Word], int]:
     """find's starting points (``words`` are its arguments) and the index where its
     expression begins. The options -H, -L, -P, -D and -O come first (``find -L /etc`` starts
     at /etc); with -files0-from the starting points are the paths listed in a file, only
-    known at run time; with none at all, find starts at ".". The walker (for the commands
-    -exec runs on ``{}``) and this module read them the same way."""
+    known at run time; with none at all, find starts at ".". The commands -exec runs on
+    ``{}`` (``_commands``) and find's own paths (``_find``) are read from the same ones."""
     index = 0
     while index < len(words) and (
         words[index].value in LEADING
