@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rules.model import FileAction
@@ -240,3 +241,13 @@ HARMLESS_DEVICES = frozenset(
         "/dev/fd/2",
     }
 )
+
+
+def as_written(effective: View, views: Sequence[View]) -> list[Word]:
+    """The effective command as it was written: ``git -C repo status`` is also judged as
+    ``git status -C repo`` (so a subcommand deny cannot be dodged), but git reads it the
+    first way."""
+    for view in views:
+        if view.program == effective.program:
+            return list(view.words)
+    return list(effective.words)

@@ -1,16 +1,20 @@
 """The walker: every simple command of a parsed line, what runs it and what it runs, with the
-problems that keep a rule from allowing it. Program knowledge is programs/'; structure
-is here."""
+problems that keep a rule from allowing it. It walks the syntax tree — lists, pipelines,
+subshells, groups, loops, functions, the commands run by other commands — and knows no
+program: the wrappers it strips, the commands a program runs (its hook) and what a
+command does with its words are programs/'. How words and redirections expand is
+expansions.py's; what a command touches, accesses.py's."""
 
 from __future__ import annotations
 
 import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from rules.accesses import MAX_PATHS, Accesses
 from rules.bashparse import (
     LIMITS,
     Size,
@@ -21,19 +25,10 @@ from rules.bashparse import (
     parse,
     size_of,
 )
-from rules.environment import (
-    ASSIGNMENT_WORD,
-    HARMLESS_ENVIRONMENT,
-    KNOWN_REFERENCE,
-    dangerous_variable,
-    environment_problem,
-)
-from rules.fileargs import unmodelled_paths
+from rules.environment import ASSIGNMENT_WORD, dangerous_variable
+from rules.expansions import Context, Expansions
 from rules.invocations import (
-    HARMLESS_DEVICES,
-    MAX_CWDS,
     TRUSTED_BIN_DIRS,
-    Contained,
     Cwd,
     FileAccess,
     Invocation,
@@ -42,210 +37,15 @@ from rules.invocations import (
     normalise_path,
     resolve_paths,
 )
-from rules.model import FileAction, host_of_url
-from rules.patterns import SENTINEL
-from rules.programs import Role, understand
-from rules.programs.base import parse as parse_options
-from rules.programs.configuration import configures
-from rules.programs.find import starting_points
-from rules.programs.shells import DESCRIPTOR, SHELL_TABLE, STDIN, script_operands
+from rules.programs import CHANGES_DIRECTORY, runs
+from rules.programs.walking import Command, Outcome
+from rules.programs.wrappers import unwrapper
 from rules.text import hidden_characters, sanitise
-from rules.words import (
-    MAX_BRACE_WORDS,
-    PIP_NAME,
-    PYTHON_NAME,
-    Word,
-    WordKind,
-    brace_expand,
-    integer_literal,
-    literal,
-    options,
-    program_name,
-    render,
-    scan_options,
-    scan_word,
-    unknown,
-)
-from rules.wrappers import PIP as HOIST_PIP
-from rules.wrappers import WRAPPERS, python_module
+from rules.words import Word, WordKind, literal, program_name, render
 
 MAX_NESTING = 4  # bash -c inside eval inside sh -c …: deeper than this is not judged
 MAX_SCANNED_NAMES = 64  # distinct words a too-large line's deny scan checks
 MAX_WRAPPERS = 8  # timeout nice env …: a longer chain is not unwrapped
-MAX_PATHS = 40  # path words judged per line (each costs a match against every file rule)
-
-
-_CHANGES_DIRECTORY = re.compile(r"\b(?:cd|pushd|popd)\b")
-
-
-def _unquoted_glob(raw: str) -> bool:
-    """Does the source text of a word contain an unquoted glob or brace expansion?"""
-    if not any(char in raw for char in "*?[{"):
-        return False
-    quote = ""
-    index = 0
-    brace_open = False
-    while index < len(raw):
-        char = raw[index]
-        if quote == "'":
-            if char == "'":
-                quote = ""
-        elif char == "\\":
-            index += 1
-        elif quote == '"':
-            if char == '"':
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char == "$" and raw[index + 1 : index + 2] == "{":
-            close = raw.find("}", index)
-            index = close if close != -1 else len(raw)
-        elif char in "*?":
-            return True
-        elif char == "[" and "]" in raw[index + 2 :]:
-            # A bracket expression needs its closing "]" (bash, "Pattern Matching"): "[" on
-            # its own, the test builtin, is literal. Any later "]", quoted or not, counts.
-            return True
-        elif char == "{":
-            brace_open = True
-        elif brace_open and (char == "," or raw.startswith("..", index)):
-            return True
-        index += 1
-    return False
-
-
-# An unquoted here-document body undergoes parameter expansion, arithmetic expansion and
-# command substitution (bash(1), "Here Documents"); the delimiter's quotes are gone by the
-# time the walker sees it (bashparse), so every body is read as expanded. Safe in it: $NAME,
-# ${NAME} and ${NAME} with a default, an alternative, a pattern removal or replacement, or a
-# case change (their words are expanded the same way, and a substitution in them is found).
-# Anything else can run what a variable's value holds — ${x@P} (prompt expansion), ${!x}
-# (indirection to "a[$(cmd)]"), subscripts, offsets and $((…)) (arithmetic evaluates a
-# name's value as an expression) — or assign (${X:=…}).
-_BODY_EXPANSION = re.compile(r"\$(?:\(\(|\[|\{)")
-_SAFE_BRACED = re.compile(
-    r"\$\{(?:#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[#@*?$!-])"
-    r"(?:(?::?[-+]|##?|%%?|\^\^?|,,?|//?)[^}]*)?)\}"
-)
-
-
-def _unsafe_body_expansion(body: str) -> str | None:
-    """The first expansion in a here-document body that could run or assign something."""
-    for match in _BODY_EXPANSION.finditer(body):
-        if match.group() == "${" and _SAFE_BRACED.match(body, match.start()):
-            continue
-        end = body.find("}", match.start()) if match.group() == "${" else match.end() + 8
-        return sanitise(body[match.start() : min(end + 1, match.start() + 24)])
-    return None
-
-
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
-
-
-# Interpreters whose inline code we cannot read: option letters that introduce code.
-INLINE_CODE = {
-    "perl": "eE",
-    "ruby": "e",
-    "node": "ep",
-    "nodejs": "ep",
-    "php": "r",
-    "lua": "e",
-    "Rscript": "e",
-    "R": "e",
-    "osascript": "e",
-    "bun": "e",
-    "fish": "c",
-    "csh": "c",
-    "tcsh": "c",
-    "pwsh": "c",
-}
-
-
-ALWAYS_ASK = {
-    "source": "source runs a file's commands, which cannot be judged here",
-    ".": "'.' runs a file's commands, which cannot be judged here",
-    "alias": "alias changes what later commands mean",
-    "unalias": "unalias changes what later commands mean",
-    "trap": "trap installs a command string that runs later",
-    "enable": "enable swaps shell builtins",
-    "hash": "hash can point a command name at another program",
-    "coproc": "coproc is not supported",
-    # A name in an arithmetic expression is evaluated as an expression itself, so a value
-    # like "a[$(cmd)]" runs cmd: arithmetic on anything but constants cannot be judged.
-    "let": "let evaluates arithmetic, which can run commands hidden in variable values",
-}
-
-
-ASSIGNING_BUILTINS = frozenset(
-    {"printf", "read", "mapfile", "readarray", "declare", "typeset", "export", "local"}
-    | {"readonly", "getopts", "unset", "wait"}
-)
-
-
-_ASSIGNED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[.*\])?", re.DOTALL)
-
-
-# bash's builtins read options with internal_getopt: letters grouped (-rs), a letter that
-# takes a value takes the rest of its word or the next word (-vNAME, -v NAME, -aNAME).
-# Per builtin: the letters that take a value, and those whose value is a variable it
-# assigns (printf -v, read -a, wait -p); mapfile's -C value is a command it runs.
-_NAME_BUILTIN_OPTIONS = {
-    "printf": ("v", "v"),
-    "read": ("adinNptu", "a"),
-    "mapfile": ("dnOsuCc", ""),
-    "readarray": ("dnOsuCc", ""),
-    "wait": ("p", "p"),
-    "unset": ("", ""),
-    "getopts": ("", ""),
-}
-
-
-def _builtin_options(words: Sequence[Word], valued: str) -> tuple[list[tuple[str, Word]], int]:
-    """(letter, value) for each option of a bash builtin that takes one, and the index of
-    the first operand."""
-    values: list[tuple[str, Word]] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word.kind is WordKind.UNKNOWN or not word.value.startswith("-") or word.value == "-":
-            break
-        index += 1
-        if word.value == "--":
-            break
-        letters = word.value[1:]
-        for position, letter in enumerate(letters):
-            if letter in valued:
-                attached = letters[position + 1 :]
-                if attached:
-                    values.append((letter, Word(attached, word.kind)))
-                elif index < len(words):
-                    values.append((letter, words[index]))
-                    index += 1
-                break
-    return values, index
-
-
-_WATCH = options(
-    "-n --interval -d --differences -q --equexit",
-    "-t --no-title -b --beep -e --errexit -g --chgexit -c --color -x --exec -p --precise -w "
-    "--no-wrap",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Context:
-    text: str  # the source the current bashlex positions refer to
-    origin: str
-    depth: int
-    stdin: str | None = None  # "pipe" when fed by a pipeline
-    # Where the simple commands of this text start, as the walk finds them (compared with
-    # the second parser's); shared by the substitutions walked inside the same text.
-    starts: set[int] = field(default_factory=set, compare=False)
-
-    def derive(self, origin: str, stdin: str | None) -> _Context:
-        """The same text seen from a substitution or a pipeline element (built directly:
-        dataclasses.replace costs several times more, once per pipeline element)."""
-        return _Context(self.text, origin, self.depth, stdin, self.starts)
 
 
 def visible(text: str) -> str:
@@ -275,27 +75,7 @@ def _crude_fragments(text: str) -> list[list[Word]]:
     return result
 
 
-def destination_host(word: Word) -> str | None:
-    """The host of a URL a program contacts (``git@host:repo`` and a bare ``host/path``
-    too); None when only known at run time or not readable."""
-    if word.kind is not WordKind.LITERAL:
-        return None
-    value = word.value
-    if "://" not in value:
-        scp = re.match(r"^[^/\s@]+@([^/\s:]+):", value)
-        if scp:
-            return scp.group(1).lower()
-        value = "http://" + value
-    return host_of_url(value)
-
-
-# A word with no quote, expansion, glob, brace, tilde or escape: its value is its text.
-_SIMPLE_WORD = re.compile(r"[A-Za-z0-9_\-./:=,+@%^]+")
-_QUOTED_WORD = re.compile(r"'[^'$`\\]*'|\"[^\"$`\\]*\"")
-_ASSIGNING_EXPANSION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?=")
-
-
-class Walker:
+class Walker(Expansions, Accesses):
     def __init__(self, workspace: str, expand: dict[str, str]) -> None:
         self.workspace = workspace
         self.expand = expand
@@ -342,7 +122,7 @@ class Walker:
             self.out.append(Invocation(text=sanitise(text), problems=(reason,), origin=origin))
             self.fallback(text, reason, origin)
             return
-        context = _Context(text=parsed, origin=origin, depth=depth)
+        context = Context(text=parsed, origin=origin, depth=depth)
         for tree in trees:
             self.node(tree, context)
         second = disagreement(context.starts, parsed)
@@ -387,7 +167,7 @@ class Walker:
         start = len(self.out)
         saved_cwd = self.cwd
         for words in fragments:
-            context = _Context(text=text, origin="best-effort split", depth=MAX_NESTING)
+            context = Context(text=text, origin="best-effort split", depth=MAX_NESTING)
             self.simple(words, [], [], context, render(words), [])
         self.cwd = saved_cwd
         self.out[start:] = [
@@ -403,15 +183,15 @@ class Walker:
 
     # -- tree walking --
 
-    def in_subshell(self, node: Any, context: _Context) -> None:
+    def in_subshell(self, node: Any, context: Context) -> None:
         """Walk ``node`` as bash runs it in a child process: a ``cd`` inside stays inside."""
         saved = self.cwd
         self.node(node, context)
         self.cwd = saved
 
-    def node(self, node: Any, context: _Context) -> None:
+    def node(self, node: Any, context: Context) -> None:
         kind = node.kind
-        if kind in {"while", "until", "for"} and _CHANGES_DIRECTORY.search(
+        if kind in {"while", "until", "for"} and CHANGES_DIRECTORY.search(
             context.text[node.pos[0] : node.pos[1]]
         ):
             # Each iteration starts where the previous one left off: give up on the cwd.
@@ -469,7 +249,7 @@ class Walker:
                 )
             )
 
-    def compound(self, node: Any, context: _Context) -> None:
+    def compound(self, node: Any, context: Context) -> None:
         items = node.list
         redirects = getattr(node, "redirects", None) or []
         if redirects:
@@ -503,7 +283,7 @@ class Walker:
         if subshell:
             self.cwd = saved
 
-    def for_loop(self, node: Any, context: _Context) -> None:
+    def for_loop(self, node: Any, context: Context) -> None:
         problems: list[str] = []
         seen_in = False
         for part in node.parts:
@@ -524,94 +304,9 @@ class Walker:
                 )
             )
 
-    # -- words --
-
-    def word(self, node: Any, context: _Context, problems: list[str]) -> Word:
-        """The word's value comes from our own quote removal (``scan_word``); bashlex only
-        supplies the structure and the substitutions, which are judged as commands."""
-        raw = context.text[node.pos[0] : node.pos[1]]
-        if not node.parts:
-            if _SIMPLE_WORD.fullmatch(raw):
-                # Most words: nothing to remove, expand or glob (what the steps below give).
-                return Word(raw)
-            if _QUOTED_WORD.fullmatch(raw):
-                # One quoted string without "$", "`" or "\\" in it ('revenue', "a b"):
-                # its text is its value, quoted globs and braces stay literal.
-                return Word(raw[1:-1])
-        reported = 0
-        whole_process_substitution = False
-        for part in node.parts:
-            if part.kind in {"commandsubstitution", "processsubstitution"}:
-                reported += 1
-                origin = part.kind.replace("substitution", " substitution")
-                self.in_subshell(part.command, context.derive(origin, None))
-                whole_process_substitution = (
-                    part.kind == "processsubstitution" and part.pos == node.pos
-                )
-        scanned = scan_word(raw, self.expand)
-        if scanned.problem:
-            problems.append(scanned.problem)
-        for assigned in _ASSIGNING_EXPANSION.findall(raw):
-            # ${CDPATH:=/} assigns CDPATH as a side effect of expanding the word
-            problems.extend(self.assignment_problems(assigned, unknown(raw), exported=False))
-        if scanned.substitutions > reported:
-            problems.append(f"a command substitution in {sanitise(raw)} could not be judged")
-        if whole_process_substitution and reported == 1:
-            return literal("/dev/fd/63")  # what the command really receives: a pipe
-        if scanned.value is None:
-            return unknown(sanitise(raw))
-        kind = WordKind.GLOB if _unquoted_glob(raw) else WordKind.LITERAL
-        expanded = brace_expand(raw) if kind is WordKind.GLOB and "{" in raw else [raw]
-        brace = expanded != [raw]
-        if expanded is None:
-            problems.append(f"{sanitise(raw[:40])} expands to more than {MAX_BRACE_WORDS} words")
-        if brace and re.search(r"['\"\\]", raw):
-            # Quoted parts mixed with brace expansion: the expansion of the quote-removed
-            # value would differ from bash's. Only known at run time, as far as paths go.
-            return unknown(sanitise(raw))
-        return Word(scanned.value, kind, scanned.tilde, brace)
-
-    def brace_words(self, node: Any, context: _Context, word: Word) -> list[Word]:
-        """The words bash makes of a brace word, each read like any word: ``grep {-r,x}
-        /etc`` is ``grep -r x /etc`` (bash(1), "Brace Expansion": before every other
-        expansion, so ``$WORKSPACE/{a,b}`` is two words, each then expanded)."""
-        raw = context.text[node.pos[0] : node.pos[1]]
-        expanded = brace_expand(raw)
-        if expanded is None:
-            return [word]  # too many words: the problem is already recorded, paths unknown
-        result = []
-        for text in expanded:
-            scanned = scan_word(text, self.expand)
-            if scanned.value is None:
-                result.append(unknown(sanitise(text)))
-                continue
-            kind = WordKind.GLOB if _unquoted_glob(text) else WordKind.LITERAL
-            result.append(Word(scanned.value, kind, scanned.tilde))
-        return result
-
-    def redirect(self, node: Any, context: _Context, problems: list[str]) -> tuple[str, Any]:
-        """(operator, target) where target is a Word, a here-document body (str), or None
-        for descriptor duplication/closing."""
-        operator = node.type
-        heredoc = getattr(node, "heredoc", None)
-        if heredoc is not None:
-            body = heredoc.value.rsplit("\n", 1)[0] if "\n" in heredoc.value else ""
-            if "$(" in body or "`" in body:
-                problems.append("here-document with command substitution is not judged")
-            elif "$" in body and (expansion := _unsafe_body_expansion(body)):
-                problems.append(f"here-document body expands {expansion}, which is not judged")
-            return operator, body
-        target = node.output
-        if isinstance(target, int | str):
-            return operator, None
-        word = self.word(target, context, problems)
-        if operator in {">&", "<&"} and re.fullmatch(r"\d+-?|-", word.value):
-            return operator, None
-        return operator, word
-
     # -- commands --
 
-    def command(self, node: Any, context: _Context) -> None:
+    def command(self, node: Any, context: Context) -> None:
         slot = len(self.out)
         problems: list[str] = []
         assignments: list[tuple[str, Word]] = []
@@ -650,7 +345,7 @@ class Walker:
         text: str,
         assignments: list[tuple[str, Word]],
         redirects: list[tuple[str, Any]],
-        context: _Context,
+        context: Context,
         problems: list[str],
     ) -> Invocation:
         files, network = self.redirect_accesses(redirects)
@@ -670,7 +365,7 @@ class Walker:
         words: list[Word],
         assignments: list[tuple[str, Word]],
         redirects: list[tuple[str, Any]],
-        context: _Context,
+        context: Context,
         text: str,
         problems: list[str],
         slot: int | None = None,
@@ -713,12 +408,7 @@ class Walker:
             name = effective.program
             if not effective.trusted:
                 break  # ./nice is the agent's file, not nice: judged as the program it is
-            unwrap = WRAPPERS.get(name)
-            if unwrap is None and name.startswith("p"):  # python…, pypy…, pip…
-                if PYTHON_NAME.match(name):
-                    unwrap = python_module
-                elif PIP_NAME.match(name):
-                    unwrap = HOIST_PIP
+            unwrap = unwrapper(name)
             if unwrap is None:
                 break
             result = unwrap(current)
@@ -777,542 +467,42 @@ class Walker:
             trusted = directory in self.trusted_dirs
         return View(words=tuple(words), program=name, trusted=trusted)
 
-    def assignment_problems(self, name: str, value: Word, *, exported: bool) -> list[str]:
-        """``exported``: the command's environment gets it (a prefix, env's, export's),
-        so only harmless variables pass; a plain shell assignment reaches a child only
-        when the variable is already exported, so there the known-bad list decides."""
-        if name == "PATH":
-            return self.path_problems(value)
-        if exported:
-            problem = environment_problem(name, value)
-            return [problem] if problem else []
-        if dangerous_variable(name):
-            return [f"assigning {name} changes what runs or what it contacts"]
-        return []
-
-    def path_problems(self, value: Word) -> list[str]:
-        """PATH may only be extended with trusted directories (the seed's per-context
-        virtualenv: PATH=/workspace/<ctx>/.venv/bin:$PATH)."""
-        raw = value.value
-        if len(raw) > 1 and raw[0] == raw[-1] == '"':
-            raw = raw[1:-1]
-        for entry in raw.split(":"):
-            if entry in {"$PATH", "${PATH}"}:
-                continue
-            expanded = KNOWN_REFERENCE.sub(
-                lambda m: self.expand.get(m.group(1) or m.group(2), "$"), entry
-            )
-            if "$" in expanded or normalise_path(expanded or ".") not in self.trusted_dirs:
-                return [f"PATH entry {entry!r} is not a trusted bin directory"]
-        return []
-
-    def redirect_accesses(
-        self, redirects: list[tuple[str, Any]]
-    ) -> tuple[list[FileAccess], list[NetworkAccess]]:
-        files: list[FileAccess] = []
-        network: list[NetworkAccess] = []
-        for operator, target in redirects:
-            if not isinstance(target, Word) or operator == "<<<":
-                continue  # descriptors, here-documents and here-strings are not paths
-            source = f"{operator} {target.display}"
-            paths = resolve_paths(target, self.cwd)
-            if paths is not None and len(paths) == 1:
-                path = paths[0]
-                if path in HARMLESS_DEVICES or re.fullmatch(r"/dev/fd/\d+", path):
-                    continue
-                if re.match(r"^/dev/(tcp|udp)/", path):
-                    host = path.split("/")[3] if len(path.split("/")) > 3 else ""
-                    network.append(NetworkAccess(host=host.lower(), source=source))
-                    continue
-            actions = {
-                "<": [FileAction.READ],
-                "<>": [FileAction.READ, FileAction.WRITE],
-            }.get(operator, [FileAction.WRITE])
-            for action in actions:
-                files.extend(
-                    self.accesses_of(
-                        [(action, target)], "", self.cwd, require_allow=True, source=source
-                    )
-                )
-        return files, network
-
-    def accesses_of(
-        self,
-        items: Sequence[tuple[FileAction | None, Word]],
-        what: str,
-        cwd: Cwd,
-        *,
-        require_allow: bool | None = None,
-        source: str | None = None,
-    ) -> list[FileAccess]:
-        """Path words as accesses. Writes and deletes need an allow rule, reads do not
-        (unless ``require_allow`` says otherwise, as for redirections)."""
-        result = []
-        for action, word in items:
-            if self.paths >= MAX_PATHS:
-                self.paths_left_out += 1  # reported once by finish(): the line is asked about
-                continue
-            self.paths += 1
-            needs_allow = (
-                action in {FileAction.WRITE, FileAction.DELETE}
-                if require_allow is None
-                else require_allow
-            )
-            resolved = resolve_paths(word, cwd)
-            paths: list[str | None] = [None] if resolved is None else list(resolved)
-            for path in paths:
-                result.append(
-                    FileAccess(
-                        action=action,
-                        path=path,
-                        source=source or f"{what} {word.display}",
-                        glob=word.kind is WordKind.GLOB,
-                        require_allow=needs_allow,
-                        uncertain=len(paths) > 1,
-                    )
-                )
-        return result
-
-    def stdin_text(self, redirects: list[tuple[str, Any]], context: _Context) -> str | None:
-        """The commands a shell would read on stdin when we can see them, else None."""
-        for operator, target in reversed(redirects):
-            if operator in {"<<", "<<-"} and isinstance(target, str):
-                return target
-            if operator == "<<<" and isinstance(target, Word):
-                return target.value if target.kind is WordKind.LITERAL else None
-            if operator == "<":
-                return None
-        return None
-
     def inspect(
         self,
         view: View,
         views: Sequence[View],
         redirects: list[tuple[str, Any]],
-        context: _Context,
+        context: Context,
         problems: list[str],
         files: list[FileAccess],
         inner: list[tuple[list[Word], str, Cwd]],
         network: list[NetworkAccess],
         cwd: Cwd,
     ) -> bool:
-        """Program-specific knowledge about the effective command. Returns True when the
-        command has nothing of its own to allow (eval: its inner commands decide)."""
-        words = list(view.words)
-        name = view.program
-        if name in ALWAYS_ASK:
-            problems.append(ALWAYS_ASK[name])
-        reads = words[1] if name in {".", "source"} and len(words) > 1 else None
-        if (
-            reads is not None
-            and reads.kind is WordKind.LITERAL
-            and (reads.value in STDIN or DESCRIPTOR.fullmatch(reads.value))
-        ):
-            self.here_texts(redirects, f"{name} {reads.value}", context, problems)
-        if name == "exec" and len(words) == 1 and redirects:
-            problems.append("exec with only redirections changes the shell's descriptors")
-        if name == "eval":
-            if any(word.kind is WordKind.UNKNOWN for word in words[1:]):
-                problems.append("eval of text that is only known at run time")
-            else:
-                arguments = words[1:]
-                if arguments and arguments[0].value == "--":
-                    arguments = arguments[1:]  # eval takes "--" as the end of its options
-                text = " ".join(word.value for word in arguments)
-                self.run_text(text, "eval", context.depth + 1)
-            return True
-        if name == "trap" and len(words) > 2 and not words[1].value.startswith("-"):
-            # The handler runs later, but it runs: judge it so a deny inside still wins.
-            self.command_string(words[1], "trap", context, problems)
-        if name == "watch":
-            scan = scan_options(words, 1, _WATCH, "watch")
-            problems.extend(scan.problems)
-            if scan.end < len(words):
-                joined = " ".join(word.value for word in words[scan.end :])
-                arguments = words[scan.end :]
-                if any(word.kind is WordKind.UNKNOWN for word in arguments):
-                    problems.append("watch runs a command only known at run time")
-                elif scan.has("-x", "--exec"):
-                    inner.append((list(arguments), "watch", self.cwd))
-                else:
-                    self.command_string(literal(joined), "watch", context, problems)  # sh -c
-        # What is structural — commands run by this one — is the walker's; everything the
-        # command itself does with its words is its program module's (programs/).
-        structural = STRUCTURAL.get(name)
-        if structural is not None:
-            structural(self, words, redirects, context, problems, inner, cwd)
-        elif name in INLINE_CODE:
-            self.interpreter(words, name, problems)
-        elif name in ASSIGNING_BUILTINS:
-            callbacks: list[Word] = []
-            self.assigning_builtin(words, name, problems, callbacks)
-            for callback in callbacks:
-                # mapfile -C evaluates its callback like eval: a deny inside still wins.
-                self.command_string(callback, f"{name} -C", context, problems)
-        if name in {"sudo", "doas"}:
-            return False  # their command is judged as a part of its own
+        """What the effective command runs (its program's hook, programs.runs) and what it
+        does with its words (its table). Returns True when the command has nothing of its
+        own to allow (eval: its inner commands decide)."""
+        hook = runs(view.program)
+        if hook is not None:
+            command = Command(
+                list(view.words), view.program, redirects, problems, inner, cwd, context.depth
+            )
+            outcome = hook(command, self)
+            if outcome is Outcome.TRANSPARENT:
+                return True
+            if outcome is Outcome.RUNNER:
+                return False  # its command is judged as a part of its own
         self.understood(view, views, redirects, problems, files, network, cwd)
         return False
 
-    def understood(
-        self,
-        view: View,
-        views: Sequence[View],
-        redirects: list[tuple[str, Any]],
-        problems: list[str],
-        files: list[FileAccess],
-        network: list[NetworkAccess],
-        cwd: Cwd,
-    ) -> None:
-        """Read the command against its program's table (programs.understand): what it
-        cannot understand is a problem; the paths it uses become file accesses; the code it
-        runs must not be code the agent can write."""
-        words = list(view.words)
-        name = view.program
-        found = understand(as_written(view, views))
-        first = len(problems)  # code the agent can write is the first reason given
-        problems.extend(found.problems)
-        if "/" in words[0].value:
-            # A program run by its path: from the workspace (its .venv/bin too) it is a
-            # file the agent can write.
-            problems.extend(self.code_problems(name, words[0], cwd))
-        if found.chdir is not None and found.chdir.kind is WordKind.GLOB:
-            # cd /et? goes wherever the pattern matches first: not a place known here.
-            found.chdir = unknown(found.chdir.value)
-        if found.chdir is not None and name in {"cd", "pushd"}:
-            targets = resolve_paths(found.chdir, self.cwd) if found.chdir.value != "-" else None
-            union = None if targets is None or self.cwd is None else self.cwd | set(targets)
-            self.cwd = union if union is not None and len(union) <= MAX_CWDS else None
-            return
-        if name == "popd":
-            self.cwd = None  # the directory stack is not tracked
-            return
-        if found.chdir is not None:
-            chdir_paths = resolve_paths(found.chdir, cwd)
-            cwd = frozenset(chdir_paths) if chdir_paths else None
-        if not found.modelled:
-            # What an unknown program does with a path is unknown: any path-looking word a
-            # deny or ask rule covers makes it ask (relative ones too, from the cwd).
-            for word in unmodelled_paths(words[1:]):
-                files.extend(self.accesses_of([(None, word)], f"argument of {name}:", cwd))
-            return
-        for use in found.uses:
-            action = ROLE_ACTIONS[use.role]
-            files.extend(self.accesses_of([(action, use.word)], use.source, cwd))
-            if use.recursive and use.word.kind is not WordKind.UNKNOWN and action is not None:
-                # grep -r D, cp -r D …: every file below D. Judged as "D/…" so a deny rule
-                # for any path below D applies, and an allow must cover it all.
-                below = replace(use.word, value=use.word.value.rstrip("/") + "/" + SENTINEL)
-                files.extend(
-                    replace(access, recursive=True)
-                    for access in self.accesses_of(
-                        [(action, below)], use.source, cwd, require_allow=True
-                    )
-                )
-        for created in found.creates:
-            for path in resolve_paths(created, cwd) or []:
-                reason = configures(path)
-                if reason:
-                    problems.append(f"{name} may write {sanitise(path)}, which {reason}")
-        for destination in found.destinations:
-            network.append(
-                NetworkAccess(destination_host(destination), f"{name} {destination.display}", True)
-            )
-        interpreter = name in SHELLS or bool(PYTHON_NAME.match(name))
-        for word in found.code:
-            # Before "what the script does is not modelled": the sharper reason.
-            written = self.code_problems(name, word, cwd, contained=interpreter)
-            problems[first:first] = written
-            first += len(written)
-        if interpreter:
-            for operator, target in redirects:
-                if operator == "<" and isinstance(target, Word):
-                    problems.extend(self.code_problems(name, target, cwd, contained=True))
-
-    def code_problems(
-        self, name: str, word: Word, cwd: Cwd, *, contained: bool = False
-    ) -> list[str]:
-        """The agent's writable places are never a source of trusted code: a script, module
-        or program file there (or only known at run time) may be the agent's own.
-        ``contained``: an interpreter runs it, which an enforcing executor can contain
-        (programs.base.Contained); a program file run by its path is never contained."""
-        mark = Contained if contained else str
-        paths = resolve_paths(word, cwd)
-        if paths is None:
-            return [mark(f"{name} runs {word.display}, which is only known at run time")]
-        for path in paths:
-            if path.startswith(("/dev/", "/proc/")) or path in {"/dev", "/proc"}:
-                return [mark(f"{name} runs code from {path}, which the engine cannot see")]
-            if self.agent_writable(path):
-                return [
-                    mark(
-                        f"{name} runs code from {sanitise(path)}, which the agent can write "
-                        "(agent-written code is never allowed by a rule)"
-                    )
-                ]
-        return []
-
-    def agent_writable(self, path: str) -> bool:
-        return any(
-            path == root or path.startswith(root.rstrip("/") + "/")
-            for root in (self.workspace, *WRITABLE_ROOTS)
-        )
-
-    def command_string(
-        self, word: Word, origin: str, context: _Context, problems: list[str]
-    ) -> None:
+    def command_string(self, word: Word, origin: str, depth: int, problems: list[str]) -> None:
         """Judge a word that another shell runs as a command line (``bash -c``, ``trap``)."""
         if word.kind is not WordKind.LITERAL:
             problems.append(f"{origin}: the command string is not known before run time")
         else:
             saved = self.cwd
-            self.run_text(word.value, origin, context.depth + 1)
+            self.run_text(word.value, origin, depth + 1)
             self.cwd = saved
 
-    def runner(
-        self,
-        words: list[Word],
-        redirects: list[tuple[str, Any]],
-        context: _Context,
-        problems: list[str],
-        inner: list[tuple[list[Word], str, Cwd]],
-        cwd: Cwd,
-    ) -> None:
-        name = program_name(words[0])
-        spec = (
-            options(
-                "-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir "
-                "-R --chroot -T --command-timeout -r --role -t --type -U --other-user",
-                "-A --askpass -b --background -E --preserve-env -e --edit -H --set-home -i "
-                "--login -K --remove-timestamp -k --reset-timestamp -l --list -n "
-                "--non-interactive -P --preserve-groups -S --stdin -s --shell -V --version -v "
-                "--validate -B --bell -N --no-update",
-            )
-            if name == "sudo"
-            else options("-u -C", "-n -s -L")
-        )
-        scan = scan_options(words, 1, spec, name)
-        problems.extend(scan.problems)
-        index = scan.end
-        while index < len(words) and ASSIGNMENT_WORD.match(words[index].value):
-            variable = ASSIGNMENT_WORD.match(words[index].value)
-            assert variable is not None
-            value = replace(words[index], value=words[index].value[variable.end() :])
-            problems.extend(self.assignment_problems(variable.group(1), value, exported=True))
-            index += 1
-        if index < len(words):
-            inner.append((words[index:], name, self.cwd))
-        elif scan.has("-i", "--login", "-s", "--shell"):
-            problems.append(f"{name} opens an interactive shell")
-
-    def shell(
-        self,
-        words: list[Word],
-        redirects: list[tuple[str, Any]],
-        context: _Context,
-        problems: list[str],
-        inner: list[tuple[list[Word], str, Cwd]],
-        cwd: Cwd,
-    ) -> None:
-        """The command string of ``-c`` and the commands a shell reads from a here-document
-        or here-string (as standard input, ``/dev/stdin`` or ``/dev/fd/N``) are judged like
-        any line; a script file is the shell module's (code the agent may have written). The
-        shell's options are read with its table (programs/shells.py)."""
-        name = program_name(words[0])
-        parsed = parse_options(words[1:], SHELL_TABLE, name)
-        operands = script_operands(parsed)
-        if parsed.has("-c"):
-            if not operands:
-                problems.append(f"{name} -c without a command string")
-            else:
-                self.command_string(operands[0], f"{name} -c", context, problems)
-            return
-        script = None if parsed.has("-s") or not operands else operands[0]
-        if script is not None and script.kind is WordKind.LITERAL and script.value in STDIN:
-            script = None
-        if script is None:
-            text = self.stdin_text(redirects, context)
-            if text is not None:
-                origin = f"{name} reading a here-document"
-                self.command_string(literal(text), origin, context, problems)
-            elif not any(operator == "<" for operator, _ in redirects):
-                problems.append(f"{name} reads commands from standard input, which is not seen")
-            # "bash < script.sh": the file is code (see understood())
-            return
-        if script.kind is WordKind.LITERAL and DESCRIPTOR.fullmatch(script.value):
-            self.here_texts(redirects, f"{name} reading {script.value}", context, problems)
-
-    def here_texts(
-        self, redirects: list[tuple[str, Any]], origin: str, context: _Context, problems: list[str]
-    ) -> None:
-        """A program reads commands from a descriptor (``/dev/fd/3``): every here-document
-        and here-string of the command may be it, so each is judged as commands."""
-        for operator, target in redirects:
-            if operator in {"<<", "<<-"} and isinstance(target, str):
-                self.command_string(literal(target), origin, context, problems)
-            elif operator == "<<<" and isinstance(target, Word):
-                self.command_string(target, origin, context, problems)
-
-    def interpreter(self, words: list[Word], name: str, problems: list[str]) -> None:
-        letters = INLINE_CODE[name]
-        for word in words[1:]:
-            value = word.value
-            if word.kind is WordKind.UNKNOWN or not value.startswith("-") or value == "-":
-                break
-            if value.startswith("--"):
-                if value.split("=")[0] in {"--eval", "--print", "--command"}:
-                    problems.append(f"inline {name} code cannot be judged")
-                continue
-            if any(letter in value[1:] for letter in letters):
-                problems.append(f"inline {name} code cannot be judged")
-                return
-        positional = [w for w in words[1:] if not w.value.startswith("-")]
-        if not positional:
-            problems.append(f"{name} reads its program from standard input, which is not judged")
-
-    def find(
-        self,
-        words: list[Word],
-        redirects: list[tuple[str, Any]],
-        context: _Context,
-        problems: list[str],
-        inner: list[tuple[list[Word], str, Cwd]],
-        cwd: Cwd,
-    ) -> None:
-        """The commands find runs (-exec, -execdir, -ok, -okdir) are judged as commands of
-        their own; what find itself reads, writes and deletes is its program module's."""
-        starts, first = starting_points(words[1:])
-        index = first + 1
-        while index < len(words):
-            value = words[index].value
-            if value in {"-exec", "-execdir", "-ok", "-okdir"}:
-                end = index + 1
-                while end < len(words) and words[end].value not in {";", "+"}:
-                    end += 1
-                command = [
-                    self.found_path(word, starts) if "{}" in word.value else word
-                    for word in words[index + 1 : end]
-                ]
-                if end >= len(words) or not command:
-                    self.out.append(
-                        Invocation(
-                            text=render(words),
-                            problems=(f"find {value} without a terminated command",),
-                        )
-                    )
-                else:
-                    # -execdir runs in each match's directory: the cwd is unknown there.
-                    inner_cwd = None if value.endswith("dir") else cwd
-                    inner.append((command, f"find {value}", inner_cwd))
-                index = end + 1
-                continue
-            index += 1
-
-    @staticmethod
-    def found_path(word: Word, starts: list[Word]) -> Word:
-        """``{}`` in ``find START -exec cmd {} ;`` is a path below START: ``START/…``."""
-        if len(starts) != 1 or starts[0].kind is not WordKind.LITERAL:
-            return unknown(word.value)
-        below = starts[0].value.rstrip("/") + "/" + SENTINEL
-        return Word(word.value.replace("{}", below), WordKind.GLOB)
-
-    def assigning_builtin(
-        self, words: list[Word], name: str, problems: list[str], callbacks: list[Word]
-    ) -> None:
-        """printf -v, read, mapfile, declare … assign variables without an '=' prefix. A
-        name with a subscript (``printf -v 'a[$(id)]'``, ``read 'a[y]'``) has it evaluated
-        as arithmetic, which runs command substitutions: only integer subscripts pass."""
-        targets: list[Word] = []
-        rest = words[1:]
-        exported = False
-        if name in _NAME_BUILTIN_OPTIONS:
-            valued, naming = _NAME_BUILTIN_OPTIONS[name]
-            values, first = _builtin_options(rest, valued)
-            targets = [given for letter, given in values if letter in naming]
-            if name not in {"printf", "wait"}:
-                targets += rest[first:]  # read NAME…, mapfile ARRAY, unset NAME…
-            if name == "getopts":
-                targets = rest[first + 1 : first + 2]  # getopts OPTSTRING NAME [ARGS]
-            for letter, given in values:
-                if letter == "C":
-                    problems.append(f"{name} -C runs {given.display} as a command")
-                    callbacks.append(given)
-        else:
-            options_given = [w.value for w in rest if w.value.startswith(("-", "+"))]
-            exported = name == "export" or any(
-                v.startswith("-") and "x" in v for v in options_given
-            )
-            if any(v.startswith("-") and "n" in v for v in options_given):
-                problems.append(f"{name} -n creates a name reference")
-            if name != "export" and any("i" in v[1:] for v in options_given):
-                problems.append(f"{name} -i makes assignments evaluate arithmetic; not judged")
-            for w in rest:
-                if w.value.startswith(("-", "+")):
-                    continue
-                # NAME=$VALUE: the value is unknown, the name before "=" is not.
-                written = w.value.split("=", 1)[0].rstrip("+")
-                plain = _ASSIGNED_NAME.fullmatch(written) and not re.search(r"[$`'\"\\]", written)
-                targets.append(Word(written, WordKind.LITERAL if plain else w.kind))
-        for target in targets:
-            if target.kind is WordKind.UNKNOWN:
-                problems.append(f"{name} assigns a variable named at run time ({target.display})")
-                continue
-            value = target.value
-            if value == "PATH" or dangerous_variable(value):
-                problems.append(f"{name} assigns {value}, which changes what runs")
-            elif exported and value.split("[", 1)[0] not in HARMLESS_ENVIRONMENT:
-                problems.append(
-                    f"{name} exports {value}, which is not an environment variable the engine "
-                    "knows to be harmless"
-                )
-            subscript = re.fullmatch(r"[^\[]*\[(.*)\]", value, re.DOTALL)
-            if "[" in value and (subscript is None or not integer_literal(subscript.group(1))):
-                problems.append(
-                    f"{name}: the subscript in {target.display} is evaluated as arithmetic"
-                )
-
-
-def as_written(effective: View, views: Sequence[View]) -> list[Word]:
-    """The effective command as it was written: ``git -C repo status`` is also judged as
-    ``git status -C repo`` (so a subcommand deny cannot be dodged), but git reads it the
-    first way."""
-    for view in views:
-        if view.program == effective.program:
-            return list(view.words)
-    return list(effective.words)
-
-
-Structural = Callable[
-    [
-        "Walker",
-        list[Word],
-        list[tuple[str, Any]],
-        _Context,
-        list[str],
-        list[tuple[list[Word], str, Cwd]],
-        Cwd,
-    ],
-    None,
-]
-
-
-# Programs that run other commands: the walker judges those commands as parts of their own.
-STRUCTURAL: dict[str, Structural] = {
-    "sudo": Walker.runner,
-    "doas": Walker.runner,
-    "find": Walker.find,
-    **dict.fromkeys(SHELLS, Walker.shell),
-}
-
-
-ROLE_ACTIONS: dict[Role, FileAction | None] = {
-    Role.READ: FileAction.READ,
-    Role.WRITE: FileAction.WRITE,
-    Role.DELETE: FileAction.DELETE,
-    Role.UNKNOWN: None,
-}
-
-
-# Besides the workspace, where the agent can write in a hardened sandbox (the root file
-# system is read-only): code found there may be the agent's own.
-WRITABLE_ROOTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/user")  # noqa: S108 — paths judged
+    def report(self, invocation: Invocation) -> None:
+        self.out.append(invocation)

@@ -1,9 +1,12 @@
 """Command knowledge, one module per program family: ``understand(words)`` reads a simple
 command against its program's option table and says what it does with each word — or why
-it cannot be understood (then no rule can allow it)."""
+it cannot be understood (then no rule can allow it); ``runs(name)`` is the hook that finds
+the commands a program runs (``sudo X``, ``bash -c …``, ``eval …``) for the walker to judge
+(walking.py); the wrappers it strips first are wrappers.py's."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rules.programs import (
@@ -11,8 +14,10 @@ from rules.programs import (
     coreutils,
     find,
     git,
+    interpreters,
     network,
     python,
+    runners,
     shells,
     text,
 )
@@ -20,11 +25,13 @@ from rules.programs.base import (
     Parsed,
     Program,
     Role,
+    ShellDirectory,
     Understanding,
     Use,
     option_uses,
     parse,
 )
+from rules.programs.walking import Hook
 from rules.words import PIP_NAME, PYTHON_NAME, Word, WordKind, program_name
 
 REGISTRY: dict[str, Program] = {
@@ -34,7 +41,43 @@ REGISTRY: dict[str, Program] = {
     for name in program.names
 }
 
-__all__ = ["REGISTRY", "Role", "Understanding", "Use", "lookup", "read", "understand"]
+# A mention of a builtin that moves the shell (cd, pushd, popd) somewhere in a text.
+_MOVERS = sorted(
+    name for name, program in REGISTRY.items() if program.shell_directory is not ShellDirectory.KEPT
+)
+CHANGES_DIRECTORY = re.compile(rf"\b(?:{'|'.join(_MOVERS)})\b")
+
+# The hooks of the programs that run commands (or text as commands), by name.
+HOOKS: dict[str, Hook] = {
+    name: hook
+    for module in (builtins, runners, find, shells, interpreters)
+    for name, hook in module.HOOKS.items()
+}
+
+__all__ = [
+    "CHANGES_DIRECTORY",
+    "HOOKS",
+    "REGISTRY",
+    "Role",
+    "Understanding",
+    "Use",
+    "interprets",
+    "lookup",
+    "read",
+    "runs",
+    "understand",
+]
+
+
+def runs(name: str) -> Hook | None:
+    """The hook that finds what else the program ``name`` runs; None for most programs."""
+    return HOOKS.get(name)
+
+
+def interprets(name: str) -> bool:
+    """Is ``name`` a shell or a Python, which runs the code it is given in a way an
+    enforcing executor can contain (programs.base's Contained)?"""
+    return name in shells.SHELLS or bool(PYTHON_NAME.match(name))
 
 
 def lookup(name: str) -> Program | None:
@@ -56,7 +99,7 @@ def understand(words: Sequence[Word]) -> Understanding:
         return Understanding(
             name, modelled=False, problems=[f"{name} is not a program the engine models"]
         )
-    found = Understanding(name)
+    found = Understanding(name, shell_directory=program.shell_directory)
     parsed = parse(words[1:], program.table, name)
     found.problems.extend(parsed.problems)
     if program.subcommands is None:

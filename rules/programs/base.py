@@ -361,6 +361,16 @@ class Use:
     recursive: bool = False
 
 
+class ShellDirectory(Enum):
+    """What a builtin does to the working directory of the shell that runs it."""
+
+    KEPT = "kept"
+    MOVED = "moved"  # cd, pushd: later commands run in its chdir
+    FORGOTTEN = "forgotten"  # popd: the directory stack is not tracked
+
+    __hash__ = object.__hash__
+
+
 @dataclass(slots=True)
 class Understanding:
     """The result of reading a command against its program's knowledge."""
@@ -377,6 +387,7 @@ class Understanding:
     # URLs (or hosts) it contacts: judged by sources.json, or without one by the network
     # rules' deny and ask lists.
     destinations: list[Word] = field(default_factory=list)
+    shell_directory: ShellDirectory = ShellDirectory.KEPT
 
     def read(self, words: Iterable[Word], source: str, *, recursive: bool = False) -> None:
         self.uses.extend(Use(Role.READ, word, source, recursive) for word in words)
@@ -410,6 +421,7 @@ class Program:
     # Any use of this program runs code the agent may have written (pytest, make): it is
     # understood — so its paths are still judged — but never allowed by a rule.
     runs_project_code: str = ""
+    shell_directory: ShellDirectory = ShellDirectory.KEPT
 
 
 _PIPE = re.compile(r"/dev/(?:fd/\d+|stdin|stdout|stderr)$")

@@ -19,6 +19,7 @@ from rules.programs.base import (
     Parsed,
     Program,
     Role,
+    ShellDirectory,
     Table,
     Understanding,
     Use,
@@ -637,8 +638,14 @@ CD = Program(
     # bash's cd: -L, -P, -e, -@ and "--", then one directory; no abbreviations.
     table(flags("-L -P -e -@"), abbreviations=Abbreviations.NONE, permute=False),
     _cd,
+    shell_directory=ShellDirectory.MOVED,
 )
-POPD = Program(("popd",), table(flags("-n"), abbreviations=Abbreviations.NONE, permute=False), data)
+POPD = Program(
+    ("popd",),
+    table(flags("-n"), abbreviations=Abbreviations.NONE, permute=False),
+    data,
+    shell_directory=ShellDirectory.FORGOTTEN,
+)
 
 
 def test_problems(words: Sequence[Word]) -> list[str]:

@@ -1,14 +1,17 @@
 """find: starting points, then an expression of tests and actions (its own syntax, not
 getopt's). Every primary must be known; the actions that write, delete or run programs are
-what the rules judge (the commands of -exec and friends are judged by the walker)."""
+what the rules judge; the commands of -exec and friends (``_commands``) are walked as
+commands of their own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rules.invocations import Invocation
 from rules.patterns import SENTINEL
 from rules.programs.base import NO_OPTIONS, Parsed, Program, Understanding
-from rules.words import Word, WordKind, unknown
+from rules.programs.walking import Command, Hook, Outcome, Walk
+from rules.words import Word, WordKind, render, unknown
 
 # Options before the starting points.
 LEADING = frozenset({"-H", "-L", "-P"})
@@ -115,8 +118,8 @@ def starting_points(words: Sequence[Word]) -> tuple[list[Word], int]:
     """find's starting points (``words`` are its arguments) and the index where its
     expression begins. The options -H, -L, -P, -D and -O come first (``find -L /etc`` starts
     at /etc); with -files0-from the starting points are the paths listed in a file, only
-    known at run time; with none at all, find starts at ".". The walker (for the commands
-    -exec runs on ``{}``) and this module read them the same way."""
+    known at run time; with none at all, find starts at ".". The commands -exec runs on
+    ``{}`` (``_commands``) and find's own paths (``_find``) are read from the same ones."""
     index = 0
     while index < len(words) and (
         words[index].value in LEADING
@@ -190,3 +193,47 @@ def _find(name: str, parsed: Parsed, found: Understanding) -> None:
 FIND = Program(("find",), NO_OPTIONS, _find)
 
 PROGRAMS = (FIND,)
+
+
+def _commands(command: Command, walk: Walk) -> Outcome:
+    """The commands find runs (-exec, -execdir, -ok, -okdir) are judged as commands of
+    their own; what find itself reads, writes and deletes is ``_find``'s."""
+    words = command.words
+    starts, first = starting_points(words[1:])
+    index = first + 1
+    while index < len(words):
+        value = words[index].value
+        if value in RUNS:
+            end = index + 1
+            while end < len(words) and words[end].value not in {";", "+"}:
+                end += 1
+            inner = [
+                found_path(word, starts) if "{}" in word.value else word
+                for word in words[index + 1 : end]
+            ]
+            if end >= len(words) or not inner:
+                walk.report(
+                    Invocation(
+                        text=render(words),
+                        problems=(f"find {value} without a terminated command",),
+                    )
+                )
+            else:
+                # -execdir runs in each match's directory: the cwd is unknown there.
+                inner_cwd = None if value.endswith("dir") else command.cwd
+                command.inner.append((inner, f"find {value}", inner_cwd))
+            index = end + 1
+            continue
+        index += 1
+    return Outcome.READ
+
+
+def found_path(word: Word, starts: list[Word]) -> Word:
+    """``{}`` in ``find START -exec cmd {} ;`` is a path below START: ``START/…``."""
+    if len(starts) != 1 or starts[0].kind is not WordKind.LITERAL:
+        return unknown(word.value)
+    below = starts[0].value.rstrip("/") + "/" + SENTINEL
+    return Word(word.value.replace("{}", below), WordKind.GLOB)
+
+
+HOOKS: dict[str, Hook] = {"find": _commands}

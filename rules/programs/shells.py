@@ -1,7 +1,7 @@
 """Shells run as programs (``bash x.sh``, ``sh -c '…'``) and the project tools that run the
-agent's own code (pytest, make). A command string (``-c``) and commands on standard input
-are judged by the walker like any other line; here is what the shell's own options do and
-which file it runs."""
+agent's own code (pytest, make): what the shell's own options do, which file it runs, and
+which text it runs as commands (``-c``, standard input), which the walker judges like any
+other line."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from rules.programs.base import (
     Program,
     Understanding,
     flags,
+    parse,
     table,
     valued,
 )
-from rules.words import Word, WordKind
+from rules.programs.walking import Command, Hook, Outcome, Walk, here_texts, stdin_text
+from rules.words import Word, WordKind, literal
 
 # Names of standard input and of an inherited descriptor, as a script operand.
 STDIN = frozenset({"-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
@@ -82,6 +84,38 @@ def _shell(name: str, parsed: Parsed, found: Understanding) -> None:
 
 
 SHELL = Program(("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"), SHELL_TABLE, _shell)
+SHELLS = frozenset(SHELL.names)
+
+
+def _commands(command: Command, walk: Walk) -> Outcome:
+    """The command string of ``-c`` and the commands a shell reads from a here-document
+    or here-string (as standard input, ``/dev/stdin`` or ``/dev/fd/N``) are judged like
+    any line; a script file is ``_shell``'s (code the agent may have written)."""
+    name, problems = command.name, command.problems
+    parsed = parse(command.words[1:], SHELL_TABLE, name)
+    operands = script_operands(parsed)
+    if parsed.has("-c"):
+        if not operands:
+            problems.append(f"{name} -c without a command string")
+        else:
+            walk.command_string(operands[0], f"{name} -c", command.depth, problems)
+        return Outcome.READ
+    script = None if parsed.has("-s") or not operands else operands[0]
+    if script is not None and script.kind is WordKind.LITERAL and script.value in STDIN:
+        script = None
+    if script is None:
+        text = stdin_text(command.redirects)
+        if text is not None:
+            origin = f"{name} reading a here-document"
+            walk.command_string(literal(text), origin, command.depth, problems)
+        elif not any(operator == "<" for operator, _ in command.redirects):
+            problems.append(f"{name} reads commands from standard input, which is not seen")
+        # "bash < script.sh": the file is code (the walker judges it as such)
+        return Outcome.READ
+    if script.kind is WordKind.LITERAL and DESCRIPTOR.fullmatch(script.value):
+        here_texts(command, walk, f"{name} reading {script.value}")
+    return Outcome.READ
+
 
 PYTEST = Program(
     ("pytest", "py.test"),
@@ -100,3 +134,4 @@ MAKE = Program(
 )
 
 PROGRAMS = (SHELL, PYTEST, MAKE)
+HOOKS: dict[str, Hook] = dict.fromkeys(SHELLS, _commands)

@@ -1273,9 +1273,10 @@ def test_ordinary_pip_and_git_options_stay_allowed(
 
 
 def test_pip_name_pattern_has_one_definition() -> None:
-    from rules import narrowing, programs, walker, words
+    from rules import narrowing, programs, words
+    from rules.programs import wrappers
 
     assert narrowing.PIP_NAME is words.PIP_NAME
-    assert walker.PIP_NAME is words.PIP_NAME
+    assert wrappers.PIP_NAME is words.PIP_NAME
     assert programs.PIP_NAME is words.PIP_NAME
     assert programs.PYTHON_NAME is words.PYTHON_NAME

@@ -12,6 +12,8 @@ from rules.model import FileAction
 from rules.programs import git, npm, python
 from rules.programs.base import Table, parse
 from rules.words import (
+    PIP_NAME,
+    PYTHON_NAME,
     Options,
     Word,
     WordKind,
@@ -31,6 +33,9 @@ class Unwrapped:
     chdir: Word | None = None
     code: list[Word] = field(default_factory=list)  # files the wrapper runs as code
     final: bool = False  # the rest is the same program again (hoisted): do not unwrap it
+
+
+Unwrap = Callable[[list[Word]], Unwrapped]
 
 
 def _after_options(words: list[Word], spec: Options, name: str, skip: int = 0) -> Unwrapped:
@@ -65,7 +70,7 @@ def _stdbuf(words: list[Word]) -> Unwrapped:
     return _after_options(words, options("-i -o -e --input --output --error"), "stdbuf")
 
 
-def _plain(name: str) -> Callable[[list[Word]], Unwrapped]:
+def _plain(name: str) -> Unwrap:
     def unwrap(words: list[Word]) -> Unwrapped:
         return _after_options(words, options(), name)
 
@@ -224,7 +229,7 @@ def _busybox(words: list[Word]) -> Unwrapped:
     return Unwrapped(words[1:] or None)
 
 
-def hoist(spec: Table) -> Callable[[list[Word]], Unwrapped]:
+def hoist(spec: Table) -> Unwrap:
     """``git -C repo push`` is judged as ``git push -C repo`` too, so global options placed
     before the subcommand cannot dodge a ``shell(git push:*)`` deny (same for pip, npm).
     The subcommand is found with the program's own table of global options."""
@@ -243,7 +248,7 @@ def hoist(spec: Table) -> Callable[[list[Word]], Unwrapped]:
 PIP = hoist(python.PIP.table)
 
 
-WRAPPERS: dict[str, Callable[[list[Word]], Unwrapped]] = {
+WRAPPERS: dict[str, Unwrap] = {
     "timeout": _timeout,
     "time": _time,
     "nice": _nice,
@@ -259,3 +264,14 @@ WRAPPERS: dict[str, Callable[[list[Word]], Unwrapped]] = {
     "git": hoist(git.GLOBAL),
     "npm": hoist(npm.GLOBAL),
 }
+
+
+def unwrapper(name: str) -> Unwrap | None:
+    """How to find the command a wrapper named ``name`` runs; None: not a wrapper."""
+    unwrap = WRAPPERS.get(name)
+    if unwrap is None and name.startswith("p"):  # python…, pypy…, pip…
+        if PYTHON_NAME.match(name):
+            return python_module
+        if PIP_NAME.match(name):
+            return PIP
+    return unwrap
