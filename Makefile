@@ -1,6 +1,6 @@
 # The two commands a new machine needs: `make run` and `make test`.
 PY := .venv/bin/python
-DEVENV := $(PY) -m contextsvc.devenv
+DEVENV := $(PY) -m devenv
 
 .PHONY: install run test check static-checks controlplane lint layers format typecheck \
         migrations-check pytest \
@@ -24,10 +24,10 @@ check: lint layers typecheck migrations-check pytest
 static-checks: install
 	+@$(DEVENV) run -- $(MAKE) --no-print-directory lint layers typecheck migrations-check
 
-# The pinned control-plane binaries (contextsvc/testenv/build.py: the standard library and
+# The pinned control-plane binaries (testenv/build.py: the standard library and
 # Go only, so it needs no virtualenv).
 controlplane:
-	@python3 contextsvc/testenv/build.py
+	@python3 testenv/build.py
 
 lint:
 	$(PY) -m ruff check .
@@ -59,10 +59,10 @@ migrations-check:
 # rest need none); last, by themselves, the few tests that restart the PostgreSQL both
 # processes share (marked serial). A run that selects none of a part is not a failure.
 TEST_PROCESSES ?= 2
-PYTEST := $(PY) -m pytest --ds=contextsvc.settings.test
+PYTEST := $(PY) -m pytest --ds=config.settings.test
 PARALLEL := -n $(TEST_PROCESSES) --dist loadfile
 pytest:
-	$(PY) -m contextsvc.testenv build
+	$(PY) -m testenv build
 	$(PYTEST) $(PARALLEL) -m "not serial and not browser" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) $(PARALLEL) -m "browser and not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
@@ -74,10 +74,10 @@ services-down:
 	@$(DEVENV) down
 
 cluster: install
-	@$(PY) -m contextsvc.testenv up
+	@$(PY) -m testenv up
 
 cluster-down:
-	@$(PY) -m contextsvc.testenv down
+	@$(PY) -m testenv down
 
 ## Benchmarks: rewrite their sections of docs/performance.md (not part of the test suite).
 bench: install

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from contextsvc.celery import app as celery_app
-from contextsvc.testenv import ClusterHandle, ensure_cluster, throwaway_namespace
+from config.celery import app as celery_app
+from testenv import ClusterHandle, ensure_cluster, throwaway_namespace
 from tests.support.processes import (
     ManagedProcess,
     celery_argv,

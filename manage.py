@@ -6,7 +6,7 @@ import sys
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.local")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     if sys.argv[1:2] == ["serve"]:
         # Under ASGI every request may run on another thread, so persistent connections are
         # not reused; the web process pools them instead (CS_DB_POOL=false turns it off).

@@ -248,7 +248,7 @@ def allocation_row(allocation: Allocation) -> dict[str, Any]:
     }
 
 
-# --- Metrics (contextsvc/metrics.py) ---------------------------------------------------------
+# --- Metrics (allocations/metrics.py) ----------------------------------------------------
 
 
 def allocations_requested() -> QuerySet[Allocation]:

@@ -216,7 +216,7 @@ def approval_pending_summary(*, near_seconds: int = 60) -> dict[str, Any]:
     return {"count": summary["count"], "oldest": summary["oldest"], "near_deadline": near}
 
 
-# --- Metrics (contextsvc/metrics.py) ---------------------------------------------------------
+# --- Metrics (approvals/metrics.py) ------------------------------------------------------
 
 
 def approvals_pending_count() -> int:

@@ -10,7 +10,7 @@ from bench import allocations, approvals, dashboard, executor, rules, scale, soa
 
 
 def main(argv: list[str]) -> int:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.test")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
     names = argv or ["all"]
     # The soak runs for 20 minutes and breaks processes on purpose, and the scale run takes
     # most of an hour: only when named.

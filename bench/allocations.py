@@ -29,7 +29,7 @@ from contextsvc.kube.objects.pod import pod_is_ready
 from contextsvc.kube.objects.poolspec import PoolSpec
 from contextsvc.kube.objects.pvc import pvc_manifest
 from contextsvc.kube.objects.sandbox import sandbox_manifest
-from contextsvc.testenv import create_namespace, ensure_cluster
+from testenv import create_namespace, ensure_cluster
 
 GET_ALLOCATIONS = 1000
 GET_SAMPLES = 3000

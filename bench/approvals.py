@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from bench.harness import Http, service_stack
 from bench.report import machine, now, percentile, write_section
-from contextsvc.testenv import ensure_cluster
+from testenv import ensure_cluster
 
 DECISIONS = int(os.environ.get("BENCH_DECISIONS", "200"))
 CONCURRENT_WAITERS = int(os.environ.get("BENCH_WAITERS", "10"))

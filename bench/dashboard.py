@@ -31,7 +31,7 @@ SAMPLES = 200
 
 def run() -> None:
     os.environ["DATABASE_URL"] = fresh_database("contextsvc_bench_dashboard")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "contextsvc.settings.test"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
     django.setup()
     # Imported here: models load only once Django is set up on the database made above.
     from django.contrib.auth.models import User

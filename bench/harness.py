@@ -17,8 +17,8 @@ import django
 import psycopg
 from django.core.management import call_command
 
-from contextsvc.devenv import services
-from contextsvc.devenv.system import REPO_DIR, free_port
+from devenv import services
+from devenv.system import REPO_DIR, free_port
 from tests.support.processes import ManagedProcess
 
 LOG_DIR = REPO_DIR / ".local" / "bench-logs"
@@ -65,7 +65,7 @@ def service_stack(
         **services.local_env(),
         **os.environ,
         "DATABASE_URL": fresh_database(database),
-        "DJANGO_SETTINGS_MODULE": "contextsvc.settings.test",
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
         "CS_CELERY_QUEUE": f"cs-bench-{os.getpid()}",
         "CS_ALLOWED_NAMESPACES": "*",
         "KUBECONFIG": kubeconfig,
@@ -84,7 +84,7 @@ def service_stack(
                 "-m",
                 "celery",
                 "-A",
-                "contextsvc",
+                "config",
                 "worker",
                 "--loglevel=WARNING",
                 f"--concurrency={worker_concurrency}",

@@ -7,6 +7,10 @@ allocations (a NetworkPolicy, a PVC, a Sandbox and its Pod each):
    threads, until every Pod is Ready;
 2. the service: N POSTs from 8 concurrent callers (each POST's latency), until every
    allocation reads ``ready``; the watcher's CPU over it and its resident memory at the end;
+   for 1 and 2, the requests the API server served meanwhile (its own
+   ``apiserver_request_total``, by verb and resource), per allocation: every client's,
+   the controllers' too, which do the same work on both paths, so the difference is what
+   the service adds;
 3. with the N live: a resync cycle that examines every pool (their fingerprints cleared, as
    before the fingerprint existed) and then a steady one (nothing changed since), each with
    its duration and CPU; GET throughput and latency at 1, 8
@@ -27,6 +31,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,11 +41,11 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from matplotlib.figure import Figure
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.allocations import PodReadyClock, _token, _wait
 from bench.harness import Http, Stack, service_stack
 from bench.report import machine, now, percentile, write_section
-from contextsvc.devenv.system import REPO_DIR, which_or_install
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.blueprint import builtin_blueprint
 from contextsvc.kube.objects.kinds import PVC, SANDBOX
@@ -49,7 +54,8 @@ from contextsvc.kube.objects.names import dedicated_pvc_name
 from contextsvc.kube.objects.poolspec import PoolSpec
 from contextsvc.kube.objects.pvc import pvc_manifest
 from contextsvc.kube.objects.sandbox import sandbox_manifest
-from contextsvc.testenv import create_namespace, ensure_cluster
+from devenv.system import REPO_DIR, which_or_install
+from testenv import create_namespace, ensure_cluster
 
 SIZES = [int(n) for n in os.environ.get("BENCH_SCALE_SIZES", "250,500,1000,2000").split(",")]
 CALLERS = 8
@@ -76,6 +82,9 @@ class Round:
     get: dict[int, tuple[float, float, float]] = field(default_factory=dict)  # rps, p50, p99
     dashboard: float = 0.0
     release: float = 0.0
+    # Requests the API server served from the first create until every Pod was Ready.
+    calls_direct: Counter[tuple[str, str]] = field(default_factory=Counter)
+    calls_service: Counter[tuple[str, str]] = field(default_factory=Counter)
 
 
 # --- The cluster ---------------------------------------------------------------------------
@@ -129,10 +138,39 @@ def _ready_nodes(core: Any, names: list[str]) -> int:
     )
 
 
+def apiserver_calls() -> Counter[tuple[str, str]]:
+    """The requests the API server has served since it started, from every client, by verb
+    and resource (``pods/status``; a URL that names no resource is its path, ``/readyz``): its
+    own ``apiserver_request_total``."""
+    api = kube.api_client()
+    method, url, headers, _, _ = api.param_serialize(
+        "GET", "/metrics", auth_settings=["BearerToken"]
+    )
+    response = api.call_api(method, url, header_params=headers)
+    text = (response.read() or b"").decode()
+    counts: Counter[tuple[str, str]] = Counter()
+    for family in text_string_to_metric_families(text):
+        if family.name != "apiserver_request":
+            continue
+        for sample in family.samples:
+            if sample.name != "apiserver_request_total":
+                continue
+            labels = sample.labels
+            resource = "/".join(filter(None, (labels["resource"], labels.get("subresource"))))
+            counts[labels["verb"], resource] += int(sample.value)
+    return counts
+
+
+def _since(before: Counter[tuple[str, str]]) -> Counter[tuple[str, str]]:
+    after = apiserver_calls()
+    after.subtract(before)
+    return +after  # drops what did not grow
+
+
 # --- One round -----------------------------------------------------------------------------
 
 
-def _direct(n: int) -> float:
+def _direct(n: int) -> tuple[float, Counter[tuple[str, str]]]:
     namespace = f"scale-direct-{uuid.uuid4().hex[:6]}"
     create_namespace(namespace)
     runtime = builtin_blueprint(image="busybox:1.36")
@@ -155,13 +193,15 @@ def _direct(n: int) -> float:
         kube.create_object(SANDBOX, sandbox)
 
     with PodReadyClock(namespace) as clock:
+        calls = apiserver_calls()
         started = time.monotonic()
         with ThreadPoolExecutor(CALLERS) as pool:
             list(pool.map(make, range(n)))
         _wait(lambda: len(clock.ready_at) == n, READY_TIMEOUT, f"{n} direct Pods to be Ready")
         elapsed = time.monotonic() - started
+        calls = _since(calls)
     _delete_namespace(namespace)
-    return elapsed
+    return elapsed, calls
 
 
 def _delete_namespace(namespace: str) -> None:
@@ -256,7 +296,7 @@ def _round(stack: Stack, token: str, n: int) -> Round:
     from allocations.models import Allocation
 
     result = Round(n)
-    result.direct = _direct(n)
+    result.direct, result.calls_direct = _direct(n)
     namespace = f"scale-{n}-{uuid.uuid4().hex[:4]}"
     create_namespace(namespace)
     names = [f"s{n}-{i:04d}" for i in range(n)]
@@ -284,11 +324,13 @@ def _round(stack: Stack, token: str, n: int) -> Round:
             result.posts.append(elapsed)
 
     live = Allocation.objects.filter(namespace=namespace)
+    calls = apiserver_calls()
     started = time.monotonic()
     with ThreadPoolExecutor(CALLERS) as pool:
         list(pool.map(post, names))
     _wait(lambda: live.filter(phase="ready").count() == n, READY_TIMEOUT, f"{n} ready")
     result.service = time.monotonic() - started
+    result.calls_service = _since(calls)
     result.watcher_cpu = _cpu_seconds(watcher) - cpu_before
     result.watcher_rss = _rss_mb(watcher)
 
@@ -403,8 +445,8 @@ def _table(rounds: list[Round]) -> str:
     rows = [
         "| N | direct → ready | service → ready | ratio | POST p50 / p99 | watcher CPU / RSS "
         "| resync all / steady (CPU) | GET 1 / 8 / 32 conn. (req/s; p99 ms) | dashboard "
-        "| release |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| release | API calls per allocation, direct / service |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rounds:
         ms = [p * 1000 for p in r.posts]
@@ -415,8 +457,31 @@ def _table(rounds: list[Round]) -> str:
             f"| {r.watcher_cpu:.1f} s / {r.watcher_rss:.0f} MB "
             f"| {r.resync_cold:.2f} s ({r.resync_cold_cpu:.2f} s) / {r.resync:.2f} s "
             f"({r.resync_cpu:.2f} s) | {gets} | {r.dashboard:.0f} ms "
-            f"| {r.release:.1f} s |"
+            f"| {r.release:.1f} s "
+            f"| {r.calls_direct.total() / r.n:.1f} / {r.calls_service.total() / r.n:.1f} |"
         )
+    return "\n".join(rows)
+
+
+def _calls_table(r: Round) -> str:
+    """Where the API server's requests went at one N, per allocation, every client's."""
+    rows = [
+        f"| verb | resource | direct | service (N = {r.n}) |",
+        "|---|---|---|---|",
+    ]
+    keys = sorted(
+        set(r.calls_direct) | set(r.calls_service),
+        key=lambda key: -(r.calls_service[key] + r.calls_direct[key]),
+    )
+    for verb, resource in keys:
+        direct, service = (
+            r.calls_direct[verb, resource] / r.n,
+            r.calls_service[verb, resource] / r.n,
+        )
+        if max(direct, service) >= 0.05:
+            rows.append(
+                f"| {verb} | {resource or '(no resource)'} | {direct:.2f} | {service:.2f} |"
+            )
     return "\n".join(rows)
 
 
@@ -455,6 +520,12 @@ dedicated allocations (NetworkPolicy, PVC, Sandbox, Pod each); {CALLERS} concurr
 {_table(rounds)}
 
 ![cost per allocation against N](img/scale.png)
+
+The API server's requests per allocation at N = {rounds[-1].n}, by verb and resource, from
+the first create until every Pod was Ready (every client's: the controllers, the scheduler
+and kwok do the same work on both paths; rows under 0.05 left out):
+
+{_calls_table(rounds[-1])}
 
 {_pushed(pushed)}"""
     write_section("scale", body)

@@ -24,10 +24,10 @@ from matplotlib.figure import Figure
 
 from bench.harness import Http, Stack, service_stack
 from bench.report import machine, now, write_section
-from contextsvc.devenv.services import Redis
-from contextsvc.devenv.system import REPO_DIR, pid_alive, port_open
-from contextsvc.testenv import ensure_cluster, throwaway_namespace
 from cs_agent import ApprovalClient
+from devenv.services import Redis
+from devenv.system import REPO_DIR, pid_alive, port_open
+from testenv import ensure_cluster, throwaway_namespace
 
 SOAK_SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "1200"))
 POOLS_PER_CYCLE = 4
@@ -305,7 +305,7 @@ def run() -> None:
                     "-m",
                     "celery",
                     "-A",
-                    "contextsvc",
+                    "config",
                     "beat",
                     "--loglevel=WARNING",
                     "-S",

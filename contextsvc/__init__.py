@@ -1,9 +1,4 @@
-"""Context Service: the Django project package.
-
-The Celery app is imported here so that ``@shared_task`` binds to it whenever Django
-starts (web, watcher, management commands), as Celery's Django guide recommends.
-"""
-
-from contextsvc.celery import app as celery_app
-
-__all__ = ("celery_app",)
+"""Context Service's kernel: what every app stands on (HTTP errors and auth in ``core``,
+the Kubernetes gateway in ``kube``, configuration from the environment, logging, the
+database backend). The wiring that assembles the apps (settings, URLs, ASGI, Celery,
+metrics) is ``config/`` at the top; see docs/architecture.md."""

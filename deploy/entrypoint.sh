@@ -7,10 +7,10 @@ case "$command" in
   web)
     exec python manage.py serve --bind "0.0.0.0:${PORT:-8000}" --workers "${CS_WEB_WORKERS:-2}" "$@" ;;
   worker)
-    exec celery -A contextsvc worker --loglevel "${CS_LOG_LEVEL:-INFO}" \
+    exec celery -A config worker --loglevel "${CS_LOG_LEVEL:-INFO}" \
       --concurrency "${CS_WORKER_CONCURRENCY:-4}" --without-gossip "$@" ;;
   beat)
-    exec celery -A contextsvc beat --loglevel "${CS_LOG_LEVEL:-INFO}" \
+    exec celery -A config beat --loglevel "${CS_LOG_LEVEL:-INFO}" \
       --schedule /tmp/celerybeat-schedule "$@" ;;
   watcher)
     exec python manage.py watch "$@" ;;

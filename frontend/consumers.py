@@ -1,5 +1,5 @@
 """The dashboard's WebSocket: one per page, authenticated by the session, origin-checked
-(see contextsvc/asgi.py); a snapshot on connect, then typed events."""
+(see config/asgi.py); a snapshot on connect, then typed events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""WebSocket routes served by Channels (see ``contextsvc.asgi``)."""
+"""WebSocket routes served by Channels (see ``config.asgi``)."""
 
 from __future__ import annotations
 

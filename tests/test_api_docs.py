@@ -36,7 +36,7 @@ def test_the_docs_page_without_a_login_sends_people_to_log_in() -> None:
 @pytest.fixture(scope="module")
 def local_web(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
     """A web process on the local (development) settings: DEBUG on, the browsable API."""
-    with web_process("web-local", {"DJANGO_SETTINGS_MODULE": "contextsvc.settings.local"}) as url:
+    with web_process("web-local", {"DJANGO_SETTINGS_MODULE": "config.settings.local"}) as url:
         yield url
 
 

@@ -23,7 +23,7 @@ from allocations.requests import PoolRequest
 from approvals import notifications
 from approvals.models import ApprovalRequest, Delivery, Status
 from approvals.tests.factories import ApprovalRequestFactory
-from contextsvc.celery import app as celery_app
+from config.celery import app as celery_app
 from contextsvc.core.models import AuditEntry, ClusterCapabilities, ProcessHeartbeat
 from contextsvc.core.users import ensure_role_groups, user_set_role
 from contextsvc.kube import client as kube

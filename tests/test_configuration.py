@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from contextsvc.devenv.system import REPO_DIR
+from devenv.system import REPO_DIR
 
 GOOD_SECRET = "k3y-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOP"
 
@@ -27,7 +27,7 @@ def production_env(**overrides: str | None) -> dict[str, str | None]:
     from django.conf import settings
 
     env: dict[str, str | None] = {
-        "DJANGO_SETTINGS_MODULE": "contextsvc.settings.production",
+        "DJANGO_SETTINGS_MODULE": "config.settings.production",
         "DJANGO_SECRET_KEY": GOOD_SECRET,
         "DJANGO_ALLOWED_HOSTS": "cs.example.com",
         "CS_SANDBOX_IMAGE": "registry.example.com/sandbox:1",
@@ -78,7 +78,7 @@ def test_manage_py_reports_bad_configuration_in_one_line(
 
 
 def test_celery_reports_bad_configuration_in_one_line() -> None:
-    celery = [sys.executable, "-m", "celery", "-A", "contextsvc", "worker"]
+    celery = [sys.executable, "-m", "celery", "-A", "config", "worker"]
     result = run(celery, production_env(REDIS_URL="http://:hunter2@nope"))
 
     assert result.returncode == 1
@@ -98,7 +98,7 @@ def test_celery_reports_bad_configuration_in_one_line() -> None:
 def test_the_local_services_script_reports_bad_configuration_in_one_line(
     variable: str, value: str, expected: str
 ) -> None:
-    result = run([sys.executable, "-m", "contextsvc.devenv", "status"], {variable: value})
+    result = run([sys.executable, "-m", "devenv", "status"], {variable: value})
 
     assert result.returncode == 2
     assert result.stderr == f"[devenv] error: {expected}\n"

@@ -16,7 +16,7 @@ import pytest
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC, SANDBOX
-from contextsvc.testenv import ClusterHandle, seed_demo
+from testenv import ClusterHandle, seed_demo
 from tests.support.api import issue_token
 from tests.support.contextctl import GO_USER_AGENT, Contextctl
 from tests.support.kube import NOTHING, make_pvc, make_warm_pool, pool_objects

@@ -12,7 +12,7 @@ from tests.support.processes import wait_until
 
 SUPERVISE = """
 import sys
-from contextsvc.devenv.supervisor import ProcessSpec, run_all
+from devenv.supervisor import ProcessSpec, run_all
 crash = [sys.executable, "-c", "import sys; open(sys.argv[1], 'a').write('x'); sys.exit(3)", sys.argv[1]]
 steady = [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(600)"]
 sys.exit(run_all([ProcessSpec("crashy", crash), ProcessSpec("steady", steady)], {}))

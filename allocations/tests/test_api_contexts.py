@@ -14,7 +14,7 @@ from allocations.tests.factories import ContextResourceFactory
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC
-from contextsvc.testenv import ClusterHandle
+from testenv import ClusterHandle
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import frozen_apiserver, make_pvc
 from tests.support.processes import wait_until

@@ -12,7 +12,7 @@ from django.utils import timezone
 from approvals import notifications, services
 from approvals.models import ApprovalRequest, Delivery
 from approvals.selectors import approval_review_json
-from contextsvc.celery import app as celery_app
+from config.celery import app as celery_app
 from contextsvc.core.models import AuditEntry
 from contextsvc.core.users import ensure_role_groups, user_set_role
 from profiles.tests.factories import SandboxProfileFactory

@@ -14,7 +14,7 @@ import pytest
 
 from approvals.models import ApprovalRequest, Status
 from contextsvc.core.models import AuditEntry
-from contextsvc.devenv.system import REPO_DIR
+from devenv.system import REPO_DIR
 from tests.support.api import decide_over_http, issue_token
 from tests.support.processes import wait_until
 

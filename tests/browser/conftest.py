@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from contextsvc.core.users import ensure_role_groups, user_set_role
-from contextsvc.devenv.system import REPO_DIR, apt_install
+from devenv.system import REPO_DIR, apt_install
 
 SCREENSHOTS = REPO_DIR / ".local" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from contextsvc.testenv import cluster
+from testenv import cluster
 
 pytestmark = pytest.mark.cluster
 

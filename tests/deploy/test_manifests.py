@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from contextsvc.devenv.system import REPO_DIR
-from contextsvc.testenv import build, create_namespace
+from devenv.system import REPO_DIR
+from testenv import build, create_namespace
 
 pytestmark = pytest.mark.cluster
 

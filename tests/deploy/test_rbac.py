@@ -20,13 +20,13 @@ from allocations import services as allocation_services
 from allocations.models import Phase
 from allocations.requests import PoolRequest
 from approvals import services as approval_services
-from contextsvc.celery import app as celery_app
+from config.celery import app as celery_app
 from contextsvc.core import capabilities
-from contextsvc.devenv.system import REPO_DIR
 from contextsvc.kube import access
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX, SANDBOX_CLAIM
 from contextsvc.kube.objects.labels import pool_selector
+from devenv.system import REPO_DIR
 from profiles.services import profile_save
 from tests.support.kube import make_pvc, make_warm_pool, wait_for_phase
 from tests.support.processes import ManagedProcess, celery_argv, child_env, manage_argv, wait_until
@@ -95,7 +95,7 @@ def service_account_kubeconfig(kube_cluster: Any, namespace: str, tmp_path: Path
     holding a token of the context-service ServiceAccount."""
     from kubernetes import client
 
-    from contextsvc.testenv import create_namespace
+    from testenv import create_namespace
 
     create_namespace("context-service", kubeconfig=kube_cluster.kubeconfig)
     docs = [doc for doc in yaml.safe_load_all(RBAC.read_text()) if doc]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from contextsvc.devenv.services import Postgres
+from devenv.services import Postgres
 from tests.support.postgres import SuitePostgres
 
 

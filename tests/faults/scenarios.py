@@ -21,7 +21,7 @@ from contextsvc.kube.objects.fields import labels_of
 from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX
 from contextsvc.kube.objects.labels import POOL_LABEL
 from contextsvc.kube.objects.names import dedicated_pvc_name, network_policy_name, sandbox_name
-from contextsvc.testenv import ClusterHandle
+from testenv import ClusterHandle
 from tests.support.api import issue_token
 from tests.support.kube import pool_objects
 from tests.support.processes import ManagedProcess, wait_until

@@ -16,8 +16,8 @@ import pytest
 
 from approvals.models import ApprovalRequest
 from contextsvc.core.models import AuditEntry
-from contextsvc.devenv.system import free_port
 from cs_agent import ApprovalClient
+from devenv.system import free_port
 from profiles.tests.factories import SandboxProfileFactory
 from tests.support.api import decide_over_http, issue_token
 from tests.support.processes import ManagedProcess, child_env, manage_argv

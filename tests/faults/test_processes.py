@@ -23,8 +23,8 @@ from django.db import connection
 
 from allocations.models import ACTIVE_PHASES, Allocation, Phase
 from contextsvc.core import locks
-from contextsvc.devenv.system import free_port
-from contextsvc.testenv import ClusterHandle
+from devenv.system import free_port
+from testenv import ClusterHandle
 from tests.faults.scenarios import (
     FAST_RESYNC,
     Caller,

@@ -30,11 +30,11 @@ from django.test import override_settings
 
 from allocations.models import Phase
 from contextsvc.core import events
-from contextsvc.devenv.services import Redis
-from contextsvc.devenv.system import free_port, pid_alive, port_open
-from contextsvc.testenv import ClusterHandle
 from cs_agent import ApprovalClient
+from devenv.services import Redis
+from devenv.system import free_port, pid_alive, port_open
 from profiles.tests.factories import SandboxProfileFactory
+from testenv import ClusterHandle
 from tests.faults.scenarios import (
     FAST_RESYNC,
     Caller,

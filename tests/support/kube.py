@@ -22,7 +22,7 @@ from contextsvc.kube.objects.kinds import (
     ApiKind,
 )
 from contextsvc.kube.objects.labels import managed_pool_selector, pool_selector
-from contextsvc.testenv import ClusterHandle
+from testenv import ClusterHandle
 from tests.support.processes import wait_until
 
 # Fixtures are made with the cluster admin's rights, as the caller's platform would make

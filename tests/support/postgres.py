@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from django.db import connections
 
-from contextsvc.devenv.services import Postgres
+from devenv.services import Postgres
 
 
 class SuitePostgres:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from contextsvc.devenv.system import REPO_DIR, free_port, port_open, terminate_pid
+from devenv.system import REPO_DIR, free_port, port_open, terminate_pid
 
 # One directory per parallel test process (pytest-xdist's gw1, …; gw0 and a serial run
 # share the first): their processes have the same names.
@@ -58,7 +58,7 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "contextsvc.settings.test",
+            "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "DATABASE_URL": children_database_url(),
             "REDIS_URL": settings.REDIS_URL,
             "CS_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
@@ -147,7 +147,7 @@ def paused(process: ManagedProcess) -> Iterator[None]:
 
 
 def celery_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "contextsvc", *args]
+    return [sys.executable, "-m", "celery", "-A", "config", *args]
 
 
 def manage_argv(*args: str) -> list[str]:

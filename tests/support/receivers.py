@@ -16,7 +16,7 @@ from typing import Any
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from contextsvc.devenv.system import free_port
+from devenv.system import free_port
 from tests.support.processes import wait_until
 
 

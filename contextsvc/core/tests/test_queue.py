@@ -11,7 +11,7 @@ from django.conf import settings
 
 from allocations import queue as allocation_queue
 from approvals import queue as approval_queue
-from contextsvc.celery import app
+from config.celery import app
 from contextsvc.core import locks, queue
 from profiles import queue as profile_queue
 from workspaces import queue as workspace_queue

@@ -21,7 +21,7 @@ class Command(BaseCommand):
         if not sep or not port.isdigit():
             raise CommandError(f"--bind must be HOST:PORT, got {options['bind']!r}")
         uvicorn.run(
-            "contextsvc.asgi:application",
+            "config.asgi:application",
             host=host.strip("[]"),
             port=int(port),
             workers=options["workers"],

@@ -361,6 +361,6 @@ def all_built() -> bool:
 
 
 if __name__ == "__main__":
-    # Run as a file (``python3 contextsvc/testenv/build.py``) it needs neither the project's
+    # Run as a file (``python3 testenv/build.py``) it needs neither the project's
     # virtualenv nor its package: ``make test`` builds while it installs and checks the rest.
     ensure_built()

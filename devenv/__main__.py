@@ -1,4 +1,4 @@
-"""``python -m contextsvc.devenv up|down|status|run -- CMD|stack``.
+"""``python -m devenv up|down|status|run -- CMD|stack``.
 
 up       start the private PostgreSQL and Redis (unless DATABASE_URL / REDIS_URL are set)
 down     stop them
@@ -16,12 +16,12 @@ import os
 import subprocess
 import sys
 
-from contextsvc.devenv import services
-from contextsvc.devenv.stack import run_stack
-from contextsvc.devenv.system import DevEnvError, say
 from contextsvc.env import ConfigError
-from contextsvc.testenv.build import BuildError
-from contextsvc.testenv.cluster import ClusterError
+from devenv import services
+from devenv.stack import run_stack
+from devenv.system import DevEnvError, say
+from testenv.build import BuildError
+from testenv.cluster import ClusterError
 
 
 def _env_with_services() -> dict[str, str]:
@@ -66,7 +66,7 @@ def cmd_stack(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m contextsvc.devenv",
+        prog="python -m devenv",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -2,7 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from contextsvc import health, metrics
+from config import metrics
+from contextsvc import health
 from contextsvc.core.openapi import ApiDocsView
 
 urlpatterns = [

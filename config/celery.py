@@ -1,4 +1,4 @@
-"""The Celery application: ``celery -A contextsvc worker`` / ``celery -A contextsvc beat``."""
+"""The Celery application: ``celery -A config worker`` / ``celery -A config beat``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.conf import settings
 
 from contextsvc.env import ConfigError
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.local")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("contextsvc")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -21,7 +21,7 @@ app.autodiscover_tasks()
 @worker_ready.connect
 def _report_at_start(**kwargs: object) -> None:
     """Show a new worker on the dashboard at once, not at beat's next heartbeat."""
-    # Imported here: this module is loaded before Django's apps (contextsvc/__init__.py).
+    # Imported here: this module is loaded before Django's apps (config/__init__.py).
     from contextsvc.core.models import ProcessHeartbeat
     from contextsvc.core.services import heartbeat_record
 

@@ -52,10 +52,10 @@ from kubernetes.client.rest import ApiException
 
 from contextsvc.env import env_float
 from contextsvc.kube.objects.hardening import harden
-from contextsvc.testenv import build
-from contextsvc.testenv.build import say
+from testenv import build
+from testenv.build import say
 
-REPO_DIR = Path(__file__).resolve().parents[2]
+REPO_DIR = Path(__file__).resolve().parents[1]
 # A pytest-xdist worker gwN is instance N unless told otherwise: each of the suite's
 # parallel processes gets a control plane of its own.
 INSTANCE = int(
@@ -853,16 +853,18 @@ def _sandbox_controller(
     return args, env
 
 
-def _provisioner_args(kubeconfigs: dict[str, Path]) -> list[str]:
-    # Run as a plain script (not ``-m``): it needs only the kubernetes client, and this way
-    # it does not import the Django project package.
-    return [
+def _provisioner_args(kubeconfigs: dict[str, Path]) -> tuple[list[str], dict[str, str]]:
+    # A module of this checkout (it runs in the state directory): it imports the kubernetes
+    # client and the kernel's quantity parser, never Django.
+    args = [
         sys.executable,
-        str(Path(__file__).with_name("provisioner.py")),
+        "-m",
+        "testenv.provisioner",
         f"--kubeconfig={kubeconfigs['provisioner']}",
         f"--provisioner={PROVISIONER_NAME}",
         f"--ready-file={STATE_DIR / 'provisioner.ready'}",
     ]
+    return args, {"PYTHONPATH": str(REPO_DIR)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -1003,7 +1005,7 @@ def _start(bins: dict[str, Path]) -> ClusterState:
             state.pids,
         )
         launch("kube-scheduler", _scheduler_args(bins, kubeconfigs))
-        launch("provisioner", _provisioner_args(kubeconfigs))
+        launch("provisioner", *_provisioner_args(kubeconfigs))
         with api_client() as api:
             crd_names = _apply_crds(api)
             _setup_objects(api)

@@ -1,12 +1,12 @@
 """Development settings: DEBUG on, the project-local services as defaults."""
 
-from contextsvc.settings._localenv import load_local_defaults
+from config.settings._localenv import load_local_defaults
 
 load_local_defaults()
 
+from config.settings.base import *  # noqa: E402, F403
+from config.settings.base import REST_FRAMEWORK  # noqa: E402
 from contextsvc.env import env_networks, env_str  # noqa: E402
-from contextsvc.settings.base import *  # noqa: E402, F403
-from contextsvc.settings.base import REST_FRAMEWORK  # noqa: E402
 
 DEBUG = True
 # A fixed key is fine on a laptop: production settings refuse to start without a real one.

@@ -1,14 +1,15 @@
 """A fake dynamic volume provisioner (and resizer) for the test cluster.
 
-Run as a script by ``cluster.py``: it needs only the ``kubernetes`` client and does not
-import the project package. For every Pending PersistentVolumeClaim whose StorageClass
-names our provisioner it creates a PersistentVolume pre-bound to the claim through
-``spec.claimRef`` (a hostPath volume with a made-up path that nothing ever mounts); the
-real PV binder in kube-controller-manager then binds the two, as with a real external
-provisioner. A PV of ours that becomes Released is deleted (reclaim policy Delete). A
-bound claim whose request grows (allowed only for classes with ``allowVolumeExpansion``,
-which the API server's admission enforces) gets its PV and its status capacity raised,
-which is what an external resizer does for a volume that needs no node-side expansion.
+Run by ``cluster.py`` (``python -m testenv.provisioner``): it needs only the ``kubernetes``
+client and the kernel's quantity parser, never Django. For every Pending
+PersistentVolumeClaim whose StorageClass names our provisioner it creates a PersistentVolume
+pre-bound to the claim through ``spec.claimRef`` (a hostPath volume with a made-up path that
+nothing ever mounts); the real PV binder in kube-controller-manager then binds the two, as
+with a real external provisioner. A PV of ours that becomes Released is deleted (reclaim
+policy Delete). A bound claim whose request grows (allowed only for classes with
+``allowVolumeExpansion``, which the API server's admission enforces) gets its PV and its
+status capacity raised, which is what an external resizer does for a volume that needs no
+node-side expansion.
 
 Any access mode is accepted, so one class serves ReadWriteOnce and ReadWriteMany alike.
 """
@@ -16,52 +17,21 @@ Any access mode is accepted, so one class serves ReadWriteOnce and ReadWriteMany
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from contextsvc.quantity import parse_quantity
+
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 FAKE_ROOT = "/nonexistent/context-service-testenv"
-
-_SUFFIXES: dict[str, Decimal | int] = {
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": 1,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(?:([eE][+-]?[0-9]+)|([a-zA-Z]*))$")
-
-
-def parse_quantity(text: str) -> Decimal:
-    """A Kubernetes resource quantity ("10Gi", "500M", "1e3") as a number."""
-    match = _QUANTITY.match(str(text).strip())
-    if not match or (match.group(3) or "") not in _SUFFIXES:
-        raise ValueError(f"not a quantity: {text!r}")
-    number = Decimal(match.group(1))
-    if match.group(2):
-        return number * Decimal(10) ** int(match.group(2)[1:])
-    return number * _SUFFIXES[match.group(3) or ""]
 
 
 def log(message: str) -> None:

@@ -1,6 +1,6 @@
 """Defaults for development and tests: the project-local PostgreSQL, Redis and cluster.
 
-``python -m contextsvc.devenv up`` writes ``.local/services.env`` with the URLs of the
+``python -m devenv up`` writes ``.local/services.env`` with the URLs of the
 private instances it started. Local and test settings read it so that ``manage.py`` works
 without exporting anything; variables already set in the environment always win.
 Production settings never read this file.

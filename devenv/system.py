@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO_DIR = Path(__file__).resolve().parent.parent.parent
+REPO_DIR = Path(__file__).resolve().parent.parent
 LOCAL_DIR = Path(os.environ.get("CS_LOCAL_DIR", str(REPO_DIR / ".local")))
 
 

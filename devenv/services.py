@@ -15,7 +15,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from contextsvc.devenv.system import (
+from contextsvc.env import env_int
+from devenv.system import (
     LOCAL_DIR,
     DevEnvError,
     apt_install,
@@ -28,7 +29,6 @@ from contextsvc.devenv.system import (
     wait_for_port,
     which_or_install,
 )
-from contextsvc.env import env_int
 
 DB_NAME = "contextsvc"
 DB_USER = "contextsvc"
@@ -354,7 +354,7 @@ def up() -> Started:
         **{k: v for k, v in previous.items() if k not in {"DATABASE_URL", "REDIS_URL"}},
         **env,
     }
-    _write_env_file(SERVICES_ENV, merged, "written by python -m contextsvc.devenv; do not edit")
+    _write_env_file(SERVICES_ENV, merged, "written by python -m devenv; do not edit")
     return started
 
 
@@ -373,7 +373,7 @@ def set_env_value(key: str, value: str | None) -> None:
         values.pop(key, None)
     else:
         values[key] = value
-    _write_env_file(SERVICES_ENV, values, "written by python -m contextsvc.devenv; do not edit")
+    _write_env_file(SERVICES_ENV, values, "written by python -m devenv; do not edit")
 
 
 def local_env() -> dict[str, str]:

@@ -3,7 +3,7 @@
 There is deliberately no in-memory channel layer, no SQLite and no eager Celery here.
 """
 
-from contextsvc.settings._localenv import load_local_defaults
+from config.settings._localenv import load_local_defaults
 
 load_local_defaults()
 
@@ -18,8 +18,8 @@ if (_worker := os.environ.get("PYTEST_XDIST_WORKER")) and os.environ.get("REDIS_
     _db = 1 + int(_worker.removeprefix("gw") or 0)
     os.environ["REDIS_URL"] = urlunsplit(urlsplit(os.environ["REDIS_URL"])._replace(path=f"/{_db}"))
 
+from config.settings.base import *  # noqa: E402, F403
 from contextsvc.env import env_float, env_list, env_networks, env_str  # noqa: E402
-from contextsvc.settings.base import *  # noqa: E402, F403
 
 DEBUG = False
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "django-insecure-test-only-key")

@@ -1,4 +1,4 @@
-"""``python -m contextsvc.testenv build|up|down|status|kubeconfig|seed-demo``.
+"""``python -m testenv build|up|down|status|kubeconfig|seed-demo``.
 
 build       build the pinned binaries into the cache (``--force`` rebuilds)
 up          build if needed, start the control plane (or reuse a healthy one from this repo),
@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from contextsvc.env import ConfigError
-from contextsvc.testenv import build, cluster
+from testenv import build, cluster
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -64,7 +64,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_kubeconfig(args: argparse.Namespace) -> int:
     if cluster.running_state() is None:
-        build.say("no healthy cluster is running; start one with 'python -m contextsvc.testenv up'")
+        build.say("no healthy cluster is running; start one with 'python -m testenv up'")
         return 1
     print(cluster.KUBECONFIG)
     return 0
@@ -72,7 +72,7 @@ def cmd_kubeconfig(args: argparse.Namespace) -> int:
 
 def cmd_seed_demo(args: argparse.Namespace) -> int:
     if cluster.running_state() is None:
-        build.say("no healthy cluster is running; start one with 'python -m contextsvc.testenv up'")
+        build.say("no healthy cluster is running; start one with 'python -m testenv up'")
         return 1
     cluster.seed_demo(cluster.KUBECONFIG, args.namespace)
     build.say(f"seeded namespace {args.namespace}: SandboxTemplate demo, SandboxWarmPool demo (2)")
@@ -80,7 +80,7 @@ def cmd_seed_demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m contextsvc.testenv", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testenv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p_build = sub.add_parser("build", help="build the binaries")
     p_build.add_argument("--force", action="store_true", help="rebuild even if cached")

@@ -8,7 +8,7 @@ from typing import Any
 
 import django
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.local")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 # Django must be set up before anything imports models (the WebSocket routes do).
 django.setup(set_prefix=False)
 

@@ -3,7 +3,7 @@
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes) and the
 agent-sandbox controller are built from the Go module proxy into a cache outside the repo
 (``build.py``) and run as local processes (``cluster.py``); ``provisioner.py`` fakes
-dynamic volume provisioning. CLI: ``python -m contextsvc.testenv
+dynamic volume provisioning. CLI: ``python -m testenv
 build|up|down|status|kubeconfig|seed-demo``.
 
 Typical use from a pytest session fixture::
@@ -22,7 +22,7 @@ Importing this package needs no Django settings; it uses the ``kubernetes`` clie
 PyYAML and ``cryptography`` (the project package ``contextsvc`` itself imports Celery).
 """
 
-from contextsvc.testenv.cluster import (
+from testenv.cluster import (
     KUBECONFIG,
     ClusterError,
     ClusterHandle,

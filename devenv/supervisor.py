@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
-from contextsvc.devenv.system import terminate_pid
+from devenv.system import terminate_pid
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Production settings: no defaults for secrets, HTTPS-only cookies, JSON logs."""
 
+from config.settings.base import *  # noqa: F403
+from config.settings.base import LOGGING
 from contextsvc.env import (
     ConfigError,
     check_public_url,
@@ -8,8 +10,6 @@ from contextsvc.env import (
     env_list,
     env_str,
 )
-from contextsvc.settings.base import *  # noqa: F403
-from contextsvc.settings.base import LOGGING
 
 DEBUG = False
 SECRET_KEY = env_str("DJANGO_SECRET_KEY")

@@ -6,10 +6,10 @@ import os
 import subprocess
 import sys
 
-from contextsvc.devenv import services
-from contextsvc.devenv.supervisor import ProcessSpec, run_all
-from contextsvc.devenv.system import REPO_DIR, say
-from contextsvc.testenv import ensure_cluster, seed_demo
+from devenv import services
+from devenv.supervisor import ProcessSpec, run_all
+from devenv.system import REPO_DIR, say
+from testenv import ensure_cluster, seed_demo
 
 
 def _manage(*args: str) -> list[str]:
@@ -17,7 +17,7 @@ def _manage(*args: str) -> list[str]:
 
 
 def _celery(*args: str) -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "contextsvc", *args]
+    return [sys.executable, "-m", "celery", "-A", "config", *args]
 
 
 def process_specs(bind: str) -> list[ProcessSpec]:
@@ -38,7 +38,7 @@ def run_stack(*, bind: str) -> int:
             services.set_env_value("KUBECONFIG", str(cluster.kubeconfig))
             seed_demo(cluster.kubeconfig)
         env = {**services.local_env(), **os.environ}
-        env.setdefault("DJANGO_SETTINGS_MODULE", "contextsvc.settings.local")
+        env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
         subprocess.run(_manage("migrate", "--no-input"), env=env, check=True)
         subprocess.run(
             _manage("ensure_admin", "--login-url", f"http://{bind}/login/"), env=env, check=True

@@ -1,0 +1,75 @@
+"""The allocations' series of ``/metrics``: allocations by phase, the time to ready and to
+each readiness phase, warm-pool claims, reconcile errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from allocations import selectors
+from contextsvc.core.metrics import histogram
+
+READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+
+
+class AllocationCollector:
+    def collect(self) -> Iterator[Any]:
+        phases = GaugeMetricFamily(
+            "contextsvc_allocations", "Allocations by phase.", labels=["phase"]
+        )
+        for phase, count in selectors.allocation_phase_counts().items():
+            phases.add_metric([phase], count)
+        yield phases
+
+        buckets, seconds = histogram(
+            selectors.allocations_requested(),
+            "requested_at",
+            "ready_at",
+            READY_BUCKETS,
+        )
+        yield HistogramMetricFamily(
+            "contextsvc_allocation_time_to_ready_seconds",
+            "Request to ready, every allocation that became ready.",
+            buckets=buckets,
+            sum_value=seconds,
+        )
+        by_phase = HistogramMetricFamily(
+            "contextsvc_allocation_phase_seconds",
+            "Request to each readiness phase (objects created, volumes bound, Pods scheduled, "
+            "claims bound, ready), every allocation that reached it.",
+            labels=["phase"],
+        )
+        for phase, field in selectors.PHASE_FIELDS:
+            buckets, seconds = histogram(
+                selectors.allocations_requested(), "requested_at", field, READY_BUCKETS
+            )
+            by_phase.add_metric([phase], buckets, seconds)
+        yield by_phase
+        claims = CounterMetricFamily(
+            "contextsvc_warm_pool_claims",
+            "Claims bound per warm pool, by whether they took a warm Sandbox or cold-started.",
+            labels=["namespace", "pool", "origin"],
+        )
+        hits = GaugeMetricFamily(
+            "contextsvc_warm_pool_hit_ratio",
+            "Share of a warm pool's bound claims that took a warm Sandbox.",
+            labels=["namespace", "pool"],
+        )
+        for namespace, pool, warm, cold in selectors.warm_claim_counts():
+            claims.add_metric([namespace, pool, "warm"], warm)
+            claims.add_metric([namespace, pool, "cold"], cold)
+            if warm + cold:
+                hits.add_metric([namespace, pool], warm / (warm + cold))
+        yield claims
+        yield hits
+
+        errors = CounterMetricFamily(
+            "contextsvc_reconcile_errors", "Reconcile failures by reason.", labels=["reason"]
+        )
+        retries, failed = selectors.reconcile_error_counts()
+        errors.add_metric(["transient"], retries)
+        for reason, count in failed:
+            errors.add_metric([reason], count)
+        yield errors

@@ -1,0 +1,91 @@
+"""The approvals' series of ``/metrics``: what waits for a human, how long decisions take,
+and who decides what (rules at once, people later, grants, escalations, messages sent)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from approvals import selectors
+from contextsvc.core.metrics import histogram
+
+DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
+
+
+class ApprovalCollector:
+    def collect(self) -> Iterator[Any]:
+        yield GaugeMetricFamily(
+            "contextsvc_approvals_pending",
+            "Operations waiting for a human.",
+            value=selectors.approvals_pending_count(),
+        )
+        buckets, seconds = histogram(
+            selectors.approvals_decided(),
+            "created_at",
+            "decided_at",
+            DECISION_BUCKETS,
+        )
+        yield HistogramMetricFamily(
+            "contextsvc_approval_decision_latency_seconds",
+            "Request to human decision, every approval or denial.",
+            buckets=buckets,
+            sum_value=seconds,
+        )
+
+        yield from _analytics()
+
+
+def _analytics() -> Iterator[Any]:
+    """Who decides what: rules at once, people later, the grants they made, escalations
+    and the messages sent (the approvals analytics page shows the same counts)."""
+    rules = CounterMetricFamily(
+        "contextsvc_rule_decisions",
+        "Operations a rule decided at once, by agent type, decision and rule.",
+        labels=["agent_type", "decision", "rule"],
+    )
+    for row in selectors.rule_decision_counts():
+        rules.add_metric([row.agent_type, row.decision, row.rule], row.count)
+    yield rules
+    outcomes = CounterMetricFamily(
+        "contextsvc_approval_outcomes",
+        "Requests people finished (or let expire), by agent type and outcome.",
+        labels=["agent_type", "outcome"],
+    )
+    for agent_type, outcome, count in selectors.outcome_counts():
+        outcomes.add_metric([agent_type, outcome], count)
+    yield outcomes
+    grants = CounterMetricFamily(
+        "contextsvc_grant_hits",
+        "Operations each grant (approve and allow similar) allowed.",
+        labels=["grant", "agent_type", "scope", "rule"],
+    )
+    for grant in selectors.grants_by_hits():
+        grants.add_metric([str(grant.pk), grant.agent_type, grant.scope, grant.rule], grant.hits)
+    yield grants
+    escalations = CounterMetricFamily(
+        "contextsvc_approval_escalations",
+        "Requests escalated to their agent type's escalation group.",
+        labels=["agent_type"],
+    )
+    for agent_type, count in selectors.escalation_counts():
+        escalations.add_metric([agent_type], count)
+    yield escalations
+    refused = CounterMetricFamily(
+        "contextsvc_executor_refused_effects",
+        "Effects an executor's sandbox refused a command (a read, write or network access it "
+        "was not judged to have), by agent type and action: evidence of a rule-engine misreading.",
+        labels=["agent_type", "action"],
+    )
+    for agent_type, action, count in selectors.refused_effect_counts():
+        refused.add_metric([agent_type, action], count)
+    yield refused
+    deliveries = GaugeMetricFamily(
+        "contextsvc_notification_deliveries",
+        "Notification messages by medium and status (pending ones are still being tried).",
+        labels=["medium", "status"],
+    )
+    for medium, status, count in selectors.delivery_counts():
+        deliveries.add_metric([medium, status], count)
+    yield deliveries

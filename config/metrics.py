@@ -1,0 +1,58 @@
+"""``/metrics`` in the Prometheus text format, computed from PostgreSQL at scrape time, so
+every web replica answers the same and nothing is lost when a process restarts. Histograms
+and counters count every row ever recorded (rows are kept), so they only grow, as
+Prometheus' ``rate()`` and ``histogram_quantile()`` expect.
+
+Each app's ``metrics.py`` holds its own series; ``COLLECTORS`` is the registry of them.
+Needs a bearer token with the ``read`` scope (Prometheus: ``authorization: credentials``).
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from allocations.metrics import AllocationCollector
+from approvals.metrics import ApprovalCollector
+from contextsvc.core.auth import SH_AUTH_HEADER, InvalidCredentials, principal_from_headers
+from contextsvc.core.models import Scope
+from workspaces.metrics import WorkspaceCollector
+
+COLLECTORS = (WorkspaceCollector, AllocationCollector, ApprovalCollector)
+
+
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    try:
+        found = principal_from_headers(
+            authorization=request.headers.get("Authorization", ""),
+            sh_auth=request.headers.get(SH_AUTH_HEADER, ""),
+        )
+    except InvalidCredentials as exc:
+        return _unauthorized(str(exc))
+    if found is None:
+        return _unauthorized("a token with the read scope is required")
+    if not found[0].scopes & {Scope.READ, Scope.ADMIN}:
+        return JsonResponse(
+            {
+                "error": "forbidden",
+                "message": "this credential lacks the scope this endpoint needs",
+            },
+            status=403,
+        )
+    registry = CollectorRegistry()
+    for collector in COLLECTORS:
+        registry.register(collector())
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+
+
+def _unauthorized(message: str) -> JsonResponse:
+    return JsonResponse(
+        {"error": "unauthorized", "message": message},
+        status=401,
+        headers={"WWW-Authenticate": 'Bearer realm="context-service"'},
+    )
