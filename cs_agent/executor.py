@@ -28,14 +28,15 @@ Isolation (the profile's ``executorIsolation``, sent back with every allow):
     No sandbox: the command runs in the context's directory with the limits only. The
     executor refuses it unless the agent also sets ``CS_EXECUTOR_ALLOW_NONE=1``.
 
-Limits: ``max_execution_time_seconds`` (the whole process tree is killed when it passes),
-``max_memory_mb`` and a process count (a cgroup of the run's own when the executor may
-create one, which also tells an out-of-memory kill apart; ``RLIMIT_AS``/``RLIMIT_NPROC``
-otherwise; the result says which applied) from the agent type's sources.json; ``/tmp`` is
-half the memory limit; the output is capped. The environment is scrubbed to
-``ENVIRONMENT`` plus the context's virtualenv, which the first ``pip install`` creates
-(``/workspace/<ctx>/.venv``, first on ``PATH`` from then on), and git's settings that keep a
-cloned repository from running its own code (``GIT_CONFIG``).
+Limits (``cs_agent.limits``): ``max_execution_time_seconds`` (the whole process tree is
+killed when it passes), ``max_memory_mb`` and a process count (a cgroup of the run's own
+when the executor may create one, which also tells an out-of-memory kill apart;
+``RLIMIT_AS``/``RLIMIT_NPROC`` otherwise; the result says which applied) from the agent
+type's sources.json; ``/tmp`` is half the memory limit; the output is capped. The
+environment (``cs_agent.environment``) is scrubbed to ``PASSED_THROUGH`` plus the context's
+virtualenv, which the first ``pip install`` creates (``/workspace/<ctx>/.venv``, first on
+``PATH`` from then on), and git's settings that keep a cloned repository from running its
+own code (``GIT_CONFIG``).
 
 Every run is reported back to the service (``POST /v1/runs``), which checks that the string
 run is the string judged and writes it to the audit log next to the decision.
@@ -56,7 +57,16 @@ from typing import IO, Any
 
 from cs_agent import sandbox
 from cs_agent.client import ApprovalClient, ApprovalError, Verdict
-from cs_agent.sandbox import SYSTEM_PATH, Plan, SandboxError
+from cs_agent.environment import command_environment
+from cs_agent.limits import (
+    DEFAULT_MAX_PROCESSES,
+    DEFAULT_OUTPUT_LIMIT,
+    VENV_LIMITS,
+    Cgroups,
+    Limits,
+    limited_argv,
+)
+from cs_agent.sandbox import Plan, SandboxError
 
 # Exit codes of ``python -m cs_agent run`` that are not the command's own (which, as in a
 # shell, is its status, or 128 + the signal that killed it).
@@ -65,53 +75,9 @@ EXIT_TIMED_OUT = 124  # as coreutils' timeout
 EXIT_MEMORY = 123
 EXIT_ERROR = 122
 
-DEFAULT_TIME_LIMIT = 300.0
-DEFAULT_MEMORY_MB = 2048
-DEFAULT_OUTPUT_LIMIT = 1024 * 1024
-DEFAULT_MAX_PROCESSES = 256
-# What a command sees of the environment: these, taken from the executor's own if set,
-# and nothing else (no tokens, no service URLs, no proxies, no PYTHON*/LD_* variables).
-PASSED_THROUGH = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
-# The first process: joins the run's cgroups (or lowers its own limits, which everything
-# it starts inherits), then becomes the sandbox. $1 cgroup.procs files (space-separated),
-# $2 the address-space limit (KiB, "" when a memory cgroup holds), $3 the process limit
-# ("" when a pids cgroup holds). Bash, not sh: dash has no "ulimit -u". A limit that
-# cannot be set stops the run before anything of the command starts.
-_LIMIT = r"""
-for procs in $1; do echo $$ > "$procs" || exit 122; done
-if [ -n "$2" ]; then ulimit -v "$2" || exit 122; fi
-if [ -n "$3" ]; then ulimit -u "$3" || exit 122; fi
-shift 3
-exec "$@"
-"""
-# git inside the sandbox never runs what a cloned repository configures: no hooks, no
-# fsmonitor command, no bare repository found by walking up from the working directory,
-# no ext:: transport (a command line as a URL).
-GIT_CONFIG = (
-    ("safe.bareRepository", "explicit"),
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", "/dev/null"),
-    ("protocol.ext.allow", "never"),
-)
-
 
 class ExecutorError(Exception):
     """The executor cannot run anything here (missing program, bad configuration)."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    time_seconds: float = DEFAULT_TIME_LIMIT
-    memory_mb: int = DEFAULT_MEMORY_MB
-    output_bytes: int = DEFAULT_OUTPUT_LIMIT
-
-    @classmethod
-    def from_execution(cls, execution: Mapping[str, Any], output_bytes: int) -> Limits:
-        return cls(
-            time_seconds=float(execution.get("timeLimitSeconds") or DEFAULT_TIME_LIMIT),
-            memory_mb=int(execution.get("memoryLimitMb") or DEFAULT_MEMORY_MB),
-            output_bytes=output_bytes,
-        )
 
 
 @dataclass(frozen=True)
@@ -150,9 +116,6 @@ class RunResult:
         }.get(self.outcome, EXIT_ERROR)
 
 
-VENV_LIMITS = Limits(time_seconds=120, memory_mb=1024)
-
-
 @dataclass
 class _Capture:
     """One output stream, kept up to ``limit`` bytes and counted past it."""
@@ -167,113 +130,6 @@ class _Capture:
             room = self.limit - len(self.data)
             if room > 0:
                 self.data += chunk[:room]
-
-
-class _Cgroup:
-    """A cgroup of the run's own under the executor's, when the executor may create one:
-    the kernel then holds the limit for every process in it, and says when it killed."""
-
-    def __init__(self, path: Path, version: int) -> None:
-        self.path = path
-        self.version = version
-
-    @classmethod
-    def create(cls, version: int, base: Path, settings: Mapping[str, str]) -> _Cgroup | None:
-        own = _own_cgroup(version, base.name)
-        if own is None:
-            return None
-        parent = base / own.lstrip("/")
-        first = next(iter(settings))  # the limit itself; the others where the kernel has them
-        if not (parent / "cgroup.procs").exists():
-            return None
-        path = parent / f"cs-executor-{os.getpid()}-{time.monotonic_ns()}"
-        try:
-            path.mkdir()
-        except OSError:
-            return None  # not ours to divide (the usual case in a Pod)
-        try:
-            for name, value in settings.items():
-                if name == first or (path / name).exists():
-                    (path / name).write_text(value)
-        except OSError:
-            path.rmdir()
-            return None
-        return cls(path, version)
-
-    @property
-    def procs(self) -> Path:
-        return self.path / "cgroup.procs"
-
-    def oom_killed(self) -> bool:
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
-        if not (self.path / name).exists():
-            return False
-        for line in (self.path / name).read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill" and int(value or 0) > 0:
-                return True
-        return False
-
-    def remove(self) -> None:
-        for _ in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.02)  # the last process is still leaving
-
-
-@dataclass
-class _Cgroups:
-    """The run's memory and process-count cgroups: one directory on cgroup v2, one per
-    controller's hierarchy on v1; either may be missing (rlimits then hold instead)."""
-
-    memory: _Cgroup | None = None
-    pids: _Cgroup | None = None
-
-    @classmethod
-    def create(cls, memory_bytes: int, processes: int) -> _Cgroups:
-        memory = {"memory.max": str(memory_bytes), "memory.swap.max": "0"}
-        pids = {"pids.max": str(processes)}
-        unified = _Cgroup.create(2, Path("/sys/fs/cgroup"), {**memory, **pids})
-        if unified is not None:
-            if (unified.path / "pids.max").exists():
-                return cls(unified, unified)
-            return cls(unified, _Cgroup.create(1, Path("/sys/fs/cgroup/pids"), pids))
-        return cls(
-            # Swap would let it run on past the limit instead of being stopped.
-            _Cgroup.create(
-                1,
-                Path("/sys/fs/cgroup/memory"),
-                {
-                    "memory.limit_in_bytes": str(memory_bytes),
-                    "memory.memsw.limit_in_bytes": str(memory_bytes),
-                },
-            ),
-            _Cgroup.create(1, Path("/sys/fs/cgroup/pids"), pids),
-        )
-
-    @property
-    def all(self) -> list[_Cgroup]:
-        return list({id(c): c for c in (self.memory, self.pids) if c is not None}.values())
-
-    def remove(self) -> None:
-        for cgroup in self.all:
-            cgroup.remove()
-
-
-def _own_cgroup(version: int, controller: str) -> str | None:
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if version == 2 and controllers == "":
-            return path
-        if version == 1 and controller in controllers.split(","):
-            return path
-    return None
 
 
 def _pip_installs(verdict: Verdict) -> bool:
@@ -472,24 +328,10 @@ class Executor:
         result = self._spawn(command, run, limits, venv=True)
         return _replace(result, verdict=verdict)
 
-    def _environment(self, context: Path, *, venv: bool) -> dict[str, str]:
-        env = {name: self.environ[name] for name in PASSED_THROUGH if name in self.environ}
-        path = SYSTEM_PATH
-        if venv and (context / ".venv" / "bin").is_dir():
-            env["VIRTUAL_ENV"] = str(context / ".venv")
-            path = f"{context / '.venv' / 'bin'}:{path}"
-        env.update({"PATH": path, "HOME": str(context), "PWD": str(context), "TMPDIR": "/tmp"})  # noqa: S108 - the sandbox's own
-        env.setdefault("LANG", "C.UTF-8")
-        env["GIT_CONFIG_COUNT"] = str(len(GIT_CONFIG))
-        for index, (key, value) in enumerate(GIT_CONFIG):
-            env[f"GIT_CONFIG_KEY_{index}"] = key
-            env[f"GIT_CONFIG_VALUE_{index}"] = value
-        return env
-
     def _spawn(self, command: str, run: _Run, limits: Limits, *, venv: bool) -> RunResult:
         memory = limits.memory_mb * 1024 * 1024
-        cgroups = _Cgroups.create(memory, self.max_processes) if self.memory_cgroups else _Cgroups()
-        env = self._environment(run.context, venv=venv)
+        cgroups = Cgroups.create(memory, self.max_processes) if self.memory_cgroups else Cgroups()
+        env = command_environment(self.environ, run.context, venv=venv)
         plan: Plan | None = None
         if run.isolation == "none":
             inner = ["/bin/bash", "-c", command]
@@ -508,16 +350,7 @@ class Executor:
             inner = sandbox.bwrap_argv(plan, command)
         # The limits apply before anything of the command starts: a shell joins the
         # cgroups (or lowers its own rlimits) and then becomes the sandbox.
-        limited = [
-            "/bin/bash",
-            "-c",
-            _LIMIT,
-            "cs-limit",
-            " ".join(str(cgroup.procs) for cgroup in cgroups.all),
-            "" if cgroups.memory is not None else str(memory // 1024),
-            "" if cgroups.pids is not None else str(self.max_processes),
-            *inner,
-        ]
+        limited = limited_argv(cgroups, memory, self.max_processes, inner)
         stdout, stderr = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
         started = time.monotonic()
         try:

@@ -21,7 +21,7 @@ from devenv import services
 from devenv.stack import run_stack
 from devenv.system import DevEnvError, say
 from testenv.build import BuildError
-from testenv.cluster import ClusterError
+from testenv.cluster.instance import ClusterError
 
 
 def _env_with_services() -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake nodes) and the
 agent-sandbox controller are built from the Go module proxy into a cache outside the repo
-(``build.py``) and run as local processes (``cluster.py``); ``provisioner.py`` fakes
+(``build.py``) and run as local processes (``cluster/``); ``provisioner.py`` fakes
 dynamic volume provisioning. CLI: ``python -m testenv
 build|up|down|status|kubeconfig|seed-demo``.
 
@@ -22,19 +22,11 @@ Importing this package needs no Django settings; it uses the ``kubernetes`` clie
 PyYAML and ``cryptography`` (the project package ``contextsvc`` itself imports Celery).
 """
 
-from testenv.cluster import (
-    KUBECONFIG,
-    ClusterError,
-    ClusterHandle,
-    api_client,
-    bare_apiserver,
-    create_namespace,
-    delete_namespace,
-    demo_template,
-    ensure_cluster,
-    seed_demo,
-    throwaway_namespace,
-)
+from testenv.cluster.client import api_client
+from testenv.cluster.demo import demo_template, seed_demo
+from testenv.cluster.handle import ClusterHandle, bare_apiserver, ensure_cluster
+from testenv.cluster.instance import KUBECONFIG, ClusterError
+from testenv.cluster.namespaces import create_namespace, delete_namespace, throwaway_namespace
 
 __all__ = (
     "KUBECONFIG",

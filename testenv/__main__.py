@@ -16,7 +16,10 @@ import argparse
 import sys
 
 from contextsvc.env import ConfigError
-from testenv import build, cluster
+from testenv import build
+from testenv.cluster.demo import seed_demo
+from testenv.cluster.instance import KUBECONFIG, ClusterError
+from testenv.cluster.lifecycle import down, running_state, status, up
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -33,15 +36,15 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    _state, started = cluster.up()
+    _state, started = up()
     if not started:
         build.say("a healthy cluster from this repo is already running; reusing it")
-    print(cluster.KUBECONFIG)
+    print(KUBECONFIG)
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    if cluster.down():
+    if down():
         build.say("cluster stopped")
     else:
         build.say("no cluster recorded; nothing to stop")
@@ -49,12 +52,12 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    state = cluster.running_state()
-    for name, text in cluster.status().items():
+    state = running_state()
+    for name, text in status().items():
         print(f"{name + ':':<26} {text}")
     print(f"{'healthy:':<26} {'yes' if state else 'no'}")
     if state:
-        print(f"{'kubeconfig:':<26} {cluster.KUBECONFIG}")
+        print(f"{'kubeconfig:':<26} {KUBECONFIG}")
         print(f"{'started:':<26} {state.started_at} (up in {state.startup_seconds}s)")
     for component in build.COMPONENTS:
         built = "built" if component.is_built() else "not built"
@@ -63,18 +66,18 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_kubeconfig(args: argparse.Namespace) -> int:
-    if cluster.running_state() is None:
+    if running_state() is None:
         build.say("no healthy cluster is running; start one with 'python -m testenv up'")
         return 1
-    print(cluster.KUBECONFIG)
+    print(KUBECONFIG)
     return 0
 
 
 def cmd_seed_demo(args: argparse.Namespace) -> int:
-    if cluster.running_state() is None:
+    if running_state() is None:
         build.say("no healthy cluster is running; start one with 'python -m testenv up'")
         return 1
-    cluster.seed_demo(cluster.KUBECONFIG, args.namespace)
+    seed_demo(KUBECONFIG, args.namespace)
     build.say(f"seeded namespace {args.namespace}: SandboxTemplate demo, SandboxWarmPool demo (2)")
     return 0
 
@@ -95,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (build.BuildError, cluster.ClusterError, ConfigError) as exc:
+    except (build.BuildError, ClusterError, ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

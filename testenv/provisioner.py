@@ -1,6 +1,6 @@
 """A fake dynamic volume provisioner (and resizer) for the test cluster.
 
-Run by ``cluster.py`` (``python -m testenv.provisioner``): it needs only the ``kubernetes``
+Run by the test cluster (``python -m testenv.provisioner``): it needs only the ``kubernetes``
 client and the kernel's quantity parser, never Django. For every Pending
 PersistentVolumeClaim whose StorageClass names our provisioner it creates a PersistentVolume
 pre-bound to the claim through ``spec.claimRef`` (a hostPath volume with a made-up path that

@@ -17,13 +17,13 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from testenv import cluster
+from testenv.cluster.instance import EXTENSIONS_GROUP, POD_CIDR, SANDBOX_GROUP
 
 pytestmark = pytest.mark.cluster
 
 T = TypeVar("T")
-GROUP, EXT_GROUP, VERSION = cluster.SANDBOX_GROUP, cluster.EXTENSIONS_GROUP, "v1beta1"
-POD_NETWORK = ipaddress.ip_network(cluster.POD_CIDR)
+GROUP, EXT_GROUP, VERSION = SANDBOX_GROUP, EXTENSIONS_GROUP, "v1beta1"
+POD_NETWORK = ipaddress.ip_network(POD_CIDR)
 IMAGE = "busybox:1.36"
 
 

@@ -17,7 +17,7 @@ from contextsvc.core import capabilities
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import AGENT_SANDBOX_VERSION, SANDBOX, SANDBOX_GROUP, ApiKind
 from testenv import bare_apiserver
-from testenv.cluster import sandbox_crds
+from testenv.cluster.bootstrap import sandbox_crds
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import admin_create
 from tests.support.unchanged import kept
