@@ -12,6 +12,7 @@ from django.conf import settings
 from allocations import queue as allocation_queue
 from approvals import queue as approval_queue
 from config.celery import app
+from contexts import queue as context_queue
 from contextsvc.core import locks, queue
 from profiles import queue as profile_queue
 from workspaces import queue as workspace_queue
@@ -32,6 +33,7 @@ def test_every_queued_name_is_a_registered_task_and_every_task_is_named_once() -
     registered = {name for name in app.tasks if not name.startswith("celery.")}
     named = (
         _names(allocation_queue)
+        | _names(context_queue)
         | _names(workspace_queue)
         | _names(profile_queue)
         | _names(approval_queue)
