@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
 from contexts import queue
-from contexts.models import ContextResource
+from contexts.models import ContextResource, ContextType
 from contexts.requests import ContextRequest
 from contextsvc.core import namespaces
 from contextsvc.core.errors import (
@@ -21,7 +21,7 @@ from contextsvc.core.errors import (
     kubernetes_failure,
 )
 from contextsvc.core.queue import RetryLater, backoff
-from contextsvc.core.services import audit_record
+from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.core.storage import check_storage_classes
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import name_of
@@ -29,14 +29,50 @@ from contextsvc.kube.objects.kinds import PVC
 from contextsvc.kube.objects.names import context_pvc_name
 from contextsvc.kube.objects.pvc import context_manifest_of, is_context_pvc, pvc_is_bound
 
-# The service's own actor, as when contexts were part of allocations (the audit log's
-# history reads the same).
-SYSTEM_ACTOR = "system:context-service"
 # A PVC leaves through its controller: poll that long at most before leaving the rest to
 # the watcher and the periodic resync (as an allocation's release does).
 DELETE_POLLS = 60
 # A context's PVC create that keeps failing transiently is given up after this many.
 CONTEXT_ATTEMPTS = 10
+
+
+def context_keep_artifacts(
+    *,
+    namespace: str,
+    name: str,
+    size: str,
+    access_mode: str,
+    storage_class: str,
+    requester: str,
+    from_allocation: str,
+) -> ContextResource | None:
+    """Record a released allocation's artifacts volume as a named context of type artifacts
+    (its PVC is relabelled by the release). In the caller's transaction; idempotent: None
+    when the context is there already."""
+    with transaction.atomic():
+        if (
+            ContextResource.objects.filter(namespace=namespace, name=name)
+            .exclude(status=ContextResource.Status.DELETED)
+            .exists()
+        ):
+            return None
+        context = ContextResource.objects.create(
+            namespace=namespace,
+            name=name,
+            type=ContextType.ARTIFACTS,
+            size=size,
+            access_mode=access_mode,
+            storage_class=storage_class,
+            requester=requester,
+        )
+        audit_record(
+            actor=SERVICE_ACTOR,
+            action="context.create",
+            target_type="context",
+            target=f"{namespace}/{name}",
+            payload={"type": "artifacts", "from_allocation": from_allocation},
+        )
+    return context
 
 
 @dataclass(frozen=True)
@@ -176,7 +212,7 @@ def _context_drop(context: ContextResource, *, reason: str) -> None:
         )
         if updated:
             audit_record(
-                actor=SYSTEM_ACTOR,
+                actor=SERVICE_ACTOR,
                 action="context.fail",
                 target_type="context",
                 target=f"{context.namespace}/{context.name}",
@@ -280,7 +316,7 @@ def context_fail(*, context_id: int, message: str) -> None:
         if updated:
             context = ContextResource.objects.get(pk=context_id)
             audit_record(
-                actor=SYSTEM_ACTOR,
+                actor=SERVICE_ACTOR,
                 action="context.fail",
                 target_type="context",
                 target=f"{context.namespace}/{context.name}",

@@ -20,9 +20,9 @@ from allocations.models import (
     AllocationEvent,
     Phase,
 )
-from allocations.services.timeline import SYSTEM_ACTOR, announce, record_event
+from allocations.services.timeline import announce, record_event
 from contextsvc.core.queue import RetryLater, backoff
-from contextsvc.core.services import audit_record
+from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.kube import client as kube
 
 
@@ -121,7 +121,7 @@ def locked_while_observed(allocation_id: int) -> Allocation | None:
 
 
 def allocation_fail(
-    *, allocation_id: int, reason: str, message: str, actor: str = SYSTEM_ACTOR
+    *, allocation_id: int, reason: str, message: str, actor: str = SERVICE_ACTOR
 ) -> bool:
     """Mark failed and roll back what was created. False when it had already ended.
 

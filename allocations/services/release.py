@@ -11,11 +11,11 @@ from django.utils import timezone
 
 from allocations import provisioning, queue
 from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, Phase
-from allocations.services.timeline import SYSTEM_ACTOR, announce, iso_time, record_event
-from contexts.models import ContextResource, ContextType
+from allocations.services.timeline import announce, iso_time, record_event
+from contexts.services import context_keep_artifacts
 from contextsvc.core.errors import NotFound
 from contextsvc.core.queue import RetryLater, backoff
-from contextsvc.core.services import audit_record
+from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC
 from contextsvc.kube.objects.names import artifacts_context_name, artifacts_pvc_name
@@ -68,7 +68,7 @@ def allocation_release(*, name: str, actor: str, expired: bool = False) -> Alloc
     return allocation
 
 
-def allocation_mark_released(*, allocation_id: int, actor: str = SYSTEM_ACTOR) -> bool:
+def allocation_mark_released(*, allocation_id: int, actor: str = SERVICE_ACTOR) -> bool:
     """Nothing of it is left in the cluster: the name is free again."""
     with transaction.atomic():
         allocation = (
@@ -103,32 +103,20 @@ def _retain_artifacts(allocation: Allocation, attempt: int) -> None:
     finds the row and the labels already there."""
     context_name = artifacts_context_name(allocation.name)
     with transaction.atomic():
-        context = (
-            ContextResource.objects.filter(namespace=allocation.namespace, name=context_name)
-            .exclude(status=ContextResource.Status.DELETED)
-            .first()
+        kept = context_keep_artifacts(
+            namespace=allocation.namespace,
+            name=context_name,
+            size=allocation.artifacts_size,
+            access_mode=allocation.artifacts_access_mode,
+            storage_class=allocation.artifacts_storage_class,
+            requester=allocation.requester,
+            from_allocation=allocation.name,
         )
-        if context is None:
-            context = ContextResource.objects.create(
-                namespace=allocation.namespace,
-                name=context_name,
-                type=ContextType.ARTIFACTS,
-                size=allocation.artifacts_size,
-                access_mode=allocation.artifacts_access_mode,
-                storage_class=allocation.artifacts_storage_class,
-                requester=allocation.requester,
-            )
+        if kept is not None:
             record_event(
                 allocation,
                 AllocationEvent.Kind.RETAINED,
                 f"artifacts kept as context {allocation.namespace}/{context_name}",
-            )
-            audit_record(
-                actor=SYSTEM_ACTOR,
-                action="context.create",
-                target_type="context",
-                target=f"{allocation.namespace}/{context_name}",
-                payload={"type": "artifacts", "from_allocation": allocation.name},
             )
     try:
         kube.patch_object(

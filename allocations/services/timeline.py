@@ -1,6 +1,6 @@
 """What every write of an allocation shares: its timeline events, the live announcement
-of its row (the dashboard's and ``?watch`` streams), the service's own actor in the audit
-log, and times written as the API writes them."""
+of its row (the dashboard's and ``?watch`` streams), and times written as the API writes
+them. (The service's own actor in the audit log is ``contextsvc.core.services.SERVICE_ACTOR``.)"""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from typing import Any
 from allocations.models import Allocation, AllocationEvent
 from allocations.selectors import allocation_row
 from contextsvc.core import events
-
-SYSTEM_ACTOR = "system:context-service"
 
 
 def announce(allocation: Allocation, event_type: str = "allocation.changed") -> None:

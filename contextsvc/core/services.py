@@ -18,6 +18,11 @@ from contextsvc.core.validators import is_dns1123_label
 HEARTBEAT_RETENTION = timedelta(days=1)
 
 
+# The service itself in the audit log (a reconcile, a release's last step, artifacts kept
+# as a context): one name for every app that acts on its own.
+SERVICE_ACTOR = "system:context-service"
+
+
 def audit_record(
     *, actor: str, action: str, target_type: str, target: str, payload: dict[str, Any] | None = None
 ) -> AuditEntry:
