@@ -533,6 +533,17 @@ def test_retained_artifacts_outlive_their_producer_and_a_consumer_mounts_them_re
     assert [(c["name"], c["type"], c["attachment"]["claimName"]) for c in listed] == [
         ("producer-artifacts", "artifacts", claim)
     ]
+    # Recorded once (a release runs its steps again until nothing is left), by the service.
+    assert list(
+        AuditEntry.objects.filter(
+            action="context.create", target=f"{namespace}/producer-artifacts"
+        ).values_list("actor", "payload")
+    ) == [("system:context-service", {"type": "artifacts", "from_allocation": "producer"})]
+    assert list(
+        AllocationEvent.objects.filter(
+            allocation__name="producer", kind=AllocationEvent.Kind.RETAINED
+        ).values_list("message", flat=True)
+    ) == [f"artifacts kept as context {namespace}/producer-artifacts"]
 
     consumer = created(
         api,
