@@ -22,14 +22,14 @@ from approvals import access, selectors, services
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
-from contextsvc.core.errors import Forbidden, InvalidRequest, NotFound
-from contextsvc.core.jsonbody import (
+from contextsvc.core.contract import (
     field,
     integer,
     read_json_object,
     reject_unknown_fields,
     text,
 )
+from contextsvc.core.errors import Forbidden, InvalidRequest, NotFound
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from rules.model import MAX_OPERATION_TEXT

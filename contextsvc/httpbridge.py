@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from contextsvc.core.jsonbody import TOO_BIG
+from contextsvc.core.contract import TOO_BIG
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from contextsvc.core import capabilities, openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
+from contextsvc.core.contract import read_json_object
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from profiles import selectors, services, v1

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextsvc.core import jsonbody
+from contextsvc.core import contract
+from contextsvc.core.contract import reject_unknown_fields
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import reject_unknown_fields
 from contextsvc.kube.objects import profile_warm_pool_name
 from profiles.models import SandboxProfile
 
@@ -49,7 +49,7 @@ def parse_profile(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         raise InvalidRequest("name must be a non-empty string")
     values: dict[str, Any] = {}
     for key, (model_field, type_name, python_type) in FIELDS.items():
-        value = jsonbody.field(body, key, python_type, described=type_name)
+        value = contract.field(body, key, python_type, described=type_name)
         if value is not None:
             values[model_field] = value
     template = body.get("template")

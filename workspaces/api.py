@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
+from contextsvc.core.contract import integer, read_json_object, reject_unknown_fields, text
 from contextsvc.core.errors import Forbidden
-from contextsvc.core.jsonbody import integer, read_json_object, reject_unknown_fields, text
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from contextsvc.quantity import format_bytes

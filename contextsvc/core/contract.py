@@ -1,0 +1,385 @@
+"""Each endpoint's request contract, declared once: the parser and the OpenAPI document
+both come from it.
+
+A ``Body`` lists an object's ``Field``s (JSON type, whether the document requires it, its
+JSON Schema constraints, the contract's message when it fails them). ``Body.decode`` reads a
+request body as the Go service's strict decoder did (unknown fields first, then each field's
+JSON type); ``Field.check`` applies the field's own constraints with its message, so what the
+document promises is what the parser takes; ``Body.serializer()`` is the same object as a DRF
+serializer for drf-spectacular (each field's schema verbatim). An app's specs live beside its
+views (``allocations/contract.py``...), and the views call them in the contract's order.
+
+Bodies themselves are read whatever the Content-Type says (the Go service did the same, and
+its callers rely on it), limited to 1 MiB, and refused when they are not one JSON object,
+have a duplicate key (two values for one field is ambiguous, so neither is trusted), or carry
+NaN/Infinity, which are not JSON. Strings holding NUL are refused too: PostgreSQL cannot
+store them, and no name, path or command a caller means contains one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
+from functools import cache
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import serializers
+
+from contextsvc.core.errors import InvalidRequest
+
+MAX_BODY_BYTES = 1024 * 1024
+TOO_BIG = "request body must not exceed 1 MiB"
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InvalidRequest(f"duplicate JSON field {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise InvalidRequest(f"malformed JSON: {name} is not a JSON value")
+
+
+def read_json_object(request: HttpRequest) -> dict[str, Any]:
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise InvalidRequest(TOO_BIG) from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise InvalidRequest(TOO_BIG)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidRequest("malformed JSON: the body is not UTF-8") from None
+    if not text.strip():
+        raise InvalidRequest("malformed JSON: the body is empty")
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(
+            f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise InvalidRequest("malformed JSON: nested too deeply") from None
+    if not isinstance(value, dict):
+        raise InvalidRequest("the body must be a JSON object")
+    _reject_nul(value, "")
+    return value
+
+
+def _reject_nul(value: Any, where: str) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidRequest(f'field "{where}" contains a NUL character')
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{where}.{key}" if where else key
+            if "\x00" in key:
+                raise InvalidRequest(f"a field name contains a NUL character: {path!r}")
+            _reject_nul(item, path)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_nul(item, f"{where}[{index}]")
+
+
+def reject_unknown_fields(
+    obj: dict[str, Any], known: set[str] | frozenset[str], where: str = ""
+) -> None:
+    """Name the first unknown field in the body's order, as the Go service's strict decoder
+    did (it stopped at the first one it met)."""
+    unknown = [key for key in obj if key not in known]
+    if unknown:
+        raise InvalidRequest(f'unknown field "{where}{unknown[0]}"')
+
+
+# --- Fields ---------------------------------------------------------------------------------
+# One reading of a field for every API: absent and null are the same (Go's zero value), and
+# the JSON type must be exact (in Python ``True`` is an int; in JSON true is no integer).
+
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    bool: "a boolean",
+    dict: "an object",
+    list: "an array",
+}
+
+
+def field(
+    body: dict[str, Any],
+    key: str,
+    expected: type,
+    *,
+    where: str = "",
+    required: bool = False,
+    described: str = "",
+) -> Any:
+    """The value of ``key`` (``None`` when absent or null) if it is of the JSON type
+    ``expected``; ``where`` prefixes the name in messages (``workspace.``)."""
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise InvalidRequest(f"{where}{key} is required")
+        return None
+    if type(value) is not expected:
+        raise InvalidRequest(f"{where}{key} must be {described or _TYPE_NAMES[expected]}")
+    return value
+
+
+def text(body: dict[str, Any], key: str, *, required: bool = False) -> str:
+    """A string field, ``""`` when absent; ``required`` refuses the empty string too."""
+    value: str = field(body, key, str) or ""
+    if required and not value:
+        raise InvalidRequest(f"{key} is required")
+    return value
+
+
+def integer(
+    body: dict[str, Any],
+    key: str,
+    *,
+    required: bool = False,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int | None:
+    value: int | None = field(body, key, int, required=required)
+    if value is not None and (
+        (minimum is not None and value < minimum) or (maximum is not None and value > maximum)
+    ):
+        raise InvalidRequest(f"{key} must be between {minimum} and {maximum}")
+    return value
+
+
+# --- Declared fields -------------------------------------------------------------------------
+
+_JSON_TYPES = {str: "string", int: "integer", bool: "boolean", dict: "object", list: "array"}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a request object.
+
+    ``schema`` holds its JSON Schema constraints (pattern, maxLength, minimum, maximum, enum,
+    format); unless ``test`` is given, ``check`` refuses a value that breaks them with
+    ``message``, so the document and the parser cannot disagree. ``test`` replaces them for a
+    rule no schema keyword says (a Kubernetes quantity is positive); the schema then only
+    describes it. ``required`` and ``nullable`` are the document's words: absent and null are
+    one thing to the parser (Go's zero value), and each endpoint says in its order what a
+    missing field means."""
+
+    name: str
+    type: type = str
+    required: bool = False
+    nullable: bool = False
+    help: str = ""
+    schema: Mapping[str, Any] = dataclass_field(default_factory=dict)
+    message: str = ""
+    test: Callable[[Any], bool] | None = None
+    body: Body | None = None  # a nested object
+    described: str = ""  # the JSON type in a decoding message, when not the usual words
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": _JSON_TYPES[self.type], **self.schema}
+        if self.type is int and "format" not in schema:
+            schema["format"] = "int64"
+        return schema
+
+    def ok(self, value: Any) -> bool:
+        """Whether a present value keeps to the field's constraints."""
+        if self.test is not None:
+            return self.test(value)
+        schema = self.schema
+        if "enum" in schema and value not in schema["enum"]:
+            return False
+        if isinstance(value, str):
+            if len(value) > schema.get("maxLength", len(value)):
+                return False
+            if len(value) < schema.get("minLength", 0):
+                return False
+            if "pattern" in schema and not _regex(schema["pattern"]).search(value):
+                return False
+        if isinstance(value, int) and not isinstance(value, bool):
+            if "minimum" in schema and value < schema["minimum"]:
+                return False
+            if "maximum" in schema and value > schema["maximum"]:
+                return False
+        return True
+
+    def check(self, value: Any) -> Any:
+        """``value`` when absent or within the constraints; else the field's message."""
+        if value is not None and not self.ok(value):
+            raise InvalidRequest(self.message or f"{self.name} is invalid")
+        return value
+
+    def but(self, **changes: Any) -> Field:
+        """The same field with some words changed (another variant's view of it)."""
+        return replace(self, **changes)
+
+
+@cache
+def _regex(pattern: str) -> re.Pattern[str]:
+    # JSON Schema's $ is the end of the string; Python's also matches before a final newline.
+    return re.compile(pattern[:-1] + r"\Z" if pattern.endswith("$") else pattern)
+
+
+@dataclass(frozen=True)
+class Body:
+    """A JSON object of a request: its fields, in the order their types are checked."""
+
+    component: str  # the document's name for it
+    fields: tuple[Field, ...]
+    description: str = ""
+    # Fields that are known (not refused as unknown) but that this view of the object does
+    # not document: another variant's (a warm-pool request does not describe workspaces).
+    also_known: frozenset[str] = frozenset()
+    # Pairs of fields that may not both be given, with the message when they are (checked
+    # where the endpoint's order says; the document says it with "not").
+    exclusive: tuple[tuple[str, str, str], ...] = ()
+    # The message for an empty object, when one is refused (a PATCH that changes nothing).
+    empty_message: str = ""
+
+    def __getitem__(self, name: str) -> Field:
+        for item in self.fields:
+            if item.name == name:
+                return item
+        raise KeyError(name)
+
+    @property
+    def known(self) -> frozenset[str]:
+        return frozenset(item.name for item in self.fields) | self.also_known
+
+    def decode(
+        self, body: dict[str, Any], where: str = "", *, only: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """Unknown fields (the first in the body's order), then each field's JSON type in
+        declaration order (a nested object's unknown fields with its type, its own fields'
+        types after this object's): every declared field (of ``only``, if given) is a key of
+        the result, ``None`` when absent or null, a nested object a dict of its own."""
+        reject_unknown_fields(body, self.known, where)
+        values: dict[str, Any] = {}
+        nested: list[Field] = []
+        for item in self.fields:
+            if only and item.name not in only:
+                continue
+            value = field(body, item.name, item.type, where=where, described=item.described)
+            if item.body is not None:
+                value = value or {}
+                reject_unknown_fields(value, item.body.known, f"{where}{item.name}.")
+                nested.append(item)
+            values[item.name] = value
+        for item in nested:
+            assert item.body is not None
+            values[item.name] = item.body.decode(values[item.name], f"{where}{item.name}.")
+        return values
+
+    def document_keywords(self) -> dict[str, Any]:
+        """What a serializer cannot say: the object is closed, and its exclusive pairs."""
+        keywords: dict[str, Any] = {"additionalProperties": False}
+        if self.empty_message:
+            keywords["minProperties"] = 1
+        if self.exclusive:
+            keywords["not"] = {"anyOf": [{"required": [a, b]} for a, b, _ in self.exclusive]}
+        return keywords
+
+    def serializer(self) -> type[serializers.Serializer]:
+        """The object for the document, one component per name."""
+        made = _SERIALIZERS.get(self.component)
+        if made is None:
+            made = _SERIALIZERS[self.component] = _serializer(self)
+            _BODIES[self.component] = self
+        return made
+
+
+# --- The document's view ---------------------------------------------------------------------
+
+
+class SchemaField(serializers.Field):
+    """A serializer field that only carries its JSON Schema (requests are parsed by the
+    contract, never by DRF): drf-spectacular copies the schema as it is."""
+
+    def __init__(self, schema: dict[str, Any], **kwargs: Any) -> None:
+        self.schema = schema
+        super().__init__(**kwargs)
+
+
+class SchemaFieldExtension(OpenApiSerializerFieldExtension):
+    target_class = SchemaField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        return dict(self.target.schema)
+
+
+_SERIALIZERS: dict[str, type[serializers.Serializer]] = {}
+_BODIES: dict[str, Body] = {}
+
+
+def document_keywords(component: str) -> dict[str, Any]:
+    """The keywords the document adds to a component made from a ``Body`` (none for others);
+    the OpenAPI postprocessing hook applies them."""
+    # A PATCH body is drf-spectacular's "Patched" copy of the component.
+    body = _BODIES.get(component) or _BODIES.get(component.removeprefix("Patched"))
+    return body.document_keywords() if body is not None else {}
+
+
+def _serializer(body: Body) -> type[serializers.Serializer]:
+    attrs: dict[str, Any] = {"__doc__": body.description or None}
+    for item in body.fields:
+        options: dict[str, Any] = {"required": item.required, "allow_null": item.nullable}
+        if item.help:
+            options["help_text"] = item.help
+        if item.body is not None:
+            attrs[item.name] = item.body.serializer()(**options)
+        else:
+            attrs[item.name] = SchemaField(item.json_schema(), **options)
+    return type(body.component, (serializers.Serializer,), attrs)
+
+
+# --- Query parameters ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query parameter: its document entry and its reading, from one declaration."""
+
+    name: str
+    type: type = str
+    help: str = ""
+    schema: Mapping[str, Any] = dataclass_field(default_factory=dict)
+    message: str = ""
+
+    def parameter(self) -> OpenApiParameter:
+        schema = {"type": _JSON_TYPES[self.type], **self.schema}
+        return OpenApiParameter(self.name, schema, description=self.help)
+
+    def read(self, params: Mapping[str, str], default: Any = None) -> Any:
+        """The parameter's value (``default`` when absent), refused with ``message`` when
+        it is not of its type or breaks its constraints."""
+        raw = params.get(self.name)
+        if raw is None:
+            return default
+        spec = Field(self.name, self.type, schema=self.schema, message=self.message)
+        value: Any = raw
+        if self.type is int:
+            value = _query_integer(raw, spec)
+        elif self.type is bool:
+            if raw not in ("true", "false"):
+                raise InvalidRequest(self.message or f"{self.name} must be true or false")
+            value = raw == "true"
+        return spec.check(value)
+
+
+def _query_integer(raw: str, spec: Field) -> int:
+    if not re.fullmatch(r"-?[0-9]+", raw):
+        raise InvalidRequest(spec.message or f"{spec.name} must be an integer")
+    return int(raw)
