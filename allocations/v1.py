@@ -73,7 +73,12 @@ NAME = Field(
     message=NAME_MESSAGE,
 )
 REPLICAS = Field(
-    "replicas", int, required=True, schema={"minimum": 1, "maximum": 100}, message=REPLICAS_MESSAGE
+    "replicas",
+    int,
+    required=True,
+    schema={"minimum": 1, "maximum": 100},
+    message=REPLICAS_MESSAGE,
+    whole_floats=False,  # Go's decoder refused 2.0 for an int
 )
 WARM_POOL_REF = Field(
     "warmPoolRef",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -13,12 +12,14 @@ from rest_framework.response import Response
 from contextsvc.core import capabilities, openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
-from contextsvc.core.contract import read_json_object
+from contextsvc.core.contract import Body, Field, SchemaField, read_json_object
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from profiles import selectors, services, v1
 from profiles.validation import DOCUMENTS, normalised_document
+from rules.settings import LISTS
+from rules.sources import SOURCES_KEYS
 
 
 class TemplateRef(serializers.Serializer):
@@ -222,16 +223,56 @@ class _ProfileDocumentApi(ServiceAPIView):
         return Response(getattr(profile, field))
 
 
+# The two documents as the rule engine reads them (rules.settings, rules.sources): closed at
+# the top, "_" keys comments; what their entries mean is the engine's (its messages).
+_OBJECT = {"type": "object"}
+_STRINGS = {"items": {"type": "string"}}
+DOCUMENT_BODIES = {
+    "settings": Body(
+        "SettingsJson",
+        (
+            Field("context_workspace", nullable=True),
+            Field(
+                "permissions",
+                dict,
+                body=Body(
+                    "Permissions",
+                    tuple(Field(name, list, schema=_STRINGS) for name in LISTS),
+                    null_is_absent=False,
+                ),
+            ),
+        ),
+        "settings.json: the agent type's rules (allow, ask, deny)",
+        comment_prefix="_",
+        null_is_absent=False,
+    ),
+    "sources": Body(
+        "SourcesJson",
+        (
+            Field("agent_type", nullable=True),
+            *(
+                Field(name, dict, document=SchemaField(_OBJECT, required=False))
+                for name in SOURCES_KEYS[1:]
+            ),
+        ),
+        "sources.json: where the agent type may fetch packages, pages and code from",
+        comment_prefix="_",
+        null_is_absent=False,
+    ),
+}
+
+
 def _document(name: str) -> Any:
+    document = DOCUMENT_BODIES[name].serializer()
     return extend_schema_view(
         get=extend_schema(
             operation_id=f"profiles_{name}_get",
-            responses=responses({200: OpenApiTypes.OBJECT}, 404),
+            responses=responses({200: document}, 404),
         ),
         put=extend_schema(
             operation_id=f"profiles_{name}_put",
-            request=OpenApiTypes.OBJECT,
-            responses=responses({200: OpenApiTypes.OBJECT}, 404),
+            request=document,
+            responses=responses({200: document}, 404),
         ),
     )
 

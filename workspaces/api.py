@@ -13,10 +13,11 @@ from rest_framework.response import Response
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
-from contextsvc.core.contract import integer, read_json_object, reject_unknown_fields, text
+from contextsvc.core.contract import Body, Field, read_json_object
 from contextsvc.core.errors import Forbidden
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
+from contextsvc.quantity import MAX_LENGTH as MAX_QUANTITY_LENGTH
 from contextsvc.quantity import format_bytes
 from workspaces import selectors, services
 from workspaces.models import AgentWorkspace, WorkspaceContext
@@ -65,12 +66,46 @@ class AgentWorkspaceList(serializers.Serializer):
     items = AgentWorkspaceSerializer(many=True)
 
 
-class AgentWorkspaceRequest(serializers.Serializer):
-    agentType = serializers.RegexField(openapi.DNS_LABEL, max_length=54)
-    namespace = serializers.RegexField(openapi.DNS_LABEL)
-    initialSize = serializers.RegexField(openapi.POSITIVE_QUANTITY, required=False)
-    maxSize = serializers.RegexField(openapi.POSITIVE_QUANTITY, required=False)
-    storageClass = serializers.RegexField(openapi.DNS_SUBDOMAIN, required=False)
+_SIZE = {"pattern": openapi.POSITIVE_QUANTITY, "maxLength": MAX_QUANTITY_LENGTH}
+
+# The requests, declared once for the parser and the document (the service checks the
+# values, with the messages docs/api.md lists).
+ENSURE = Body(
+    "AgentWorkspaceRequest",
+    (
+        Field("agentType", required=True, schema={"pattern": openapi.DNS_LABEL, "maxLength": 54}),
+        Field("namespace", required=True, schema={"pattern": openapi.DNS_LABEL, "maxLength": 63}),
+        Field("initialSize", schema=_SIZE, help="At most 8Ei"),
+        Field("maxSize", schema=_SIZE, help="At most 8Ei, and not smaller than initialSize"),
+        # "": the service's default storage class.
+        Field("storageClass", schema={"pattern": rf"^$|{openapi.DNS_SUBDOMAIN}", "maxLength": 253}),
+    ),
+)
+_BYTES = {"minimum": 0, "maximum": MAX_BYTES}
+TOUCH = Body(
+    "ContextTouchRequest",
+    (
+        Field("contextId", required=True, schema={"pattern": openapi.CONTEXT_ID}),
+        Field(
+            "diskUsageBytes",
+            int,
+            schema=_BYTES,
+            message=f"diskUsageBytes must be between 0 and {MAX_BYTES}",
+        ),
+    ),
+)
+USAGE = Body(
+    "UsageRequest",
+    (
+        Field(
+            "usedBytes",
+            int,
+            required=True,
+            schema=_BYTES,
+            message=f"usedBytes must be between 0 and {MAX_BYTES}",
+        ),
+    ),
+)
 
 
 class ContextJson(serializers.Serializer):
@@ -95,15 +130,6 @@ class WorkspaceContextSerializer(serializers.Serializer):
 
 class WorkspaceContextList(serializers.Serializer):
     items = WorkspaceContextSerializer(many=True)
-
-
-class ContextTouchRequest(serializers.Serializer):
-    contextId = serializers.RegexField(openapi.CONTEXT_ID)
-    diskUsageBytes = serializers.IntegerField(required=False, min_value=0, max_value=MAX_BYTES)
-
-
-class UsageRequest(serializers.Serializer):
-    usedBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
 
 
 def workspace_json(workspace: AgentWorkspace) -> dict[str, Any]:
@@ -153,7 +179,7 @@ class WorkspaceCollectionApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="agent_workspaces_ensure",
-        request=AgentWorkspaceRequest,
+        request=ENSURE.serializer(),
         responses=responses(
             {
                 200: OpenApiResponse(AgentWorkspaceSerializer, description="It existed already"),
@@ -163,16 +189,13 @@ class WorkspaceCollectionApi(ServiceAPIView):
         ),
     )
     def post(self, request: Request) -> Response:
-        body = read_json_object(request._request)
-        reject_unknown_fields(
-            body, {"agentType", "namespace", "initialSize", "maxSize", "storageClass"}
-        )
+        body = ENSURE.decode(read_json_object(request._request))
         workspace, created = services.workspace_ensure(
-            agent_type=text(body, "agentType"),
-            namespace=text(body, "namespace"),
-            initial_size=text(body, "initialSize"),
-            max_size=text(body, "maxSize"),
-            storage_class=text(body, "storageClass"),
+            agent_type=body["agentType"] or "",
+            namespace=body["namespace"] or "",
+            initial_size=body["initialSize"] or "",
+            max_size=body["maxSize"] or "",
+            storage_class=body["storageClass"] or "",
             actor=actor_of(request.user),
         )
         return Response(workspace_json(workspace), status=201 if created else 200)
@@ -224,7 +247,7 @@ class WorkspaceContextsApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="workspace_contexts_touch",
-        request=ContextTouchRequest,
+        request=TOUCH.serializer(),
         responses=responses(
             {
                 200: OpenApiResponse(WorkspaceContextSerializer, description="Touched"),
@@ -237,13 +260,12 @@ class WorkspaceContextsApi(ServiceAPIView):
     )
     def post(self, request: Request, namespace: str, agent_type: str) -> Response:
         check_agent_type(request.user, agent_type)
-        body = read_json_object(request._request)
-        reject_unknown_fields(body, {"contextId", "diskUsageBytes"})
+        body = TOUCH.decode(read_json_object(request._request))
         context, created = services.context_touch(
             namespace=namespace,
             agent_type=agent_type,
-            context_id=text(body, "contextId"),
-            disk_usage_bytes=integer(body, "diskUsageBytes", minimum=0, maximum=MAX_BYTES),
+            context_id=body["contextId"] or "",
+            disk_usage_bytes=TOUCH["diskUsageBytes"].check(body["diskUsageBytes"]),
             actor=actor_of(request.user),
         )
         return Response(context_response(context), status=201 if created else 200)
@@ -256,17 +278,16 @@ class WorkspaceUsageApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="agent_workspaces_usage",
-        request=UsageRequest,
+        request=USAGE.serializer(),
         responses=responses({200: AgentWorkspaceSerializer}, 404, 409),
     )
     def post(self, request: Request, namespace: str, agent_type: str) -> Response:
         check_agent_type(request.user, agent_type)
-        body = read_json_object(request._request)
-        reject_unknown_fields(body, {"usedBytes"})
+        body = USAGE.open(read_json_object(request._request))
         workspace = services.workspace_report_usage(
             namespace=namespace,
             agent_type=agent_type,
-            used_bytes=integer(body, "usedBytes", required=True, minimum=0, maximum=MAX_BYTES) or 0,
+            used_bytes=USAGE["usedBytes"].count(body),
             actor=actor_of(request.user),
         )
         return Response(workspace_json(workspace))

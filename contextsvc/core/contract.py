@@ -18,6 +18,7 @@ store them, and no name, path or command a caller means contains one.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -181,13 +182,19 @@ class Field:
     name: str
     type: type = str
     required: bool = False
-    nullable: bool = False
+    nullable: bool = False  # a required field that may be null (optional ones always may)
     help: str = ""
     schema: Mapping[str, Any] = dataclass_field(default_factory=dict)
     message: str = ""
     test: Callable[[Any], bool] | None = None
     body: Body | None = None  # a nested object
     described: str = ""  # the JSON type in a decoding message, when not the usual words
+    # JSON Schema counts 2.0 as an integer, and so does the document: such a number is read
+    # as one, except in the v1 contract's own fields, which Go's decoder refused it for.
+    whole_floats: bool = True
+    # The document's view when the parser's is not enough (a serializer instance: a choice
+    # of objects another module parses).
+    document: Any = None
 
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": _JSON_TYPES[self.type], **self.schema}
@@ -222,6 +229,41 @@ class Field:
             raise InvalidRequest(self.message or f"{self.name} is invalid")
         return value
 
+    def need(self, value: Any, where: str = "") -> Any:
+        """``value``, refused as missing when it is ``None`` (absent or null)."""
+        if value is None:
+            raise InvalidRequest(f"{where}{self.name} is required")
+        return value
+
+    def read(self, body: dict[str, Any], where: str = "") -> Any:
+        """The field's value in ``body`` (``None`` when absent or null), of its JSON type."""
+        value = body.get(self.name)
+        if (
+            self.type is int
+            and self.whole_floats
+            and isinstance(value, float)
+            and value.is_integer()
+        ):
+            return int(value)
+        return field(body, self.name, self.type, where=where, described=self.described)
+
+    def text(self, body: dict[str, Any]) -> str:
+        """A string field, ``""`` when absent; a required one refuses the empty string too."""
+        value: str = self.read(body) or ""
+        if self.required and not value:
+            raise InvalidRequest(f"{self.name} is required")
+        return value
+
+    def integer(self, body: dict[str, Any]) -> int | None:
+        """An integer field within its bounds (``None`` when absent; missing when required)."""
+        value = self.read(body)
+        return self.check(self.need(value) if self.required else value)
+
+    def count(self, body: dict[str, Any]) -> int:
+        """A required integer field within its bounds."""
+        value: int = self.check(self.need(self.read(body)))
+        return value
+
     def but(self, **changes: Any) -> Field:
         """The same field with some words changed (another variant's view of it)."""
         return replace(self, **changes)
@@ -248,6 +290,11 @@ class Body:
     exclusive: tuple[tuple[str, str, str], ...] = ()
     # The message for an empty object, when one is refused (a PATCH that changes nothing).
     empty_message: str = ""
+    # Keys starting with this are comments, taken and ignored (settings.json's "_").
+    comment_prefix: str = ""
+    # Whether null means absent for an optional field (decode's reading); a body another
+    # module parses may refuse it.
+    null_is_absent: bool = True
 
     def __getitem__(self, name: str) -> Field:
         for item in self.fields:
@@ -258,6 +305,12 @@ class Body:
     @property
     def known(self) -> frozenset[str]:
         return frozenset(item.name for item in self.fields) | self.also_known
+
+    def open(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` once its unknown fields are refused; its fields are then read one by one
+        (``Field.read``), in the order an endpoint checks them."""
+        reject_unknown_fields(body, self.known)
+        return body
 
     def decode(
         self, body: dict[str, Any], where: str = "", *, only: tuple[str, ...] = ()
@@ -272,7 +325,7 @@ class Body:
         for item in self.fields:
             if only and item.name not in only:
                 continue
-            value = field(body, item.name, item.type, where=where, described=item.described)
+            value = item.read(body, where)
             if item.body is not None:
                 value = value or {}
                 reject_unknown_fields(value, item.body.known, f"{where}{item.name}.")
@@ -288,6 +341,8 @@ class Body:
         keywords: dict[str, Any] = {"additionalProperties": False}
         if self.empty_message:
             keywords["minProperties"] = 1
+        if self.comment_prefix:
+            keywords["patternProperties"] = {f"^{re.escape(self.comment_prefix)}": {}}
         if self.exclusive:
             keywords["not"] = {"anyOf": [{"required": [a, b]} for a, b, _ in self.exclusive]}
         return keywords
@@ -334,18 +389,33 @@ def document_keywords(component: str) -> dict[str, Any]:
 
 def _serializer(body: Body) -> type[serializers.Serializer]:
     attrs: dict[str, Any] = {"__doc__": body.description or None}
-    for item in body.fields:
-        options: dict[str, Any] = {"required": item.required, "allow_null": item.nullable}
+    for order, item in enumerate(body.fields):
+        # Absent and null are one thing to the parser: an optional field may be null.
+        allow_null = item.nullable or (body.null_is_absent and not item.required)
+        options: dict[str, Any] = {"required": item.required, "allow_null": allow_null}
         if item.help:
             options["help_text"] = item.help
-        if item.body is not None:
-            attrs[item.name] = item.body.serializer()(**options)
+        made: serializers.Field
+        if item.document is not None:
+            made = copy.deepcopy(item.document)
+        elif item.body is not None:
+            made = item.body.serializer()(**options)
         else:
-            attrs[item.name] = SchemaField(item.json_schema(), **options)
+            schema = item.json_schema()
+            if allow_null and "enum" in schema:
+                schema["enum"] = [*schema["enum"], None]
+            made = SchemaField(schema, **options)
+        # DRF orders declared fields by when they were made: the declaration's order.
+        setattr(made, "_creation_counter", order)  # noqa: B010 - DRF's private counter
+        attrs[item.name] = made
     return type(body.component, (serializers.Serializer,), attrs)
 
 
 # --- Query parameters ------------------------------------------------------------------------
+
+
+_YES = ("true", "1", "yes")
+_NO = ("false", "0", "no")
 
 
 @dataclass(frozen=True)
@@ -359,7 +429,10 @@ class Query:
     message: str = ""
 
     def parameter(self) -> OpenApiParameter:
-        schema = {"type": _JSON_TYPES[self.type], **self.schema}
+        schema: dict[str, Any] = {"type": _JSON_TYPES[self.type], **self.schema}
+        if self.type is bool:
+            # The words taken for yes and no (a query string has no booleans).
+            schema = {"type": "string", "enum": [*_YES, *_NO]}
         return OpenApiParameter(self.name, schema, description=self.help)
 
     def read(self, params: Mapping[str, str], default: Any = None) -> Any:
@@ -368,15 +441,22 @@ class Query:
         raw = params.get(self.name)
         if raw is None:
             return default
-        spec = Field(self.name, self.type, schema=self.schema, message=self.message)
         value: Any = raw
         if self.type is int:
-            value = _query_integer(raw, spec)
+            value = _query_integer(raw, self.field)
         elif self.type is bool:
-            if raw not in ("true", "false"):
+            if raw not in (*_YES, *_NO):
                 raise InvalidRequest(self.message or f"{self.name} must be true or false")
-            value = raw == "true"
-        return spec.check(value)
+            value = raw in _YES
+        return self.check(value)
+
+    @property
+    def field(self) -> Field:
+        return Field(self.name, self.type, schema=self.schema, message=self.message)
+
+    def check(self, value: Any) -> Any:
+        """A value read otherwise, held to the parameter's constraints."""
+        return self.field.check(value)
 
 
 def _query_integer(raw: str, spec: Field) -> int:

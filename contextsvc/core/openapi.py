@@ -173,17 +173,8 @@ CLOSED_OBJECTS = frozenset(
     {
         "ContextRequest",
         "ContextStorage",
-        "ApprovalCheckRequest",
-        "ShellOperation",
-        "FileOperation",
-        "NetworkHostOperation",
-        "NetworkUrlOperation",
-        "DecisionRequest",
         "ProfileRequest",
         "TemplateRef",
-        "AgentWorkspaceRequest",
-        "ContextTouchRequest",
-        "UsageRequest",
     }
 )
 

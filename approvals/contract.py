@@ -1,0 +1,233 @@
+"""The approval API's requests, each declared once: the views in approvals/api.py read
+bodies and query parameters through these, and the OpenAPI document is made from them.
+
+Operations themselves are judged by ``rules.model.operation_from_dict`` (its messages name
+the field); the operation objects below are its shape in the document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import PolymorphicProxySerializer
+
+from approvals.models import Status
+from approvals.services import MAX_GRANT_SECONDS, MAX_REFUSED_PATH, REFUSED_ACTIONS
+from contextsvc.core import openapi
+from contextsvc.core.contract import Body, Field, Query
+from rules.model import MAX_OPERATION_TEXT
+
+# Not empty, not only whitespace (as operation_from_dict refuses).
+_NOT_BLANK = {"pattern": r"\S", "maxLength": MAX_OPERATION_TEXT}
+_KIND = "kind"
+
+
+def _operation(component: str, kind: str, *fields: Field) -> Body:
+    return Body(component, (Field(_KIND, required=True, schema={"enum": [kind]}), *fields))
+
+
+SHELL = _operation("ShellOperation", "shell", Field("command", required=True, schema=_NOT_BLANK))
+FILE = _operation(
+    "FileOperation",
+    "file",
+    Field("action", required=True, schema={"enum": ["read", "write", "delete"]}),
+    Field("path", required=True, schema=_NOT_BLANK),
+)
+_DIRECTION = Field("direction", schema={"enum": ["outbound", "inbound"]})
+NETWORK_HOST = _operation(
+    "NetworkHostOperation", "network", _DIRECTION, Field("host", required=True, schema=_NOT_BLANK)
+)
+NETWORK_URL = _operation(
+    "NetworkUrlOperation",
+    "network",
+    _DIRECTION,
+    Field(
+        "url",
+        required=True,
+        schema={
+            "pattern": r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*@)?[^/?#@:]",
+            "maxLength": MAX_OPERATION_TEXT,
+        },
+        help="An absolute URL",
+    ),
+    Field("host", schema=_NOT_BLANK, help="If given, the url's host"),
+)
+OPERATIONS = (SHELL, FILE, NETWORK_HOST, NETWORK_URL)
+
+
+def _operation_document(component: str, **options: Any) -> PolymorphicProxySerializer:
+    return PolymorphicProxySerializer(
+        component_name=component,
+        serializers=[operation.serializer() for operation in OPERATIONS],
+        resource_type_field_name=None,
+        **options,
+    )
+
+
+CHECK = Body(
+    "ApprovalCheckRequest",
+    (
+        Field("contextId", required=True, schema={"pattern": openapi.CONTEXT_ID}),
+        Field("agentType", required=True, schema={"pattern": openapi.DNS_LABEL}),
+        Field("agentInstance"),
+        Field("allocation"),
+        Field("namespace"),
+        # absent or null: the message a wrong type gets
+        Field(
+            "operation",
+            dict,
+            required=True,
+            message="operation must be an object",
+            document=_operation_document("Operation"),
+        ),
+        Field(
+            "deadlineSeconds",
+            int,
+            schema={"minimum": 1, "maximum": settings.CS_APPROVAL_MAX_DEADLINE_SECONDS},
+        ),
+    ),
+)
+
+DECISION = Body(
+    "DecisionRequest",
+    (
+        Field(
+            "decision",
+            required=True,
+            schema={"enum": ["approve", "deny", "approve_edited", "approve_similar"]},
+        ),
+        Field("reason"),
+        Field(
+            "scope",
+            schema={"enum": ["context", "agent_type"]},
+            help="With approve_similar",
+        ),
+        Field("expiresInSeconds", int, schema={"minimum": 1, "maximum": MAX_GRANT_SECONDS}),
+        Field("rule", help="With approve_similar"),
+        Field(
+            "operation",
+            dict,
+            document=_operation_document(
+                "EditedOperation",
+                required=False,
+                allow_null=True,
+                help_text="With approve_edited: the operation to approve instead (same kind)",
+            ),
+        ),
+        Field(
+            "version",
+            help="The request's version as the decider saw it (a decision on another "
+            "version is a 409); required to approve a request a reviewer edited",
+        ),
+    ),
+)
+
+MAX_BYTES = 2**63 - 1
+_COUNT = {"minimum": 0}
+
+REFUSED_EFFECT = Body(
+    "RefusedEffect",
+    (
+        Field("action", required=True, schema={"enum": list(REFUSED_ACTIONS)}),
+        Field("path", required=True, schema={"maxLength": MAX_REFUSED_PATH}),
+        Field("error", required=True, schema={"maxLength": 200}),
+    ),
+    "One thing the sandbox refused the command, as the program reported it.",
+)
+_LIMIT = {"enum": ["cgroup", "rlimit"]}
+SANDBOX = Body(
+    "Sandbox",
+    (
+        Field("network", required=True, schema={"enum": ["pod", "none"]}),
+        Field("memory", required=True, schema=_LIMIT),
+        Field("processes", required=True, schema=_LIMIT),
+    ),
+)
+RUN = Body(
+    "RunReport",
+    (
+        Field("requestId", schema={"format": "uuid"}, help="A queued request's id"),
+        Field(
+            "checkId",
+            int,
+            schema={"minimum": 1, "maximum": MAX_BYTES},
+            message=f"checkId must be between 1 and {MAX_BYTES}",
+            help="An immediate allow's checkId",
+        ),
+        Field("contextId", required=True, schema={"pattern": openapi.CONTEXT_ID}),
+        Field("command", required=True, help="What ran: must be what was judged"),
+        Field(
+            "outcome",
+            required=True,
+            schema={"enum": ["exited", "timed_out", "memory", "killed", "error"]},
+        ),
+        Field(
+            "exitStatus",
+            int,
+            schema={"minimum": 0, "maximum": 255},
+            message="exitStatus must be between 0 and 255",
+        ),
+        Field(
+            "signal",
+            int,
+            schema={"minimum": 1, "maximum": 64},
+            message="signal must be between 1 and 64",
+        ),
+        Field(
+            "durationMs",
+            int,
+            required=True,
+            schema={"minimum": 0, "maximum": 2**31 - 1},
+            message=f"durationMs must be between 0 and {2**31 - 1}",
+        ),
+        Field(
+            "stdoutBytes",
+            int,
+            required=True,
+            schema={"minimum": 0, "maximum": MAX_BYTES},
+            message=f"stdoutBytes must be between 0 and {MAX_BYTES}",
+        ),
+        Field(
+            "stderrBytes",
+            int,
+            required=True,
+            schema={"minimum": 0, "maximum": MAX_BYTES},
+            message=f"stderrBytes must be between 0 and {MAX_BYTES}",
+        ),
+        Field("truncated", bool, required=True),
+        Field(
+            "refusedEffects", list, document=REFUSED_EFFECT.serializer()(many=True, required=False)
+        ),
+        Field("sandbox", dict, document=SANDBOX.serializer()(required=False)),
+    ),
+)
+
+# --- Query parameters ------------------------------------------------------------------------
+
+# The largest list offset taken (far past any real list; keeps OFFSET inside a bigint).
+MAX_OFFSET = 1_000_000_000
+
+LIST_STATUS = Query(
+    "status",
+    schema={"enum": ["", *Status.values]},
+    message=f"status must be one of {', '.join(Status.values)}",
+    help="Empty: any",
+)
+LIST_FILTERS = tuple(Query(name) for name in ("agentType", "contextId", "allocation"))
+LIMIT = Query("limit", int, help="At most 500 are given (fewer than 1: 1)")
+OFFSET = Query(
+    "offset",
+    int,
+    schema={"maximum": MAX_OFFSET},
+    message=f"offset must be at most {MAX_OFFSET}",
+    help="Items to skip (at most 1,000,000,000)",
+)
+WAIT = Query("wait", int, help="long-poll: seconds (max 60) to wait for a decision")
+SIMILAR_RULE = Query("rule")
+SIMILAR_SCOPE = Query(
+    "scope",
+    schema={"enum": ["context", "agent_type"]},
+    message="scope must be context or agent_type",
+)
+GRANTS_ACTIVE = Query("active", bool)
