@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from allocations import provisioning, services, v1
 from allocations.models import Allocation, Phase, Strategy
 from allocations.selectors import allocation_page
-from contextsvc.core.errors import InvalidRequest, ServiceError
+from contextsvc.core.errors import InvalidRequest, ServiceError, error_json
 from contextsvc.kube import client as kube
 from contextsvc.kube import objects
 from frontend.access import actor, admin_required, viewer_required
@@ -119,7 +119,8 @@ def allocation_objects(request: HttpRequest, allocation_id: int) -> JsonResponse
     try:
         owned = provisioning.owned(allocation)
     except kube.KubeError as exc:
-        return JsonResponse({"error": exc.message, "objects": []}, status=502)
+        # The error body, and no objects (the page's script lists what it is given).
+        return error_json(502, "internal_error", exc.message, extra={"objects": []})
     items = []
     for kind, found in owned.found.items():
         for obj in found:
