@@ -261,6 +261,8 @@ POOL_UPDATE = Body(
         EXPIRES_AT.but(nullable=True, help="null: no expiry any more"),
     ),
     exclusive=EXPIRY_EXCLUSIVE,
+    # Both named, even as null (clear it and set it), is a contradiction.
+    exclusive_counts_null=True,
     empty_message="give replicas, ttlSeconds or expiresAt",
 )
 

@@ -11,9 +11,15 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import PolymorphicProxySerializer
+from rest_framework import serializers
 
 from approvals.models import Status
-from approvals.services import MAX_GRANT_SECONDS, MAX_REFUSED_PATH, REFUSED_ACTIONS
+from approvals.services import (
+    MAX_GRANT_SECONDS,
+    MAX_REFUSED,
+    MAX_REFUSED_PATH,
+    REFUSED_ACTIONS,
+)
 from contextsvc.core import openapi
 from contextsvc.core.contract import Body, Field, Query
 from rules.model import MAX_OPERATION_TEXT
@@ -136,13 +142,15 @@ REFUSED_EFFECT = Body(
     "One thing the sandbox refused the command, as the program reported it.",
 )
 _LIMIT = {"enum": ["cgroup", "rlimit"]}
+# Each key optional, none null (the service's _sandbox).
 SANDBOX = Body(
     "Sandbox",
     (
-        Field("network", required=True, schema={"enum": ["pod", "none"]}),
-        Field("memory", required=True, schema=_LIMIT),
-        Field("processes", required=True, schema=_LIMIT),
+        Field("network", schema={"enum": ["pod", "none"]}),
+        Field("memory", schema=_LIMIT),
+        Field("processes", schema=_LIMIT),
     ),
+    null_is_absent=False,
 )
 RUN = Body(
     "RunReport",
@@ -197,10 +205,19 @@ RUN = Body(
         ),
         Field("truncated", bool, required=True),
         Field(
-            "refusedEffects", list, document=REFUSED_EFFECT.serializer()(many=True, required=False)
+            "refusedEffects",
+            list,
+            document=serializers.ListField(
+                child=REFUSED_EFFECT.serializer()(),
+                max_length=MAX_REFUSED,
+                required=False,
+                allow_null=True,
+            ),
         ),
-        Field("sandbox", dict, document=SANDBOX.serializer()(required=False)),
+        Field("sandbox", dict, document=SANDBOX.serializer()(required=False, allow_null=True)),
     ),
+    # The service refuses the report otherwise ("give exactly one of requestId and checkId").
+    exactly_one=("requestId", "checkId"),
 )
 
 # --- Query parameters ------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from contextsvc.core import capabilities, openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
-from contextsvc.core.contract import Body, Field, SchemaField, read_json_object
+from contextsvc.core.contract import NO_NUL, Body, Field, SchemaField, read_json_object
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
@@ -226,7 +226,7 @@ class _ProfileDocumentApi(ServiceAPIView):
 # The two documents as the rule engine reads them (rules.settings, rules.sources): closed at
 # the top, "_" keys comments; what their entries mean is the engine's (its messages).
 _OBJECT = {"type": "object"}
-_STRINGS = {"items": {"type": "string"}}
+_STRINGS = {"items": {"type": "string", "pattern": NO_NUL}}
 DOCUMENT_BODIES = {
     "settings": Body(
         "SettingsJson",

@@ -66,7 +66,8 @@ class AgentWorkspaceList(serializers.Serializer):
     items = AgentWorkspaceSerializer(many=True)
 
 
-_SIZE = {"pattern": openapi.POSITIVE_QUANTITY, "maxLength": MAX_QUANTITY_LENGTH}
+# "": the service's default size.
+_SIZE = {"pattern": f"^$|{openapi.POSITIVE_QUANTITY}", "maxLength": MAX_QUANTITY_LENGTH}
 
 # The requests, declared once for the parser and the document (the service checks the
 # values, with the messages docs/api.md lists).

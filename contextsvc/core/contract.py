@@ -36,6 +36,8 @@ from rest_framework import serializers
 from contextsvc.core.errors import InvalidRequest
 
 MAX_BODY_BYTES = 1024 * 1024
+# The document's words for "no NUL character" in a string without a pattern of its own.
+NO_NUL = r"^[^\x00]*$"
 TOO_BIG = "request body must not exceed 1 MiB"
 
 
@@ -200,6 +202,8 @@ class Field:
         schema: dict[str, Any] = {"type": _JSON_TYPES[self.type], **self.schema}
         if self.type is int and "format" not in schema:
             schema["format"] = "int64"
+        if self.type is str and "pattern" not in schema and "enum" not in schema:
+            schema["pattern"] = NO_NUL  # refused in every string (read_json_object)
         return schema
 
     def ok(self, value: Any) -> bool:
@@ -288,6 +292,11 @@ class Body:
     # Pairs of fields that may not both be given, with the message when they are (checked
     # where the endpoint's order says; the document says it with "not").
     exclusive: tuple[tuple[str, str, str], ...] = ()
+    # Fields of which exactly one must be given (not null), checked where the endpoint's
+    # order says (the document says it with "oneOf").
+    exactly_one: tuple[str, ...] = ()
+    # Whether a null counts as given for ``exclusive`` (a PATCH, where null clears a value).
+    exclusive_counts_null: bool = False
     # The message for an empty object, when one is refused (a PATCH that changes nothing).
     empty_message: str = ""
     # Keys starting with this are comments, taken and ignored (settings.json's "_").
@@ -344,8 +353,17 @@ class Body:
         if self.comment_prefix:
             keywords["patternProperties"] = {f"^{re.escape(self.comment_prefix)}": {}}
         if self.exclusive:
-            keywords["not"] = {"anyOf": [{"required": [a, b]} for a, b, _ in self.exclusive]}
+            keywords["not"] = {"anyOf": [self._given(a, b) for a, b, _ in self.exclusive]}
+        if self.exactly_one:
+            keywords["oneOf"] = [self._given(name) for name in self.exactly_one]
         return keywords
+
+    def _given(self, *names: str) -> dict[str, Any]:
+        """The schema of an object in which every one of ``names`` is given."""
+        given: dict[str, Any] = {"required": list(names)}
+        if not self.exclusive_counts_null:
+            given["properties"] = {name: {"not": {"type": "null"}} for name in names}
+        return given
 
     def serializer(self) -> type[serializers.Serializer]:
         """The object for the document, one component per name."""
