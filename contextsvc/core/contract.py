@@ -113,6 +113,7 @@ def reject_unknown_fields(
 _TYPE_NAMES = {
     str: "a string",
     int: "an integer",
+    float: "a number",
     bool: "a boolean",
     dict: "an object",
     list: "an array",
@@ -166,7 +167,14 @@ def integer(
 
 # --- Declared fields -------------------------------------------------------------------------
 
-_JSON_TYPES = {str: "string", int: "integer", bool: "boolean", dict: "object", list: "array"}
+_JSON_TYPES = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    dict: "object",
+    list: "array",
+}
 
 
 @dataclass(frozen=True)

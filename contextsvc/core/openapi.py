@@ -173,8 +173,6 @@ CLOSED_OBJECTS = frozenset(
     {
         "ContextRequest",
         "ContextStorage",
-        "ProfileRequest",
-        "TemplateRef",
     }
 )
 
