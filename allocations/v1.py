@@ -213,33 +213,36 @@ POOL = Body(
 )
 _CONTRACT_FIELDS = ("workspace", "name", "replicas", "warmPoolRef", "profile", "namespace")
 
+
+def _variant(component: str, description: str, *fields: Field) -> Body:
+    return Body(component, (*_COMMON, *fields), description, exclusive=EXPIRY_EXCLUSIVE)
+
+
+def _managed(component: str, description: str, workspace: Body) -> Body:
+    """A strategy with a workspace of its own (and so an artifacts volume beside it)."""
+    return _variant(
+        component,
+        description,
+        _WORKSPACE.but(required=True, body=workspace),
+        _ARTIFACTS.but(body=ARTIFACTS),
+    )
+
+
 # What the document shows: one strategy per request, as the contract has it.
 POOL_VARIANTS = (
-    Body(
+    _managed(
         "ManagedPoolRequest",
-        (
-            *_COMMON,
-            _WORKSPACE.but(required=True, body=MANAGED_WORKSPACE),
-            _ARTIFACTS.but(body=ARTIFACTS),
-        ),
         "Dedicated (ReadWriteOnce: a PVC per sandbox) or shared (ReadWriteMany: one PVC).",
-        exclusive=EXPIRY_EXCLUSIVE,
+        MANAGED_WORKSPACE,
     ),
-    Body(
-        "ExistingPoolRequest",
-        (
-            *_COMMON,
-            _WORKSPACE.but(required=True, body=EXISTING_WORKSPACE),
-            _ARTIFACTS.but(body=ARTIFACTS),
-        ),
-        "Sandboxes around the caller's existing PVC.",
-        exclusive=EXPIRY_EXCLUSIVE,
+    _managed(
+        "ExistingPoolRequest", "Sandboxes around the caller's existing PVC.", EXISTING_WORKSPACE
     ),
-    Body(
+    _variant(
         "WarmPoolRequest",
-        (*_COMMON, WARM_POOL_REF, _WORKSPACE.but(body=EMPTY_WORKSPACE)),
         "Claims from an existing SandboxWarmPool (its template decides the runtime).",
-        exclusive=EXPIRY_EXCLUSIVE,
+        WARM_POOL_REF,
+        _WORKSPACE.but(body=EMPTY_WORKSPACE),
     ),
     Body(
         "ProfileWarmPoolRequest",

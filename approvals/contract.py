@@ -130,7 +130,6 @@ DECISION = Body(
 )
 
 MAX_BYTES = 2**63 - 1
-_COUNT = {"minimum": 0}
 
 REFUSED_EFFECT = Body(
     "RefusedEffect",
@@ -156,13 +155,7 @@ RUN = Body(
     "RunReport",
     (
         Field("requestId", schema={"format": "uuid"}, help="A queued request's id"),
-        Field(
-            "checkId",
-            int,
-            schema={"minimum": 1, "maximum": MAX_BYTES},
-            message=f"checkId must be between 1 and {MAX_BYTES}",
-            help="An immediate allow's checkId",
-        ),
+        Field.between("checkId", 1, MAX_BYTES, help="An immediate allow's checkId"),
         Field("contextId", required=True, schema={"pattern": openapi.CONTEXT_ID}),
         Field("command", required=True, help="What ran: must be what was judged"),
         Field(
@@ -170,39 +163,11 @@ RUN = Body(
             required=True,
             schema={"enum": ["exited", "timed_out", "memory", "killed", "error"]},
         ),
-        Field(
-            "exitStatus",
-            int,
-            schema={"minimum": 0, "maximum": 255},
-            message="exitStatus must be between 0 and 255",
-        ),
-        Field(
-            "signal",
-            int,
-            schema={"minimum": 1, "maximum": 64},
-            message="signal must be between 1 and 64",
-        ),
-        Field(
-            "durationMs",
-            int,
-            required=True,
-            schema={"minimum": 0, "maximum": 2**31 - 1},
-            message=f"durationMs must be between 0 and {2**31 - 1}",
-        ),
-        Field(
-            "stdoutBytes",
-            int,
-            required=True,
-            schema={"minimum": 0, "maximum": MAX_BYTES},
-            message=f"stdoutBytes must be between 0 and {MAX_BYTES}",
-        ),
-        Field(
-            "stderrBytes",
-            int,
-            required=True,
-            schema={"minimum": 0, "maximum": MAX_BYTES},
-            message=f"stderrBytes must be between 0 and {MAX_BYTES}",
-        ),
+        Field.between("exitStatus", 0, 255),
+        Field.between("signal", 1, 64),
+        Field.between("durationMs", 0, 2**31 - 1, required=True),
+        Field.between("stdoutBytes", 0, MAX_BYTES, required=True),
+        Field.between("stderrBytes", 0, MAX_BYTES, required=True),
         Field("truncated", bool, required=True),
         Field(
             "refusedEffects",

@@ -82,31 +82,14 @@ ENSURE = Body(
         Field("storageClass", schema={"pattern": rf"^$|{openapi.DNS_SUBDOMAIN}", "maxLength": 253}),
     ),
 )
-_BYTES = {"minimum": 0, "maximum": MAX_BYTES}
 TOUCH = Body(
     "ContextTouchRequest",
     (
         Field("contextId", required=True, schema={"pattern": openapi.CONTEXT_ID}),
-        Field(
-            "diskUsageBytes",
-            int,
-            schema=_BYTES,
-            message=f"diskUsageBytes must be between 0 and {MAX_BYTES}",
-        ),
+        Field.between("diskUsageBytes", 0, MAX_BYTES),
     ),
 )
-USAGE = Body(
-    "UsageRequest",
-    (
-        Field(
-            "usedBytes",
-            int,
-            required=True,
-            schema=_BYTES,
-            message=f"usedBytes must be between 0 and {MAX_BYTES}",
-        ),
-    ),
-)
+USAGE = Body("UsageRequest", (Field.between("usedBytes", 0, MAX_BYTES, required=True),))
 
 
 class ContextJson(serializers.Serializer):

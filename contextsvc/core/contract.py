@@ -6,8 +6,10 @@ JSON Schema constraints, the contract's message when it fails them). ``Body.deco
 request body as the Go service's strict decoder did (unknown fields first, then each field's
 JSON type); ``Field.check`` applies the field's own constraints with its message, so what the
 document promises is what the parser takes; ``Body.serializer()`` is the same object as a DRF
-serializer for drf-spectacular (each field's schema verbatim). An app's specs live beside its
-views (``allocations/contract.py``...), and the views call them in the contract's order.
+serializer for drf-spectacular (each field's schema verbatim). ``Query`` does the same for a
+query parameter. An app's declarations live beside its views (allocations/v1.py,
+approvals/contract.py, profiles/v1.py, workspaces/api.py), and the views call them in the
+contract's order of checks.
 
 Bodies themselves are read whatever the Content-Type says (the Go service did the same, and
 its callers rely on it), limited to 1 MiB, and refused when they are not one JSON object,
@@ -241,6 +243,17 @@ class Field:
             raise InvalidRequest(self.message or f"{self.name} is invalid")
         return value
 
+    @classmethod
+    def between(cls, name: str, minimum: int, maximum: int, **options: Any) -> Field:
+        """An integer field with its bounds, refused as "NAME must be between MIN and MAX"."""
+        return cls(
+            name,
+            int,
+            schema={"minimum": minimum, "maximum": maximum},
+            message=f"{name} must be between {minimum} and {maximum}",
+            **options,
+        )
+
     def need(self, value: Any, where: str = "") -> Any:
         """``value``, refused as missing when it is ``None`` (absent or null)."""
         if value is None:
@@ -294,9 +307,6 @@ class Body:
     component: str  # the document's name for it
     fields: tuple[Field, ...]
     description: str = ""
-    # Fields that are known (not refused as unknown) but that this view of the object does
-    # not document: another variant's (a warm-pool request does not describe workspaces).
-    also_known: frozenset[str] = frozenset()
     # Pairs of fields that may not both be given, with the message when they are (checked
     # where the endpoint's order says; the document says it with "not").
     exclusive: tuple[tuple[str, str, str], ...] = ()
@@ -321,7 +331,7 @@ class Body:
 
     @property
     def known(self) -> frozenset[str]:
-        return frozenset(item.name for item in self.fields) | self.also_known
+        return frozenset(item.name for item in self.fields)
 
     def open(self, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` once its unknown fields are refused; its fields are then read one by one
