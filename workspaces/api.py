@@ -46,20 +46,30 @@ def _may_read(request: Request, agent_type: str) -> bool:
 MAX_BYTES = 2**63 - 1
 
 
-class AgentWorkspaceSerializer(serializers.Serializer):
-    agentType = serializers.CharField()
-    namespace = serializers.CharField()
-    pvcName = serializers.CharField()
-    status = serializers.CharField()
-    storageClass = serializers.CharField(allow_null=True)
-    initialSize = serializers.CharField()
-    maxSize = serializers.CharField()
-    size = serializers.CharField()
-    capacityBytes = serializers.IntegerField(allow_null=True)
-    usageBytes = serializers.IntegerField(allow_null=True)
-    expansion = serializers.CharField(allow_null=True)
-    adopted = serializers.BooleanField()
-    message = serializers.CharField(allow_null=True)
+def _shown(name: str, source: Any, kind: type = str, *, nullable: bool = False) -> Field:
+    return Field(name, kind, required=True, nullable=nullable, source=source)
+
+
+# The workspace as every endpoint shows it: the body and its document from one declaration.
+WORKSPACE = Body(
+    "AgentWorkspace",
+    (
+        _shown("agentType", lambda w: w.agent_type),
+        _shown("namespace", lambda w: w.namespace),
+        _shown("pvcName", lambda w: w.pvc_name),
+        _shown("status", lambda w: w.status),
+        _shown("storageClass", lambda w: w.storage_class or None, nullable=True),
+        _shown("initialSize", lambda w: w.initial_size),
+        _shown("maxSize", lambda w: w.max_size),
+        _shown("size", lambda w: format_bytes(w.requested_bytes)),
+        _shown("capacityBytes", lambda w: w.capacity_bytes, int, nullable=True),
+        _shown("usageBytes", lambda w: w.usage_bytes, int, nullable=True),
+        _shown("expansion", lambda w: w.expansion_note or None, nullable=True),
+        _shown("adopted", lambda w: w.adopted, bool),
+        _shown("message", lambda w: w.message or None, nullable=True),
+    ),
+)
+AgentWorkspaceSerializer = WORKSPACE.serializer()
 
 
 class AgentWorkspaceList(serializers.Serializer):
@@ -117,21 +127,7 @@ class WorkspaceContextList(serializers.Serializer):
 
 
 def workspace_json(workspace: AgentWorkspace) -> dict[str, Any]:
-    return {
-        "agentType": workspace.agent_type,
-        "namespace": workspace.namespace,
-        "pvcName": workspace.pvc_name,
-        "status": workspace.status,
-        "storageClass": workspace.storage_class or None,
-        "initialSize": workspace.initial_size,
-        "maxSize": workspace.max_size,
-        "size": format_bytes(workspace.requested_bytes),
-        "capacityBytes": workspace.capacity_bytes,
-        "usageBytes": workspace.usage_bytes,
-        "expansion": workspace.expansion_note or None,
-        "adopted": workspace.adopted,
-        "message": workspace.message or None,
-    }
+    return WORKSPACE.render(workspace)
 
 
 def context_response(context: WorkspaceContext) -> dict[str, Any]:

@@ -207,6 +207,8 @@ class Field:
     # The document's view when the parser's is not enough (a serializer instance: a choice
     # of objects another module parses).
     document: Any = None
+    # In a response: the field's value for the object shown (``Body.render``).
+    source: Callable[[Any], Any] | None = None
 
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": _JSON_TYPES[self.type], **self.schema}
@@ -362,6 +364,11 @@ class Body:
             assert item.body is not None
             values[item.name] = item.body.decode(values[item.name], f"{where}{item.name}.")
         return values
+
+    def render(self, obj: Any) -> dict[str, Any]:
+        """A response of this shape: each field's ``source`` applied to ``obj``, so that the
+        body and its document are one declaration."""
+        return {item.name: item.source(obj) for item in self.fields if item.source is not None}
 
     def document_keywords(self) -> dict[str, Any]:
         """What a serializer cannot say: the object is closed, and its exclusive pairs."""
