@@ -298,8 +298,9 @@ class Field:
 
 @cache
 def _regex(pattern: str) -> re.Pattern[str]:
-    # JSON Schema's $ is the end of the string; Python's also matches before a final newline.
-    return re.compile(pattern[:-1] + r"\Z" if pattern.endswith("$") else pattern)
+    # JSON Schema's $ is the end of the string; Python's also matches before a final newline
+    # (every $ of ours is an anchor: "^$|^[a-z]...$").
+    return re.compile(re.sub(r"(?<!\\)\$", r"\\Z", pattern))
 
 
 @dataclass(frozen=True)
