@@ -184,9 +184,9 @@ class ApprovalCollectionApi(ServiceAPIView):
             operation=operation,
             context_id=spec["contextId"].text(body),
             agent_type=agent_type,
-            agent_instance=spec["agentInstance"].text(body),
-            allocation=spec["allocation"].text(body),
-            namespace=spec["namespace"].text(body),
+            agent_instance=spec["agentInstance"].text(body, checked=True),
+            allocation=spec["allocation"].text(body, checked=True),
+            namespace=spec["namespace"].text(body, checked=True),
             # Its bounds are the service's (with the same message).
             deadline_seconds=spec["deadlineSeconds"].read(body),
             actor=actor_of(request.user),

@@ -71,14 +71,21 @@ def _operation_document(component: str, **options: Any) -> PolymorphicProxySeria
     )
 
 
+def _longest(name: str, length: int) -> Field:
+    return Field(
+        name, schema={"maxLength": length}, message=f"{name} must be at most {length} characters"
+    )
+
+
 CHECK = Body(
     "ApprovalCheckRequest",
     (
         Field("contextId", required=True, schema={"pattern": openapi.CONTEXT_ID}),
         Field("agentType", required=True, schema={"pattern": openapi.DNS_LABEL}),
-        Field("agentInstance"),
-        Field("allocation"),
-        Field("namespace"),
+        # Their columns' lengths (a longer one was a database error: a 500).
+        _longest("agentInstance", 253),
+        _longest("allocation", 50),
+        _longest("namespace", 63),
         # absent or null: the message a wrong type gets
         Field(
             "operation",
@@ -126,6 +133,12 @@ DECISION = Body(
             help="The request's version as the decider saw it (a decision on another "
             "version is a 409); required to approve a request a reviewer edited",
         ),
+    ),
+    # The service's rules: "operation goes only with approve_edited" (and is required with
+    # it); "scope is required" with approve_similar.
+    when=(
+        ("decision", "approve_edited", ("operation",), True),
+        ("decision", "approve_similar", ("scope",), False),
     ),
 )
 

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
-from contextsvc.core.contract import Body, Field, read_json_object
+from contextsvc.core.contract import Body, Field, Query, read_json_object
 from contextsvc.core.errors import Forbidden
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
@@ -99,6 +99,7 @@ TOUCH = Body(
         Field.between("diskUsageBytes", 0, MAX_BYTES),
     ),
 )
+FORCE = Query("force", bool, help="Delete even with live contexts")
 USAGE = Body("UsageRequest", (Field.between("usedBytes", 0, MAX_BYTES, required=True),))
 
 
@@ -199,11 +200,11 @@ class WorkspaceDetailApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="agent_workspaces_delete",
-        parameters=[OpenApiParameter("force", OpenApiTypes.BOOL)],
+        parameters=[FORCE.parameter()],
         responses=responses({204: None}, 404, 409),
     )
     def delete(self, request: Request, namespace: str, agent_type: str) -> Response:
-        force = request.query_params.get("force") in ("1", "true", "yes")
+        force = FORCE.read(request.query_params, False)
         services.workspace_delete(
             namespace=namespace, agent_type=agent_type, force=force, actor=actor_of(request.user)
         )

@@ -274,11 +274,14 @@ class Field:
             return int(value)
         return field(body, self.name, self.type, where=where, described=self.described)
 
-    def text(self, body: dict[str, Any]) -> str:
-        """A string field, ``""`` when absent; a required one refuses the empty string too."""
+    def text(self, body: dict[str, Any], *, checked: bool = False) -> str:
+        """A string field, ``""`` when absent; a required one refuses the empty string too,
+        and ``checked`` holds a given one to the field's constraints."""
         value: str = self.read(body) or ""
         if self.required and not value:
             raise InvalidRequest(f"{self.name} is required")
+        if checked and value:
+            self.check(value)
         return value
 
     def integer(self, body: dict[str, Any]) -> int | None:
@@ -316,6 +319,10 @@ class Body:
     # Fields of which exactly one must be given (not null), checked where the endpoint's
     # order says (the document says it with "oneOf").
     exactly_one: tuple[str, ...] = ()
+    # (field, value, needs, only then): with ``field`` equal to ``value`` the fields of
+    # ``needs`` must be given; with ``only then`` they may not be given otherwise. Checked
+    # where the endpoint's order says (the document says it with "if"/"then"/"else").
+    when: tuple[tuple[str, str, tuple[str, ...], bool], ...] = ()
     # Whether a null counts as given for ``exclusive`` (a PATCH, where null clears a value).
     exclusive_counts_null: bool = False
     # The message for an empty object, when one is refused (a PATCH that changes nothing).
@@ -382,6 +389,17 @@ class Body:
             keywords["not"] = {"anyOf": [self._given(a, b) for a, b, _ in self.exclusive]}
         if self.exactly_one:
             keywords["oneOf"] = [self._given(name) for name in self.exactly_one]
+        conditions = []
+        for name, value, needs, only_then in self.when:
+            condition: dict[str, Any] = {
+                "if": {"properties": {name: {"const": value}}, "required": [name]},
+                "then": self._given(*needs),
+            }
+            if only_then:
+                condition["else"] = {"properties": {n: {"type": "null"} for n in needs}}
+            conditions.append(condition)
+        if conditions:
+            keywords["allOf"] = conditions
         return keywords
 
     def _given(self, *names: str) -> dict[str, Any]:

@@ -215,6 +215,11 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
     result["paths"] = {"/healthz": HEALTHZ, **result.get("paths", {})}
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if schema.get("type") == "string" and not {"pattern", "enum"} & set(schema):
+                    # A NUL anywhere in a URL is refused (core/middleware.reject_nul_in_url).
+                    schema["pattern"] = contract.NO_NUL
             targets = LINKS.get(operation.get("operationId", ""))
             if not targets:
                 continue
