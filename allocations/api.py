@@ -19,133 +19,17 @@ from allocations.models import Allocation
 from allocations.services.create import allocation_create
 from allocations.services.lifecycle import allocation_resume, allocation_suspend, allocation_update
 from allocations.services.release import allocation_release
-from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
+from contextsvc.core.contract import read_json_object
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
-
-
-class ArtifactsRequest(serializers.Serializer):
-    size = serializers.RegexField(openapi.POSITIVE_QUANTITY, max_length=64)
-    accessMode = serializers.ChoiceField(
-        choices=openapi.ACCESS_MODES, help_text="ReadWriteMany with more than one replica"
-    )
-    storageClass = serializers.RegexField(
-        rf"^$|{openapi.DNS_SUBDOMAIN}", required=False, allow_blank=True
-    )
-    retain = serializers.BooleanField(
-        required=False,
-        help_text="Kept after release as the named context <name>-artifacts (type artifacts)",
-    )
-
-
-class _PoolRequestBase(serializers.Serializer):
-    name = serializers.RegexField(openapi.POOL_NAME, max_length=50)
-    replicas = serializers.IntegerField(min_value=1, max_value=100)
-    ttlSeconds = serializers.IntegerField(
-        required=False,
-        min_value=v1.MIN_TTL_SECONDS,
-        max_value=v1.MAX_TTL_SECONDS,
-        help_text="v1 extension: released this many seconds from now (or expiresAt)",
-    )
-    expiresAt = serializers.DateTimeField(
-        required=False, help_text="v1 extension: released at this time (RFC 3339, with a zone)"
-    )
-    profile = serializers.RegexField(
-        openapi.DNS_LABEL, required=False, help_text="v1 extension: a sandbox profile"
-    )
-    namespace = serializers.RegexField(openapi.DNS_LABEL, required=False, help_text="v1 extension")
-
-
-class ManagedWorkspace(serializers.Serializer):
-    size = serializers.RegexField(
-        openapi.POSITIVE_QUANTITY, max_length=64, help_text="A Kubernetes quantity, e.g. 5Gi"
-    )
-    accessMode = serializers.ChoiceField(
-        choices=openapi.ACCESS_MODES,
-        help_text="ReadWriteOnce (one PVC per sandbox) or ReadWriteMany (one shared)",
-    )
-    # "" is Go's zero value: the same as leaving the storage class out.
-    storageClass = serializers.RegexField(
-        rf"^$|{openapi.DNS_SUBDOMAIN}", required=False, allow_blank=True
-    )
-
-
-def _go_zero_value(field: str) -> serializers.CharField:
-    """A field of another strategy that Go clients always send, as its zero value: their
-    structs have no ``omitempty`` on ``size`` and ``accessMode``, so ``contextctl --claim``
-    and ``--warm-pool`` send ``"size": ""`` and ``"accessMode": ""``; anything else is
-    refused. (``storageClass`` is ``omitempty`` there, but "" is taken as its absence.)"""
-    return serializers.CharField(
-        required=False,
-        allow_blank=True,
-        max_length=0,
-        help_text=f"Only the empty string (Go's zero {field})",
-    )
-
-
-class ExistingWorkspace(serializers.Serializer):
-    size = _go_zero_value("size")
-    accessMode = _go_zero_value("accessMode")
-    storageClass = _go_zero_value("storageClass")
-    claimName = serializers.RegexField(
-        openapi.DNS_SUBDOMAIN, help_text="The caller's PVC (never deleted)"
-    )
-    readOnly = serializers.BooleanField()
-
-
-class EmptyWorkspace(serializers.Serializer):
-    """A warm-pool claim has no workspace of its own: absent, ``{}``, or Go's zero values."""
-
-    size = _go_zero_value("size")
-    accessMode = _go_zero_value("accessMode")
-    storageClass = _go_zero_value("storageClass")
-
-
-class ManagedPoolRequest(_PoolRequestBase):
-    """Dedicated (ReadWriteOnce: a PVC per sandbox) or shared (ReadWriteMany: one PVC)."""
-
-    workspace = ManagedWorkspace()
-    artifacts = ArtifactsRequest(
-        required=False, help_text="v1 extension: a PVC mounted at /artifacts in every sandbox"
-    )
-
-
-class ExistingPoolRequest(_PoolRequestBase):
-    """Sandboxes around the caller's existing PVC."""
-
-    workspace = ExistingWorkspace()
-    artifacts = ArtifactsRequest(
-        required=False, help_text="v1 extension: a PVC mounted at /artifacts in every sandbox"
-    )
-
-
-class WarmPoolRequest(_PoolRequestBase):
-    """Claims from an existing SandboxWarmPool (its template decides the runtime)."""
-
-    warmPoolRef = serializers.RegexField(openapi.DNS_SUBDOMAIN)
-    workspace = EmptyWorkspace(required=False)
-
-
-class ProfileWarmPoolRequest(_PoolRequestBase):
-    """v1 addition: claims from the warm pool the named profile owns (no workspace)."""
-
-    profile = serializers.RegexField(openapi.DNS_LABEL)
-    workspace = EmptyWorkspace(required=False)
-
 
 # One strategy per request, as the contract has it.
 SandboxPoolRequest = PolymorphicProxySerializer(
     component_name="SandboxPoolRequest",
-    serializers=[
-        ManagedPoolRequest,
-        ExistingPoolRequest,
-        WarmPoolRequest,
-        ProfileWarmPoolRequest,
-    ],
+    serializers=[variant.serializer() for variant in v1.POOL_VARIANTS],
     resource_type_field_name=None,
 )
 
@@ -204,16 +88,6 @@ class SandboxPool(serializers.Serializer):
     phases = PoolPhase(many=True, required=False, help_text="Only with ?detail=phases")
     claims = ClaimOrigins(
         required=False, help_text="Warm-pool allocations with ?detail=phases, once bound"
-    )
-
-
-class SandboxPoolUpdate(serializers.Serializer):
-    replicas = serializers.IntegerField(required=False, min_value=1, max_value=100)
-    ttlSeconds = serializers.IntegerField(
-        required=False, min_value=v1.MIN_TTL_SECONDS, max_value=v1.MAX_TTL_SECONDS
-    )
-    expiresAt = serializers.DateTimeField(
-        required=False, allow_null=True, help_text="null: no expiry any more"
     )
 
 
@@ -338,7 +212,7 @@ class SandboxPoolDetailApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="sandbox_pools_update",
-        request=SandboxPoolUpdate,
+        request=v1.POOL_UPDATE.serializer(),
         responses=responses({200: SandboxPool}, 404, 409),
         description=(
             "v1 extension: scale (replicas: Sandboxes added or removed from the highest "

@@ -23,53 +23,250 @@ from allocations.requests import (
     PoolRequest,
     PoolUpdate,
 )
+from contextsvc.core import openapi
+from contextsvc.core.contract import Body, Field, reject_unknown_fields
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import field, reject_unknown_fields
 from contextsvc.core.validators import (
     ACCESS_MODES,
     NAME_MESSAGE,
     NAMESPACE_MESSAGE,
-    is_dns1123_label,
-    is_dns1123_subdomain,
-    is_pool_name,
 )
 from contextsvc.kube.objects.names import artifacts_pvc_name
+from contextsvc.quantity import MAX_LENGTH as MAX_QUANTITY_LENGTH
 from contextsvc.quantity import is_positive_quantity
 
 REPLICAS_MESSAGE = "replicas must be between 1 and 100"
 WARM_POOL_WITH_WORKSPACE = "warmPoolRef cannot be combined with workspace settings"
 READ_ONLY_REQUIRED = "workspace.readOnly is required with workspace.claimName"
 READ_ONLY_WITHOUT_CLAIM = "workspace.readOnly requires workspace.claimName"
-WARM_POOL_NAME_MESSAGE = "warmPoolRef must be a lowercase Kubernetes name"
-CLAIM_NAME_MESSAGE = "workspace.claimName must be a lowercase Kubernetes name"
 CLAIM_WITH_STORAGE = "workspace.claimName cannot be combined with size, accessMode, or storageClass"
 SIZE_REQUIRED = "workspace.size is required"
-SIZE_MESSAGE = "workspace.size must be a positive Kubernetes quantity"
-# The two words in this order here, and the other way round in the contexts' message
-# (contexts/v1.py): both are the Go service's own strings.
-ACCESS_MODE_MESSAGE = "workspace.accessMode must be ReadWriteMany or ReadWriteOnce"
 
-POOL_FIELDS = frozenset(
-    {
-        "name",
-        "replicas",
-        "warmPoolRef",
-        "workspace",
-        "profile",
-        "namespace",
-        "ttlSeconds",
-        "expiresAt",
-        "artifacts",
-    }
+# --- The sandbox-pool request, declared once (the parser below and the document in api.py) ---
+
+MIN_TTL_SECONDS = 60
+MAX_TTL_SECONDS = 30 * 24 * 3600
+TTL_MESSAGE = f"ttlSeconds must be between {MIN_TTL_SECONDS} and {MAX_TTL_SECONDS}"
+EXPIRES_AT_MESSAGE = (
+    "expiresAt must be a time with its zone (RFC 3339, e.g. 2026-12-24T18:00:00Z) at least "
+    f"{MIN_TTL_SECONDS} s and at most {MAX_TTL_SECONDS // 86400} days from now"
 )
-WORKSPACE_FIELDS = frozenset({"size", "accessMode", "storageClass", "claimName", "readOnly"})
+EXPIRY_BOTH_MESSAGE = "give ttlSeconds or expiresAt, not both"
+
+_QUANTITY = {"pattern": openapi.POSITIVE_QUANTITY, "maxLength": MAX_QUANTITY_LENGTH}
+_SUBDOMAIN = {"pattern": openapi.DNS_SUBDOMAIN, "maxLength": 253}
+# "" is Go's zero value: the same as leaving the storage class out.
+_OPTIONAL_SUBDOMAIN = {"pattern": rf"^$|{openapi.DNS_SUBDOMAIN}", "maxLength": 253}
+
+NAME = Field(
+    "name",
+    required=True,
+    schema={"pattern": openapi.POOL_NAME, "maxLength": 50},
+    message=NAME_MESSAGE,
+)
+REPLICAS = Field(
+    "replicas",
+    int,
+    required=True,
+    schema={"minimum": 1, "maximum": 100},
+    message=REPLICAS_MESSAGE,
+    whole_floats=False,  # Go's decoder refused 2.0 for an int
+)
+WARM_POOL_REF = Field(
+    "warmPoolRef",
+    required=True,
+    schema=_SUBDOMAIN,
+    message="warmPoolRef must be a lowercase Kubernetes name",
+)
+PROFILE = Field(
+    "profile", schema={"pattern": openapi.DNS_LABEL}, help="v1 extension: a sandbox profile"
+)
+NAMESPACE = Field(
+    "namespace",
+    schema={"pattern": openapi.DNS_LABEL, "maxLength": 63},
+    message=NAMESPACE_MESSAGE,
+    help="v1 extension",
+)
+TTL_SECONDS = Field(
+    "ttlSeconds",
+    int,
+    schema={"minimum": MIN_TTL_SECONDS, "maximum": MAX_TTL_SECONDS},
+    message=TTL_MESSAGE,
+    help="v1 extension: released this many seconds from now (or expiresAt)",
+)
+EXPIRES_AT = Field(
+    "expiresAt",
+    schema={"format": "date-time"},
+    message=EXPIRES_AT_MESSAGE,
+    help="v1 extension: released at this time (RFC 3339, with a zone), 60 s to 30 days ahead",
+)
+SIZE = Field(
+    "size",
+    required=True,
+    schema=_QUANTITY,
+    message="workspace.size must be a positive Kubernetes quantity",
+    test=is_positive_quantity,
+    help="A Kubernetes quantity, e.g. 5Gi",
+)
+ACCESS_MODE = Field(
+    "accessMode",
+    required=True,
+    schema={"enum": list(ACCESS_MODES)},
+    # The two words in this order here, and the other way round in the contexts message:
+    # both are the Go service's own strings.
+    message="workspace.accessMode must be ReadWriteMany or ReadWriteOnce",
+    help="ReadWriteOnce (one PVC per sandbox) or ReadWriteMany (one shared)",
+)
+STORAGE_CLASS = Field(
+    "storageClass",
+    schema=_OPTIONAL_SUBDOMAIN,
+    message="workspace.storageClass must be a DNS-1123 subdomain",
+)
+CLAIM_NAME = Field(
+    "claimName",
+    required=True,
+    schema=_SUBDOMAIN,
+    message="workspace.claimName must be a lowercase Kubernetes name",
+    help="The caller's PVC (never deleted)",
+)
+READ_ONLY = Field("readOnly", bool, required=True)
+
+
+def _go_zero_value(item: Field) -> Field:
+    """A field of another strategy that Go clients always send, as its zero value: their
+    structs have no ``omitempty`` on ``size`` and ``accessMode``, so ``contextctl --claim``
+    and ``--warm-pool`` send ``"size": ""`` and ``"accessMode": ""``; anything else is
+    refused. (``storageClass`` is ``omitempty`` there, but "" is taken as its absence.)"""
+    return item.but(
+        required=False,
+        schema={"maxLength": 0},
+        help=f"Only the empty string (Go's zero {item.name})",
+    )
+
+
+WORKSPACE = Body(
+    "PoolWorkspace",
+    (
+        SIZE.but(required=False),
+        ACCESS_MODE.but(required=False),
+        STORAGE_CLASS,
+        CLAIM_NAME.but(required=False),
+        READ_ONLY.but(required=False),
+    ),
+)
+MANAGED_WORKSPACE = Body("ManagedWorkspace", (SIZE, ACCESS_MODE, STORAGE_CLASS))
+EXISTING_WORKSPACE = Body(
+    "ExistingWorkspace",
+    (*(_go_zero_value(item) for item in (SIZE, ACCESS_MODE, STORAGE_CLASS)), CLAIM_NAME, READ_ONLY),
+)
+EMPTY_WORKSPACE = Body(
+    "EmptyWorkspace",
+    tuple(_go_zero_value(item) for item in (SIZE, ACCESS_MODE, STORAGE_CLASS)),
+    "A warm-pool claim has no workspace of its own: absent, ``{}``, or Go's zero values.",
+)
+
+ARTIFACTS = Body(
+    "ArtifactsRequest",
+    (
+        SIZE.but(message="artifacts.size must be a positive Kubernetes quantity", help=""),
+        ACCESS_MODE.but(
+            message="artifacts.accessMode must be ReadWriteMany or ReadWriteOnce",
+            help="ReadWriteMany with more than one replica",
+        ),
+        STORAGE_CLASS.but(message="artifacts.storageClass must be a DNS-1123 subdomain"),
+        Field(
+            "retain",
+            bool,
+            help="Kept after release as the named context <name>-artifacts (type artifacts)",
+        ),
+    ),
+)
+_ARTIFACTS_HELP = "v1 extension: a PVC mounted at /artifacts in every sandbox"
+_WORKSPACE = Field("workspace", dict)
+_ARTIFACTS = Field("artifacts", dict, help=_ARTIFACTS_HELP)
+_COMMON = (NAME, REPLICAS, TTL_SECONDS, EXPIRES_AT, PROFILE, NAMESPACE)
+# One ttlSeconds or one expiresAt (the document says so: "not" both).
+EXPIRY_EXCLUSIVE = (("ttlSeconds", "expiresAt", EXPIRY_BOTH_MESSAGE),)
+
+# What the parser reads: every field any strategy has, in the order their types are checked.
+POOL = Body(
+    "SandboxPoolRequest",
+    (
+        _WORKSPACE.but(body=WORKSPACE),
+        NAME,
+        REPLICAS,
+        WARM_POOL_REF.but(required=False),
+        PROFILE,
+        NAMESPACE,
+        TTL_SECONDS,
+        EXPIRES_AT,
+        _ARTIFACTS.but(body=ARTIFACTS),
+    ),
+)
+_CONTRACT_FIELDS = ("workspace", "name", "replicas", "warmPoolRef", "profile", "namespace")
+
+
+def _variant(component: str, description: str, *fields: Field) -> Body:
+    return Body(component, (*_COMMON, *fields), description, exclusive=EXPIRY_EXCLUSIVE)
+
+
+def _managed(component: str, description: str, workspace: Body) -> Body:
+    """A strategy with a workspace of its own (and so an artifacts volume beside it)."""
+    return _variant(
+        component,
+        description,
+        _WORKSPACE.but(required=True, body=workspace),
+        _ARTIFACTS.but(body=ARTIFACTS),
+    )
+
+
+# What the document shows: one strategy per request, as the contract has it.
+POOL_VARIANTS = (
+    _managed(
+        "ManagedPoolRequest",
+        "Dedicated (ReadWriteOnce: a PVC per sandbox) or shared (ReadWriteMany: one PVC).",
+        MANAGED_WORKSPACE,
+    ),
+    _managed(
+        "ExistingPoolRequest", "Sandboxes around the caller's existing PVC.", EXISTING_WORKSPACE
+    ),
+    _variant(
+        "WarmPoolRequest",
+        "Claims from an existing SandboxWarmPool (its template decides the runtime).",
+        WARM_POOL_REF,
+        _WORKSPACE.but(body=EMPTY_WORKSPACE),
+    ),
+    Body(
+        "ProfileWarmPoolRequest",
+        (
+            *(item for item in _COMMON if item.name != "profile"),
+            PROFILE.but(required=True, help=""),
+            _WORKSPACE.but(body=EMPTY_WORKSPACE),
+        ),
+        "v1 addition: claims from the warm pool the named profile owns (no workspace).",
+        exclusive=EXPIRY_EXCLUSIVE,
+    ),
+)
+
+POOL_UPDATE = Body(
+    "SandboxPoolUpdate",
+    (
+        REPLICAS.but(required=False),
+        TTL_SECONDS.but(help=""),
+        EXPIRES_AT.but(nullable=True, help="null: no expiry any more"),
+    ),
+    exclusive=EXPIRY_EXCLUSIVE,
+    # Both named, even as null (clear it and set it), is a contradiction.
+    exclusive_counts_null=True,
+    empty_message="give replicas, ttlSeconds or expiresAt",
+)
 
 
 def parse_pool_request(body: dict[str, Any], *, now: datetime | None = None) -> PoolRequest:
     """The contract's request, then the lifecycle additions (checked after the contract's
     own checks, so a contract client gets the contract's messages in its order)."""
     request = _parse_contract_request(body)
-    expires_at = _expiry(body, now or timezone.now())
+    expires_at = _expiry(POOL.decode(body, only=_EXPIRY), now or timezone.now())
     artifacts = _artifacts(body, request)
     if expires_at is None and artifacts is None:
         return request
@@ -77,30 +274,26 @@ def parse_pool_request(body: dict[str, Any], *, now: datetime | None = None) -> 
 
 
 def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
-    reject_unknown_fields(body, POOL_FIELDS)
-    workspace = field(body, "workspace", dict) or {}
-    reject_unknown_fields(workspace, WORKSPACE_FIELDS, "workspace.")
-    name = field(body, "name", str) or ""
-    replicas = field(body, "replicas", int) or 0
-    warm_pool = field(body, "warmPoolRef", str) or ""
-    profile = field(body, "profile", str) or ""
-    namespace = field(body, "namespace", str) or ""
-    size = field(workspace, "size", str, where="workspace.") or ""
-    access_mode = field(workspace, "accessMode", str, where="workspace.") or ""
-    storage_class = field(workspace, "storageClass", str, where="workspace.") or ""
-    claim = field(workspace, "claimName", str, where="workspace.") or ""
-    read_only = field(workspace, "readOnly", bool, where="workspace.")
+    values = POOL.decode(body, only=_CONTRACT_FIELDS)
+    workspace = values["workspace"]
+    name = values["name"] or ""
+    replicas = values["replicas"] or 0
+    warm_pool = values["warmPoolRef"] or ""
+    profile = values["profile"] or ""
+    namespace = values["namespace"] or ""
+    size = workspace["size"] or ""
+    access_mode = workspace["accessMode"] or ""
+    storage_class = workspace["storageClass"] or ""
+    claim = workspace["claimName"] or ""
+    read_only = workspace["readOnly"]
 
-    if not is_pool_name(name):
-        raise InvalidRequest(NAME_MESSAGE)
-    if not 1 <= replicas <= 100:
-        raise InvalidRequest(REPLICAS_MESSAGE)
+    NAME.check(name)
+    REPLICAS.check(replicas)
     if warm_pool:
-        if not is_dns1123_subdomain(warm_pool):
-            raise InvalidRequest(WARM_POOL_NAME_MESSAGE)
+        WARM_POOL_REF.check(warm_pool)
         if size or access_mode or storage_class or claim or read_only is not None:
             raise InvalidRequest(WARM_POOL_WITH_WORKSPACE)
-        _check_namespace(namespace)
+        NAMESPACE.check(namespace or None)
         return PoolRequest(
             name,
             replicas,
@@ -112,16 +305,15 @@ def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
     if profile and not (size or access_mode or storage_class or claim or read_only is not None):
         # v1 addition: a profile and no workspace ask for the profile's own warm pool (the
         # service resolves it; a profile without one is refused there).
-        _check_namespace(namespace)
+        NAMESPACE.check(namespace or None)
         return PoolRequest(name, replicas, Strategy.WARMPOOL, profile=profile, namespace=namespace)
     if claim:
-        if not is_dns1123_subdomain(claim):
-            raise InvalidRequest(CLAIM_NAME_MESSAGE)
+        CLAIM_NAME.check(claim)
         if size or access_mode or storage_class:
             raise InvalidRequest(CLAIM_WITH_STORAGE)
         if read_only is None:
             raise InvalidRequest(READ_ONLY_REQUIRED)
-        _check_namespace(namespace)
+        NAMESPACE.check(namespace or None)
         return PoolRequest(
             name,
             replicas,
@@ -135,13 +327,10 @@ def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
         raise InvalidRequest(READ_ONLY_WITHOUT_CLAIM)
     if not size.strip():
         raise InvalidRequest(SIZE_REQUIRED)
-    if not is_positive_quantity(size):
-        raise InvalidRequest(SIZE_MESSAGE)
-    if access_mode not in ACCESS_MODES:
-        raise InvalidRequest(ACCESS_MODE_MESSAGE)
-    if storage_class and not is_dns1123_subdomain(storage_class):
-        raise InvalidRequest("workspace.storageClass must be a DNS-1123 subdomain")
-    _check_namespace(namespace)
+    SIZE.check(size)
+    ACCESS_MODE.check(access_mode)
+    STORAGE_CLASS.check(storage_class)
+    NAMESPACE.check(namespace or None)
     strategy = Strategy.SHARED if access_mode == "ReadWriteMany" else Strategy.DEDICATED
     return PoolRequest(
         name,
@@ -155,33 +344,18 @@ def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
     )
 
 
-def _check_namespace(namespace: str) -> None:
-    if namespace and not is_dns1123_label(namespace):
-        raise InvalidRequest(NAMESPACE_MESSAGE)
-
-
 # --- Lifecycle additions ---------------------------------------------------------------------
 
-MIN_TTL_SECONDS = 60
-MAX_TTL_SECONDS = 30 * 24 * 3600
-TTL_MESSAGE = f"ttlSeconds must be between {MIN_TTL_SECONDS} and {MAX_TTL_SECONDS}"
-EXPIRES_AT_MESSAGE = (
-    "expiresAt must be a time with its zone (RFC 3339, e.g. 2026-12-24T18:00:00Z) at least "
-    f"{MIN_TTL_SECONDS} s and at most {MAX_TTL_SECONDS // 86400} days from now"
-)
-EXPIRY_BOTH_MESSAGE = "give ttlSeconds or expiresAt, not both"
-ARTIFACTS_FIELDS = frozenset({"size", "accessMode", "storageClass", "retain"})
-PATCH_FIELDS = frozenset({"replicas", "ttlSeconds", "expiresAt"})
+
+_EXPIRY = ("ttlSeconds", "expiresAt")
 
 
-def _expiry(body: dict[str, Any], now: datetime) -> datetime | None:
-    ttl = field(body, "ttlSeconds", int)
-    expires = field(body, "expiresAt", str)
+def _expiry(values: dict[str, Any], now: datetime) -> datetime | None:
+    ttl, expires = values["ttlSeconds"], values["expiresAt"]
     if ttl is not None and expires is not None:
         raise InvalidRequest(EXPIRY_BOTH_MESSAGE)
     if ttl is not None:
-        if not MIN_TTL_SECONDS <= ttl <= MAX_TTL_SECONDS:
-            raise InvalidRequest(TTL_MESSAGE)
+        TTL_SECONDS.check(ttl)
         return now + timedelta(seconds=ttl)
     if expires is None:
         return None
@@ -196,44 +370,37 @@ def _expiry(body: dict[str, Any], now: datetime) -> datetime | None:
 
 
 def _artifacts(body: dict[str, Any], request: PoolRequest) -> Artifacts | None:
-    raw = field(body, "artifacts", dict)
-    if raw is None:
+    if body.get("artifacts") is None:
         return None
-    reject_unknown_fields(raw, ARTIFACTS_FIELDS, "artifacts.")
-    size = field(raw, "size", str, where="artifacts.") or ""
-    access_mode = field(raw, "accessMode", str, where="artifacts.") or ""
-    storage_class = field(raw, "storageClass", str, where="artifacts.") or ""
-    retain = field(raw, "retain", bool, where="artifacts.")
+    raw = POOL.decode(body, only=("artifacts",))["artifacts"]
     if request.strategy == Strategy.WARMPOOL:
         raise InvalidRequest(
             "artifacts cannot be combined with warmPoolRef (the pool's template decides the "
             "volumes)"
         )
-    if not is_positive_quantity(size):
-        raise InvalidRequest("artifacts.size must be a positive Kubernetes quantity")
-    if access_mode not in ACCESS_MODES:
-        raise InvalidRequest("artifacts.accessMode must be ReadWriteMany or ReadWriteOnce")
+    size = raw["size"] or ""
+    access_mode = raw["accessMode"] or ""
+    storage_class = raw["storageClass"] or ""
+    ARTIFACTS["size"].check(size)
+    ARTIFACTS["accessMode"].check(access_mode)
     if access_mode == "ReadWriteOnce" and request.replicas > 1:
         raise InvalidRequest(ARTIFACTS_SHARED_MESSAGE)
-    if storage_class and not is_dns1123_subdomain(storage_class):
-        raise InvalidRequest("artifacts.storageClass must be a DNS-1123 subdomain")
-    return Artifacts(size, access_mode, storage_class, bool(retain))
+    ARTIFACTS["storageClass"].check(storage_class)
+    return Artifacts(size, access_mode, storage_class, bool(raw["retain"]))
 
 
 def parse_pool_update(body: dict[str, Any], *, now: datetime | None = None) -> PoolUpdate:
-    reject_unknown_fields(body, PATCH_FIELDS)
+    reject_unknown_fields(body, POOL_UPDATE.known)
     if not body:
-        raise InvalidRequest("give replicas, ttlSeconds or expiresAt")
-    replicas = field(body, "replicas", int)
-    if replicas is not None and not 1 <= replicas <= 100:
-        raise InvalidRequest(REPLICAS_MESSAGE)
+        raise InvalidRequest(POOL_UPDATE.empty_message)
+    replicas = REPLICAS.check(POOL_UPDATE.decode(body, only=("replicas",))["replicas"])
     if "expiresAt" in body and "ttlSeconds" in body:
         # Both named, even as null (clear it and set it): a contradiction, refused like
         # both values (issue 32: {"ttlSeconds": 600, "expiresAt": null} set a 600 s expiry).
         raise InvalidRequest(EXPIRY_BOTH_MESSAGE)
     if "expiresAt" in body and body["expiresAt"] is None:
         return PoolUpdate(replicas=replicas, expires_at=None)  # no expiry any more
-    expires_at = _expiry(body, now or timezone.now())
+    expires_at = _expiry(POOL_UPDATE.decode(body, only=_EXPIRY), now or timezone.now())
     return PoolUpdate(replicas=replicas, expires_at=KEEP if expires_at is None else expires_at)
 
 

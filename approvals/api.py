@@ -3,116 +3,24 @@
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
-from django.conf import settings
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
-    OpenApiParameter,
     OpenApiResponse,
-    PolymorphicProxySerializer,
     extend_schema,
 )
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals import access, selectors
+from approvals import access, contract, selectors
 from approvals.services import check, decisions, grants, lifecycle, runs
-from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
+from contextsvc.core.contract import read_json_object
 from contextsvc.core.errors import Forbidden, InvalidRequest, NotFound
-from contextsvc.core.jsonbody import (
-    field,
-    integer,
-    read_json_object,
-    reject_unknown_fields,
-    text,
-)
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
-from rules.model import MAX_OPERATION_TEXT
-
-CHECK_FIELDS = frozenset(
-    {
-        "contextId",
-        "agentType",
-        "agentInstance",
-        "allocation",
-        "namespace",
-        "operation",
-        "deadlineSeconds",
-    }
-)
-DECISION_FIELDS = frozenset(
-    {"decision", "reason", "scope", "expiresInSeconds", "rule", "operation", "version"}
-)
-
-
-# One serializer per kind of operation, so that the document says what each one needs
-# (rules.model.operation_from_dict is the parser).
-_NOT_BLANK = r"\S"
-
-
-# The largest list offset taken (far past any real list; keeps OFFSET inside a bigint).
-MAX_OFFSET = 1_000_000_000
-
-
-class ShellOperation(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["shell"])
-    command = serializers.CharField(
-        allow_blank=True, trim_whitespace=False, max_length=MAX_OPERATION_TEXT
-    )
-
-
-class FileOperation(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["file"])
-    action = serializers.ChoiceField(choices=["read", "write", "delete"])
-    path = serializers.CharField(trim_whitespace=False, max_length=MAX_OPERATION_TEXT)
-
-
-class _NetworkOperationBase(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["network"])
-    direction = serializers.ChoiceField(choices=["outbound", "inbound"], required=False)
-
-
-class NetworkHostOperation(_NetworkOperationBase):
-    host = serializers.RegexField(_NOT_BLANK, max_length=MAX_OPERATION_TEXT)
-
-
-class NetworkUrlOperation(_NetworkOperationBase):
-    url = serializers.RegexField(
-        r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*@)?[^/?#@:]",
-        help_text="An absolute URL",
-        max_length=MAX_OPERATION_TEXT,
-    )
-    host = serializers.RegexField(
-        _NOT_BLANK,
-        required=False,
-        help_text="If given, the url's host",
-        max_length=MAX_OPERATION_TEXT,
-    )
-
-
-Operation = PolymorphicProxySerializer(
-    component_name="Operation",
-    serializers=[ShellOperation, FileOperation, NetworkHostOperation, NetworkUrlOperation],
-    resource_type_field_name=None,
-)
-
-
-class ApprovalCheckRequest(serializers.Serializer):
-    contextId = serializers.RegexField(openapi.CONTEXT_ID)
-    agentType = serializers.RegexField(openapi.DNS_LABEL)
-    agentInstance = serializers.CharField(required=False)
-    allocation = serializers.CharField(required=False)
-    namespace = serializers.CharField(required=False)
-    operation = Operation
-    deadlineSeconds = serializers.IntegerField(
-        required=False, min_value=1, max_value=settings.CS_APPROVAL_MAX_DEADLINE_SECONDS
-    )
 
 
 class Effects(serializers.Serializer):
@@ -236,30 +144,6 @@ class ApprovalList(serializers.Serializer):
     count = serializers.IntegerField()
 
 
-class DecisionRequest(serializers.Serializer):
-    decision = serializers.ChoiceField(
-        choices=["approve", "deny", "approve_edited", "approve_similar"]
-    )
-    reason = serializers.CharField(required=False)
-    scope = serializers.ChoiceField(
-        choices=["context", "agent_type"], required=False, help_text="With approve_similar"
-    )
-    expiresInSeconds = serializers.IntegerField(required=False, min_value=1, max_value=315360000)
-    rule = serializers.CharField(required=False, help_text="With approve_similar")
-    operation = PolymorphicProxySerializer(
-        component_name="EditedOperation",
-        serializers=[ShellOperation, FileOperation, NetworkHostOperation, NetworkUrlOperation],
-        resource_type_field_name=None,
-        required=False,
-        help_text="With approve_edited: the operation to approve instead (same kind)",
-    )
-    version = serializers.CharField(
-        required=False,
-        help_text="The request's version as the decider saw it (a decision on another "
-        "version is a 409); required to approve a request a reviewer edited",
-    )
-
-
 class Similar(serializers.Serializer):
     rule = serializers.CharField(allow_null=True)
     scope = serializers.CharField()
@@ -280,7 +164,7 @@ class ApprovalCollectionApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="approvals_check",
-        request=ApprovalCheckRequest,
+        request=contract.CHECK.serializer(),
         responses=responses(
             {
                 200: OpenApiResponse(Verdict, description="A rule decided at once"),
@@ -290,21 +174,22 @@ class ApprovalCollectionApi(ServiceAPIView):
         description="Decide an operation now (200 allow/deny) or queue it for a human (202).",
     )
     def post(self, request: Request) -> Response:
-        body = read_json_object(request._request)
-        reject_unknown_fields(body, CHECK_FIELDS)
-        operation = field(body, "operation", dict)
+        spec = contract.CHECK
+        body = spec.open(read_json_object(request._request))
+        operation = spec["operation"].read(body)
         if operation is None:  # absent or null: the message a wrong type gets
-            raise InvalidRequest("operation must be an object")
-        agent_type = text(body, "agentType", required=True)
+            raise InvalidRequest(spec["operation"].message)
+        agent_type = spec["agentType"].text(body)
         check_agent_type(request.user, agent_type)
         result = check.approval_check(
             operation=operation,
-            context_id=text(body, "contextId", required=True),
+            context_id=spec["contextId"].text(body),
             agent_type=agent_type,
-            agent_instance=text(body, "agentInstance"),
-            allocation=text(body, "allocation"),
-            namespace=text(body, "namespace"),
-            deadline_seconds=integer(body, "deadlineSeconds"),
+            agent_instance=spec["agentInstance"].text(body, checked=True),
+            allocation=spec["allocation"].text(body, checked=True),
+            namespace=spec["namespace"].text(body, checked=True),
+            # Its bounds are the service's (with the same message).
+            deadline_seconds=spec["deadlineSeconds"].read(body),
             actor=actor_of(request.user),
         )
         if result.request is None:
@@ -326,16 +211,13 @@ class ApprovalCollectionApi(ServiceAPIView):
     @extend_schema(
         operation_id="approvals_list",
         parameters=[
-            OpenApiParameter(name, OpenApiTypes.STR)
-            for name in ("status", "agentType", "contextId", "allocation")
-        ]
-        + [
-            OpenApiParameter("limit", OpenApiTypes.INT),
-            OpenApiParameter(
-                "offset",
-                {"type": "integer", "maximum": MAX_OFFSET},
-                description="Items to skip (at most 1,000,000,000)",
-            ),
+            query.parameter()
+            for query in (
+                contract.LIST_STATUS,
+                *contract.LIST_FILTERS,
+                contract.LIMIT,
+                contract.OFFSET,
+            )
         ],
         responses=responses({200: ApprovalList}),
     )
@@ -353,9 +235,8 @@ class ApprovalCollectionApi(ServiceAPIView):
             offset = max(int(params.get("offset", 0)), 0)
         except ValueError:
             raise InvalidRequest("limit and offset must be integers") from None
-        if offset > MAX_OFFSET:
-            # PostgreSQL's OFFSET is a bigint: a larger one was a database error (a 500).
-            raise InvalidRequest(f"offset must be at most {MAX_OFFSET}")
+        # PostgreSQL's OFFSET is a bigint: a larger one was a database error (a 500).
+        contract.OFFSET.check(offset)
         page = found.select_related("grant").prefetch_related("signoffs")[offset : offset + limit]
         return Response(
             {"items": [selectors.approval_json(item) for item in page], "count": found.count()}
@@ -370,13 +251,7 @@ class ApprovalDetailApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="approvals_get",
-        parameters=[
-            OpenApiParameter(
-                "wait",
-                OpenApiTypes.INT,
-                description="long-poll: seconds (max 60) to wait for a decision",
-            )
-        ],
+        parameters=[contract.WAIT.parameter()],
         responses=responses({200: Approval}, 404),
     )
     def get(self, request: Request, request_id: str) -> Response:
@@ -392,23 +267,25 @@ class ApprovalDecisionApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="approvals_decide",
-        request=DecisionRequest,
+        request=contract.DECISION.serializer(),
         responses=responses({200: Approval}, 403, 404, 409),
     )
     def post(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
-        body = read_json_object(request._request)
-        reject_unknown_fields(body, DECISION_FIELDS)
+        spec = contract.DECISION
+        body = spec.open(read_json_object(request._request))
         decided = decisions.approval_decide(
             request_id=parsed,
             actor=actor_of(request.user),
-            decision=text(body, "decision", required=True),
-            reason=text(body, "reason"),
-            scope=text(body, "scope") or None,
-            expires_in_seconds=integer(body, "expiresInSeconds"),
-            rule=text(body, "rule") or None,
+            decision=spec["decision"].text(body),
+            reason=spec["reason"].text(body),
+            scope=spec["scope"].text(body) or None,
+            # Its bounds are the service's (a link's decision takes them too).
+            expires_in_seconds=spec["expiresInSeconds"].read(body),
+            rule=spec["rule"].text(body) or None,
+            # Judged by the service (as the edited operation, with the rules' messages).
             operation=body.get("operation"),
-            version=text(body, "version") or None,
+            version=spec["version"].text(body) or None,
         )
         return Response(selectors.approval_json(decided))
 
@@ -446,10 +323,7 @@ class ApprovalSimilarApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="approvals_similar",
-        parameters=[
-            OpenApiParameter("rule", OpenApiTypes.STR),
-            OpenApiParameter("scope", OpenApiTypes.STR, enum=["context", "agent_type"]),
-        ],
+        parameters=[contract.SIMILAR_RULE.parameter(), contract.SIMILAR_SCOPE.parameter()],
         responses=responses({200: Similar}, 404),
     )
     def get(self, request: Request, request_id: str) -> Response:
@@ -457,8 +331,8 @@ class ApprovalSimilarApi(ServiceAPIView):
         return Response(
             grants.approval_similar(
                 found,
-                rule=request.query_params.get("rule"),
-                scope=request.query_params.get("scope", "agent_type"),
+                rule=contract.SIMILAR_RULE.read(request.query_params),
+                scope=contract.SIMILAR_SCOPE.read(request.query_params, "agent_type"),
             )
         )
 
@@ -470,11 +344,11 @@ class GrantCollectionApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="grants_list",
-        parameters=[OpenApiParameter("active", OpenApiTypes.BOOL)],
+        parameters=[contract.GRANTS_ACTIVE.parameter()],
         responses=responses({200: GrantList}),
     )
     def get(self, request: Request) -> Response:
-        active = request.query_params.get("active") in ("1", "true", "yes")
+        active = contract.GRANTS_ACTIVE.read(request.query_params, False)
         return Response(
             {"items": [selectors.grant_json(g) for g in selectors.grant_list(active=active)]}
         )
@@ -491,60 +365,6 @@ class GrantDetailApi(ServiceAPIView):
         return Response(status=204)
 
 
-RUN_FIELDS = frozenset(
-    {
-        "refusedEffects",
-        "sandbox",
-        "requestId",
-        "checkId",
-        "contextId",
-        "command",
-        "outcome",
-        "exitStatus",
-        "signal",
-        "durationMs",
-        "stdoutBytes",
-        "stderrBytes",
-        "truncated",
-    }
-)
-MAX_BYTES = 2**63 - 1
-
-
-class RefusedEffect(serializers.Serializer):
-    """One thing the sandbox refused the command, as the program reported it."""
-
-    action = serializers.ChoiceField(choices=list(runs.REFUSED_ACTIONS))
-    path = serializers.CharField(allow_blank=True, max_length=runs.MAX_REFUSED_PATH)
-    error = serializers.CharField(max_length=200)
-
-
-class Sandbox(serializers.Serializer):
-    network = serializers.ChoiceField(choices=["pod", "none"])
-    memory = serializers.ChoiceField(choices=["cgroup", "rlimit"])
-    processes = serializers.ChoiceField(choices=["cgroup", "rlimit"])
-
-
-class RunReport(serializers.Serializer):
-    requestId = serializers.UUIDField(required=False, help_text="A queued request's id")
-    checkId = serializers.IntegerField(required=False, help_text="An immediate allow's checkId")
-    contextId = serializers.RegexField(openapi.CONTEXT_ID)
-    command = serializers.CharField(
-        allow_blank=True, trim_whitespace=False, help_text="What ran: must be what was judged"
-    )
-    outcome = serializers.ChoiceField(choices=["exited", "timed_out", "memory", "killed", "error"])
-    exitStatus = serializers.IntegerField(
-        allow_null=True, required=False, min_value=0, max_value=255
-    )
-    signal = serializers.IntegerField(allow_null=True, required=False, min_value=1, max_value=64)
-    durationMs = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
-    stdoutBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
-    stderrBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
-    truncated = serializers.BooleanField()
-    refusedEffects = RefusedEffect(many=True, required=False)
-    sandbox = Sandbox(required=False)
-
-
 class Run(serializers.Serializer):
     id = serializers.UUIDField()
     requestId = serializers.UUIDField(allow_null=True)
@@ -559,16 +379,10 @@ class Run(serializers.Serializer):
     stdoutBytes = serializers.IntegerField()
     stderrBytes = serializers.IntegerField()
     truncated = serializers.BooleanField()
-    refusedEffects = RefusedEffect(many=True)
+    refusedEffects = contract.REFUSED_EFFECT.serializer()(many=True)
     sandbox = serializers.DictField()
     reportedBy = serializers.CharField()
     reportedAt = serializers.DateTimeField()
-
-
-def _count(body: dict[str, Any], key: str, maximum: int) -> int:
-    value = integer(body, key, required=True, minimum=0, maximum=maximum)
-    assert value is not None  # required=True
-    return value
 
 
 class RunCollectionApi(ServiceAPIView):
@@ -578,28 +392,30 @@ class RunCollectionApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="runs_report",
-        request=RunReport,
+        request=contract.RUN.serializer(),
         responses=responses({201: Run}, 404, 409),
         description="Once per allowed operation; the command must be the one judged.",
     )
     def post(self, request: Request) -> Response:
-        body = read_json_object(request._request)
-        reject_unknown_fields(body, RUN_FIELDS)
-        raw_request_id = text(body, "requestId")
+        spec = contract.RUN
+        body = spec.open(read_json_object(request._request))
+        raw_request_id = spec["requestId"].text(body)
         run = runs.run_record(
-            context_id=text(body, "contextId", required=True),
+            context_id=spec["contextId"].text(body),
             request_id=selectors.parse_request_id(raw_request_id) if raw_request_id else None,
-            check_id=integer(body, "checkId", minimum=1, maximum=MAX_BYTES),
-            command=field(body, "command", str, required=True),
-            outcome=text(body, "outcome", required=True),
-            exit_status=integer(body, "exitStatus", minimum=0, maximum=255),
-            signal=integer(body, "signal", minimum=1, maximum=64),
-            duration_ms=_count(body, "durationMs", 2**31 - 1),
-            stdout_bytes=_count(body, "stdoutBytes", MAX_BYTES),
-            stderr_bytes=_count(body, "stderrBytes", MAX_BYTES),
-            truncated=field(body, "truncated", bool, required=True),
-            refused_effects=field(body, "refusedEffects", list) or [],
-            sandbox=field(body, "sandbox", dict) or {},
+            check_id=spec["checkId"].integer(body),
+            # Required, but may be empty (what ran must be what was judged).
+            command=spec["command"].need(spec["command"].read(body)),
+            outcome=spec["outcome"].text(body),
+            exit_status=spec["exitStatus"].integer(body),
+            signal=spec["signal"].integer(body),
+            duration_ms=spec["durationMs"].count(body),
+            stdout_bytes=spec["stdoutBytes"].count(body),
+            stderr_bytes=spec["stderrBytes"].count(body),
+            truncated=spec["truncated"].need(spec["truncated"].read(body)),
+            # Their entries are checked by the service (with their index in the message).
+            refused_effects=spec["refusedEffects"].read(body) or [],
+            sandbox=spec["sandbox"].read(body) or {},
             actor=actor_of(request.user),
         )
         return Response(

@@ -18,6 +18,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from allocations.metrics import AllocationCollector
 from approvals.metrics import ApprovalCollector
 from contextsvc.core.auth import SH_AUTH_HEADER, InvalidCredentials, principal_from_headers
+from contextsvc.core.errors import error_json
 from contextsvc.core.models import Scope
 from workspaces.metrics import WorkspaceCollector
 
@@ -37,13 +38,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     if found is None:
         return _unauthorized("a token with the read scope is required")
     if not found[0].scopes & {Scope.READ, Scope.ADMIN}:
-        return JsonResponse(
-            {
-                "error": "forbidden",
-                "message": "this credential lacks the scope this endpoint needs",
-            },
-            status=403,
-        )
+        return error_json(403, "forbidden", "this credential lacks the scope this endpoint needs")
     registry = CollectorRegistry()
     for collector in COLLECTORS:
         registry.register(collector())
@@ -51,8 +46,6 @@ def metrics(request: HttpRequest) -> HttpResponse:
 
 
 def _unauthorized(message: str) -> JsonResponse:
-    return JsonResponse(
-        {"error": "unauthorized", "message": message},
-        status=401,
-        headers={"WWW-Authenticate": 'Bearer realm="context-service"'},
-    )
+    response = error_json(401, "unauthorized", message)
+    response["WWW-Authenticate"] = 'Bearer realm="context-service"'
+    return response

@@ -12,7 +12,7 @@ from contexts import selectors, services, v1
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
-from contextsvc.core.jsonbody import read_json_object
+from contextsvc.core.contract import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 

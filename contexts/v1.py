@@ -8,8 +8,8 @@ from typing import Any
 
 from contexts.models import ContextResource
 from contexts.requests import ContextRequest
+from contextsvc.core.contract import field, reject_unknown_fields
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import field, reject_unknown_fields
 from contextsvc.core.validators import (
     ACCESS_MODES,
     NAME_MESSAGE,

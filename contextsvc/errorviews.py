@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.defaults import page_not_found, server_error
+
+from contextsvc.core.errors import error_json
 
 API_PREFIXES = ("/v1/", "/api/")
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith(API_PREFIXES):
-        return JsonResponse({"error": "not_found", "message": "no such endpoint"}, status=404)
+        return error_json(404, "not_found", "no such endpoint")
     return page_not_found(request, exception)
 
 
 def internal_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith(API_PREFIXES):
-        return JsonResponse(
-            {"error": "internal_error", "message": "internal server error"}, status=500
-        )
+        return error_json(500, "internal_error", "internal server error")
     return server_error(request)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith(API_PREFIXES):
-        return JsonResponse({"error": "invalid_request", "message": "bad request"}, status=400)
+        return error_json(400, "invalid_request", "bad request")
     return HttpResponse("Bad request", status=400, content_type="text/plain")

@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from contextsvc.core.jsonbody import TOO_BIG
+from contextsvc.core.contract import TOO_BIG
+from contextsvc.core.errors import error_body
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -120,7 +121,7 @@ def build_environ(scope: Scope, body: bytes) -> dict[str, Any]:
 
 
 async def _too_large(send: Send) -> None:
-    text = json.dumps({"error": "invalid_request", "message": TOO_BIG}).encode()
+    text = json.dumps(error_body("invalid_request", TOO_BIG)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(text))]
     await send({"type": "http.response.start", "status": 400, "headers": headers})
     await send({"type": "http.response.body", "body": text})

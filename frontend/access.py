@@ -8,9 +8,10 @@ from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 
 from contextsvc.core.auth import Role, user_role
+from contextsvc.core.errors import error_json
 from contextsvc.core.users import has_role
 
 View = Callable[..., HttpResponse]
@@ -33,7 +34,7 @@ def role_required(role: str) -> Callable[[View], View]:
                 refusal = f"this needs the {role} role"
                 if wants_json(request):
                     # The page's own script asked: answer in the API's error shape.
-                    return JsonResponse({"error": "forbidden", "message": refusal}, status=403)
+                    return error_json(403, "forbidden", refusal)
                 raise PermissionDenied(refusal)
             return view(request, *args, **kwargs)
 

@@ -4,129 +4,46 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextsvc.core import capabilities, openapi
+from contextsvc.core import capabilities
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
+from contextsvc.core.contract import NO_NUL, Body, Field, SchemaField, read_json_object
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from profiles import selectors, services, v1
 from profiles.validation import DOCUMENTS, normalised_document
+from rules.settings import LISTS
+from rules.sources import SOURCES_KEYS
 
 
-class TemplateRef(serializers.Serializer):
-    namespace = serializers.CharField()
-    name = serializers.CharField()
-
-
-class WarmPoolBounds(serializers.Serializer):
-    min = serializers.IntegerField(min_value=0, max_value=100)
-    max = serializers.IntegerField(min_value=1, max_value=100)
-    namespace = serializers.CharField(
-        required=False, help_text="Where the pool lives (default: CS_NAMESPACE)"
-    )
-
-
-class WarmPool(WarmPoolBounds):
+class WarmPool(v1.WARM_POOL_BOUNDS.serializer()):  # type: ignore[misc]
     name = serializers.CharField(help_text="The SandboxWarmPool and SandboxTemplate made")
 
 
-class ApprovalPolicy(serializers.Serializer):
-    """How the agent type's operations reach people (docs/approvals.md)."""
-
-    twoPersonRule = serializers.BooleanField(
-        required=False, help_text="High-risk operations need two distinct approvers"
-    )
-    escalateAfter = serializers.FloatField(
-        required=False,
-        min_value=0,
-        max_value=1,
-        help_text="Share of the deadline after which an undecided request is escalated",
-    )
-    escalateTo = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text="Usernames of approvers"
-    )
-    email = serializers.ChoiceField(
-        choices=["all", "high", "none"],
-        required=False,
-        help_text="Which new requests e-mail the approvers",
-    )
-
-
-class _ProfileFields(serializers.Serializer):
-    description = serializers.CharField()
-    enabled = serializers.BooleanField()
-    default = serializers.BooleanField(help_text="Used by direct allocations naming none")
-    source = serializers.ChoiceField(choices=["builtin", "template"])  # type: ignore[assignment]
-    image = serializers.CharField()
-    command = serializers.ListField(child=serializers.CharField())
-    args = serializers.ListField(child=serializers.CharField())
-    env = serializers.ListField(child=serializers.DictField())
-    resources = serializers.DictField()
-    podLabels = serializers.DictField(child=serializers.CharField())
-    volumes = serializers.ListField(child=serializers.DictField())
-    volumeMounts = serializers.ListField(child=serializers.DictField())
-    isolation = serializers.ChoiceField(choices=["default", "gvisor", "kata"])
-    executorIsolation = serializers.ChoiceField(choices=["namespaces", "none"])
-    relaxations = serializers.ListField(child=serializers.CharField())
-    egress = serializers.ListField(child=serializers.DictField())
-    ingress = serializers.ListField(child=serializers.DictField())
-    rules = serializers.DictField(help_text="The agent type's settings.json")
-    sources = serializers.DictField(help_text="The agent type's sources.json")
-    approvals = ApprovalPolicy()
-
-
-class Profile(_ProfileFields):
-    name = serializers.CharField()
-    warmPool = WarmPool(allow_null=True, help_text="Warm capacity the service owns, or null")
-    template = TemplateRef(required=False)
-    updatedAt = serializers.DateTimeField(allow_null=True)
-    updatedBy = serializers.CharField()
-
-
-class ProfileRequest(serializers.Serializer):
-    """The fields of ``Profile`` that may be written; all but ``name`` are optional."""
-
-    name = serializers.RegexField(openapi.DNS_LABEL)
-    template = TemplateRef(required=False)
-    description = serializers.CharField(required=False)
-    enabled = serializers.BooleanField(required=False)
-    default = serializers.BooleanField(required=False)
-    source = serializers.ChoiceField(  # type: ignore[assignment]
-        choices=["builtin", "template"], required=False
-    )
-    image = serializers.CharField(required=False)
-    command = serializers.ListField(child=serializers.CharField(), required=False)
-    args = serializers.ListField(child=serializers.CharField(), required=False)
-    env = serializers.ListField(child=serializers.DictField(), required=False)
-    resources = serializers.DictField(required=False)
-    podLabels = serializers.DictField(child=serializers.CharField(), required=False)
-    volumes = serializers.ListField(child=serializers.DictField(), required=False)
-    volumeMounts = serializers.ListField(child=serializers.DictField(), required=False)
-    isolation = serializers.ChoiceField(choices=["default", "gvisor", "kata"], required=False)
-    executorIsolation = serializers.ChoiceField(
-        choices=["namespaces", "none"],
-        required=False,
-        help_text="How the agent's executor isolates each command (docs/agent-client.md)",
-    )
-    relaxations = serializers.ListField(child=serializers.CharField(), required=False)
-    egress = serializers.ListField(child=serializers.DictField(), required=False)
-    ingress = serializers.ListField(child=serializers.DictField(), required=False)
-    rules = serializers.DictField(required=False)
-    sources = serializers.DictField(required=False)
-    approvals = ApprovalPolicy(required=False)
-    warmPool = WarmPoolBounds(
-        required=False,
-        allow_null=True,
-        help_text="A warm pool the service makes, owns and sizes from demand; null removes it",
-    )
+# The response: every writable field, always present, then what the service adds.
+Profile = Body(
+    "Profile",
+    (
+        Field("name", required=True),
+        *(item.but(required=True) for item in v1.PROFILE_FIELDS),
+        Field("template", dict, body=v1.TEMPLATE_REF, help="A template profile's template"),
+        Field(
+            "warmPool",
+            dict,
+            required=True,
+            nullable=True,
+            document=WarmPool(allow_null=True, help_text="Warm capacity the service owns, or null"),
+        ),
+        Field("updatedAt", required=True, nullable=True, schema={"format": "date-time"}),
+        Field("updatedBy", required=True),
+    ),
+).serializer()
 
 
 class ProfileList(serializers.Serializer):
@@ -160,7 +77,7 @@ class ProfileCollectionApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="profiles_create",
-        request=ProfileRequest,
+        request=v1.REQUEST.serializer(),
         responses=responses({201: Profile}, 409),
     )
     def post(self, request: Request) -> Response:
@@ -183,7 +100,7 @@ class ProfileDetailApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="profiles_update",
-        request=ProfileRequest,
+        request=v1.REQUEST.serializer(),
         responses=responses({200: Profile}, 404),
     )
     def put(self, request: Request, name: str) -> Response:
@@ -222,16 +139,56 @@ class _ProfileDocumentApi(ServiceAPIView):
         return Response(getattr(profile, field))
 
 
+# The two documents as the rule engine reads them (rules.settings, rules.sources): closed at
+# the top, "_" keys comments; what their entries mean is the engine's (its messages).
+_OBJECT = {"type": "object"}
+_STRINGS = {"items": {"type": "string", "pattern": NO_NUL}}
+DOCUMENT_BODIES = {
+    "settings": Body(
+        "SettingsJson",
+        (
+            Field("context_workspace", nullable=True),
+            Field(
+                "permissions",
+                dict,
+                body=Body(
+                    "Permissions",
+                    tuple(Field(name, list, schema=_STRINGS) for name in LISTS),
+                    null_is_absent=False,
+                ),
+            ),
+        ),
+        "settings.json: the agent type's rules (allow, ask, deny)",
+        comment_prefix="_",
+        null_is_absent=False,
+    ),
+    "sources": Body(
+        "SourcesJson",
+        (
+            Field("agent_type", nullable=True),
+            *(
+                Field(name, dict, document=SchemaField(_OBJECT, required=False))
+                for name in SOURCES_KEYS[1:]
+            ),
+        ),
+        "sources.json: where the agent type may fetch packages, pages and code from",
+        comment_prefix="_",
+        null_is_absent=False,
+    ),
+}
+
+
 def _document(name: str) -> Any:
+    document = DOCUMENT_BODIES[name].serializer()
     return extend_schema_view(
         get=extend_schema(
             operation_id=f"profiles_{name}_get",
-            responses=responses({200: OpenApiTypes.OBJECT}, 404),
+            responses=responses({200: document}, 404),
         ),
         put=extend_schema(
             operation_id=f"profiles_{name}_put",
-            request=OpenApiTypes.OBJECT,
-            responses=responses({200: OpenApiTypes.OBJECT}, 404),
+            request=document,
+            responses=responses({200: document}, 404),
         ),
     )
 

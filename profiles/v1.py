@@ -4,37 +4,132 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextsvc.core import jsonbody
+from contextsvc.core import openapi
+from contextsvc.core.contract import NO_NUL, Body, Field, reject_unknown_fields
 from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.jsonbody import reject_unknown_fields
 from contextsvc.kube.objects.names import profile_warm_pool_name
 from profiles.models import SandboxProfile
 
-# API field → (model field, JSON type name, Python type)
-FIELDS: dict[str, tuple[str, str, type]] = {
-    "description": ("description", "a string", str),
-    "enabled": ("enabled", "a boolean", bool),
-    "default": ("is_default", "a boolean", bool),
-    "source": ("source", "a string", str),
-    "image": ("image", "a string", str),
-    "command": ("command", "a list", list),
-    "args": ("args", "a list", list),
-    "env": ("env", "a list", list),
-    "resources": ("resources", "an object", dict),
-    "podLabels": ("pod_labels", "an object", dict),
-    "volumes": ("volumes", "a list", list),
-    "volumeMounts": ("volume_mounts", "a list", list),
-    "isolation": ("isolation", "a string", str),
-    "executorIsolation": ("executor_isolation", "a string", str),
-    "relaxations": ("relaxations", "a list", list),
-    "egress": ("egress", "a list", list),
-    "ingress": ("ingress", "a list", list),
-    "rules": ("rules", "an object (settings.json)", dict),
-    "sources": ("sources", "an object (sources.json)", dict),
-    "approvals": ("approval_policy", "an object", dict),
+_STRINGS = {"items": {"type": "string", "pattern": NO_NUL}}
+_OBJECTS = {"items": {"type": "object"}}
+_A_LIST = "a list"
+
+# The writable fields, declared once: the parser below, the document's ProfileRequest and
+# Profile (profiles/api.py), and the response's keys. API field → model field.
+MODEL_FIELDS = {
+    "description": "description",
+    "enabled": "enabled",
+    "default": "is_default",
+    "source": "source",
+    "image": "image",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "resources": "resources",
+    "podLabels": "pod_labels",
+    "volumes": "volumes",
+    "volumeMounts": "volume_mounts",
+    "isolation": "isolation",
+    "executorIsolation": "executor_isolation",
+    "relaxations": "relaxations",
+    "egress": "egress",
+    "ingress": "ingress",
+    "rules": "rules",
+    "sources": "sources",
+    "approvals": "approval_policy",
 }
-KNOWN = frozenset({"name", "template", "warmPool", *FIELDS})
-WARM_POOL_FIELDS = frozenset({"min", "max", "namespace"})
+TEMPLATE_REF = Body(
+    "TemplateRef",
+    (Field("namespace", required=True), Field("name", required=True)),
+    null_is_absent=False,
+)
+WARM_POOL_BOUNDS = Body(
+    "WarmPoolBounds",
+    (
+        Field("min", int, required=True, schema={"minimum": 0, "maximum": 100}),
+        Field("max", int, required=True, schema={"minimum": 1, "maximum": 100}),
+        Field("namespace", help="Where the pool lives (default: CS_NAMESPACE)"),
+    ),
+    null_is_absent=False,
+)
+APPROVAL_POLICY = Body(
+    "ApprovalPolicy",
+    (
+        Field("twoPersonRule", bool, help="High-risk operations need two distinct approvers"),
+        Field(
+            "escalateAfter",
+            float,
+            nullable=True,
+            schema={"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            help="Share of the deadline after which an undecided request is escalated",
+        ),
+        Field(
+            "escalateTo",
+            list,
+            schema={"items": {"type": "string", "minLength": 1}, "uniqueItems": True},
+            help="Usernames of approvers (with escalateAfter)",
+        ),
+        Field(
+            "email",
+            schema={"enum": ["all", "high", "none"]},
+            help="Which new requests e-mail the approvers",
+        ),
+    ),
+    "How the agent type's operations reach people (docs/approvals.md).",
+    null_is_absent=False,
+)
+PROFILE_FIELDS = (
+    Field("description"),
+    Field("enabled", bool),
+    Field("default", bool, help="Used by direct allocations naming none"),
+    Field("source", schema={"enum": ["builtin", "template"]}),
+    Field("image"),
+    Field("command", list, schema=_STRINGS, described=_A_LIST),
+    Field("args", list, schema=_STRINGS, described=_A_LIST),
+    Field("env", list, schema=_OBJECTS, described=_A_LIST),
+    Field("resources", dict),
+    Field("podLabels", dict, schema={"additionalProperties": {"type": "string"}}),
+    Field("volumes", list, schema=_OBJECTS, described=_A_LIST),
+    Field("volumeMounts", list, schema=_OBJECTS, described=_A_LIST),
+    Field("isolation", schema={"enum": ["default", "gvisor", "kata"]}),
+    Field(
+        "executorIsolation",
+        schema={"enum": ["namespaces", "none"]},
+        help="How the agent's executor isolates each command (docs/agent-client.md)",
+    ),
+    Field("relaxations", list, schema=_STRINGS, described=_A_LIST),
+    Field("egress", list, schema=_OBJECTS, described=_A_LIST),
+    Field("ingress", list, schema=_OBJECTS, described=_A_LIST),
+    Field(
+        "rules",
+        dict,
+        described="an object (settings.json)",
+        help="The agent type's settings.json",
+    ),
+    Field(
+        "sources",
+        dict,
+        described="an object (sources.json)",
+        help="The agent type's sources.json",
+    ),
+    Field("approvals", dict, body=APPROVAL_POLICY),
+)
+REQUEST = Body(
+    "ProfileRequest",
+    (
+        Field("name", required=True, schema={"pattern": openapi.DNS_LABEL}),
+        Field("template", dict, body=TEMPLATE_REF),
+        *PROFILE_FIELDS,
+        Field(
+            "warmPool",
+            dict,
+            body=WARM_POOL_BOUNDS,
+            help="A warm pool the service makes, owns and sizes from demand; null removes it",
+        ),
+    ),
+    "The fields of ``Profile`` that may be written; all but ``name`` are optional.",
+)
+WARM_POOL_FIELDS = WARM_POOL_BOUNDS.known
 WARM_POOL_MESSAGE = (
     "warmPool must be null or an object with min and max (integers) and optionally namespace"
 )
@@ -43,20 +138,20 @@ WARM_POOL_MESSAGE = (
 def parse_profile(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(name, model field values) from a request body; types are checked here, meaning in
     the service."""
-    reject_unknown_fields(body, KNOWN)
+    REQUEST.open(body)
     name = body.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidRequest("name must be a non-empty string")
     values: dict[str, Any] = {}
-    for key, (model_field, type_name, python_type) in FIELDS.items():
-        value = jsonbody.field(body, key, python_type, described=type_name)
+    for key, model_field in MODEL_FIELDS.items():
+        value = REQUEST[key].read(body)
         if value is not None:
             values[model_field] = value
     template = body.get("template")
     if template is not None:
         if not isinstance(template, dict):
             raise InvalidRequest("template must be an object with namespace and name")
-        reject_unknown_fields(template, {"namespace", "name"}, "template.")
+        reject_unknown_fields(template, TEMPLATE_REF.known, "template.")
         for key in ("namespace", "name"):
             if not isinstance(template.get(key), str):
                 raise InvalidRequest(f"template.{key} must be a string")
@@ -89,8 +184,8 @@ def _warm_pool(raw: Any) -> dict[str, Any]:
 
 def profile_response(profile: SandboxProfile) -> dict[str, Any]:
     body: dict[str, Any] = {"name": profile.name}
-    for key, (field, _, _) in FIELDS.items():
-        body[key] = getattr(profile, field)
+    for key, model_field in MODEL_FIELDS.items():
+        body[key] = getattr(profile, model_field)
     if profile.source == "template":
         body["template"] = {"namespace": profile.template_namespace, "name": profile.template_name}
     body["warmPool"] = (

@@ -27,6 +27,8 @@ _KIND_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 _KNOWN_VARIABLES = {"WORKSPACE", "CONTEXT_ID"}
 LISTS = ("allow", "ask", "deny")
+# The keys of settings.json (besides "_" comments); the OpenAPI document lists them too.
+SETTINGS_KEYS = ("context_workspace", "permissions")
 MAX_RULE_LENGTH = 4096
 
 
@@ -133,11 +135,9 @@ def parse_settings(data: object) -> RuleSet:
     if not isinstance(data, Mapping):
         raise RuleSyntaxError(f"settings.json: expected an object, got {json_type(data)}")
     for key in data:
-        if not isinstance(key, str) or (
-            not key.startswith("_") and key not in {"context_workspace", "permissions"}
-        ):
+        if not isinstance(key, str) or (not key.startswith("_") and key not in SETTINGS_KEYS):
             raise RuleSyntaxError(
-                f'settings.json: unknown key "{key}" (expected context_workspace, permissions)'
+                f'settings.json: unknown key "{key}" (expected {", ".join(SETTINGS_KEYS)})'
             )
     workspace = data.get("context_workspace")
     if workspace is not None:

@@ -247,11 +247,13 @@ def _comments(data: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(comments)
 
 
+# The keys of sources.json (besides "_" comments); the OpenAPI document lists them too.
+SOURCES_KEYS = ("agent_type", "package_managers", "web_access", "git", "runtime")
+
+
 def parse_sources(data: object) -> Sources:
     """The decoded sources.json."""
-    top = _object(
-        data, "sources.json", ("agent_type", "package_managers", "web_access", "git", "runtime")
-    )
+    top = _object(data, "sources.json", SOURCES_KEYS)
     agent_type = top.get("agent_type")
     managers: list[PackageManager] = []
     if "package_managers" in top:

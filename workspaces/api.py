@@ -13,10 +13,11 @@ from rest_framework.response import Response
 from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
+from contextsvc.core.contract import Body, Field, Query, read_json_object
 from contextsvc.core.errors import Forbidden
-from contextsvc.core.jsonbody import integer, read_json_object, reject_unknown_fields, text
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
+from contextsvc.quantity import MAX_LENGTH as MAX_QUANTITY_LENGTH
 from contextsvc.quantity import format_bytes
 from workspaces import selectors, services
 from workspaces.models import AgentWorkspace, WorkspaceContext
@@ -45,32 +46,61 @@ def _may_read(request: Request, agent_type: str) -> bool:
 MAX_BYTES = 2**63 - 1
 
 
-class AgentWorkspaceSerializer(serializers.Serializer):
-    agentType = serializers.CharField()
-    namespace = serializers.CharField()
-    pvcName = serializers.CharField()
-    status = serializers.CharField()
-    storageClass = serializers.CharField(allow_null=True)
-    initialSize = serializers.CharField()
-    maxSize = serializers.CharField()
-    size = serializers.CharField()
-    capacityBytes = serializers.IntegerField(allow_null=True)
-    usageBytes = serializers.IntegerField(allow_null=True)
-    expansion = serializers.CharField(allow_null=True)
-    adopted = serializers.BooleanField()
-    message = serializers.CharField(allow_null=True)
+def _shown(name: str, source: Any, kind: type = str, *, nullable: bool = False) -> Field:
+    return Field(name, kind, required=True, nullable=nullable, source=source)
+
+
+# The workspace as every endpoint shows it: the body and its document from one declaration.
+WORKSPACE = Body(
+    "AgentWorkspace",
+    (
+        _shown("agentType", lambda w: w.agent_type),
+        _shown("namespace", lambda w: w.namespace),
+        _shown("pvcName", lambda w: w.pvc_name),
+        _shown("status", lambda w: w.status),
+        _shown("storageClass", lambda w: w.storage_class or None, nullable=True),
+        _shown("initialSize", lambda w: w.initial_size),
+        _shown("maxSize", lambda w: w.max_size),
+        _shown("size", lambda w: format_bytes(w.requested_bytes)),
+        _shown("capacityBytes", lambda w: w.capacity_bytes, int, nullable=True),
+        _shown("usageBytes", lambda w: w.usage_bytes, int, nullable=True),
+        _shown("expansion", lambda w: w.expansion_note or None, nullable=True),
+        _shown("adopted", lambda w: w.adopted, bool),
+        _shown("message", lambda w: w.message or None, nullable=True),
+    ),
+)
+AgentWorkspaceSerializer = WORKSPACE.serializer()
 
 
 class AgentWorkspaceList(serializers.Serializer):
     items = AgentWorkspaceSerializer(many=True)
 
 
-class AgentWorkspaceRequest(serializers.Serializer):
-    agentType = serializers.RegexField(openapi.DNS_LABEL, max_length=54)
-    namespace = serializers.RegexField(openapi.DNS_LABEL)
-    initialSize = serializers.RegexField(openapi.POSITIVE_QUANTITY, required=False)
-    maxSize = serializers.RegexField(openapi.POSITIVE_QUANTITY, required=False)
-    storageClass = serializers.RegexField(openapi.DNS_SUBDOMAIN, required=False)
+# "": the service's default size.
+_SIZE = {"pattern": f"^$|{openapi.POSITIVE_QUANTITY}", "maxLength": MAX_QUANTITY_LENGTH}
+
+# The requests, declared once for the parser and the document (the service checks the
+# values, with the messages docs/api.md lists).
+ENSURE = Body(
+    "AgentWorkspaceRequest",
+    (
+        Field("agentType", required=True, schema={"pattern": openapi.DNS_LABEL, "maxLength": 54}),
+        Field("namespace", required=True, schema={"pattern": openapi.DNS_LABEL, "maxLength": 63}),
+        Field("initialSize", schema=_SIZE, help="At most 8Ei"),
+        Field("maxSize", schema=_SIZE, help="At most 8Ei, and not smaller than initialSize"),
+        # "": the service's default storage class.
+        Field("storageClass", schema={"pattern": rf"^$|{openapi.DNS_SUBDOMAIN}", "maxLength": 253}),
+    ),
+)
+TOUCH = Body(
+    "ContextTouchRequest",
+    (
+        Field("contextId", required=True, schema={"pattern": openapi.CONTEXT_ID}),
+        Field.between("diskUsageBytes", 0, MAX_BYTES),
+    ),
+)
+FORCE = Query("force", bool, help="Delete even with live contexts")
+USAGE = Body("UsageRequest", (Field.between("usedBytes", 0, MAX_BYTES, required=True),))
 
 
 class ContextJson(serializers.Serializer):
@@ -97,31 +127,8 @@ class WorkspaceContextList(serializers.Serializer):
     items = WorkspaceContextSerializer(many=True)
 
 
-class ContextTouchRequest(serializers.Serializer):
-    contextId = serializers.RegexField(openapi.CONTEXT_ID)
-    diskUsageBytes = serializers.IntegerField(required=False, min_value=0, max_value=MAX_BYTES)
-
-
-class UsageRequest(serializers.Serializer):
-    usedBytes = serializers.IntegerField(min_value=0, max_value=MAX_BYTES)
-
-
 def workspace_json(workspace: AgentWorkspace) -> dict[str, Any]:
-    return {
-        "agentType": workspace.agent_type,
-        "namespace": workspace.namespace,
-        "pvcName": workspace.pvc_name,
-        "status": workspace.status,
-        "storageClass": workspace.storage_class or None,
-        "initialSize": workspace.initial_size,
-        "maxSize": workspace.max_size,
-        "size": format_bytes(workspace.requested_bytes),
-        "capacityBytes": workspace.capacity_bytes,
-        "usageBytes": workspace.usage_bytes,
-        "expansion": workspace.expansion_note or None,
-        "adopted": workspace.adopted,
-        "message": workspace.message or None,
-    }
+    return WORKSPACE.render(workspace)
 
 
 def context_response(context: WorkspaceContext) -> dict[str, Any]:
@@ -153,7 +160,7 @@ class WorkspaceCollectionApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="agent_workspaces_ensure",
-        request=AgentWorkspaceRequest,
+        request=ENSURE.serializer(),
         responses=responses(
             {
                 200: OpenApiResponse(AgentWorkspaceSerializer, description="It existed already"),
@@ -163,16 +170,13 @@ class WorkspaceCollectionApi(ServiceAPIView):
         ),
     )
     def post(self, request: Request) -> Response:
-        body = read_json_object(request._request)
-        reject_unknown_fields(
-            body, {"agentType", "namespace", "initialSize", "maxSize", "storageClass"}
-        )
+        body = ENSURE.decode(read_json_object(request._request))
         workspace, created = services.workspace_ensure(
-            agent_type=text(body, "agentType"),
-            namespace=text(body, "namespace"),
-            initial_size=text(body, "initialSize"),
-            max_size=text(body, "maxSize"),
-            storage_class=text(body, "storageClass"),
+            agent_type=body["agentType"] or "",
+            namespace=body["namespace"] or "",
+            initial_size=body["initialSize"] or "",
+            max_size=body["maxSize"] or "",
+            storage_class=body["storageClass"] or "",
             actor=actor_of(request.user),
         )
         return Response(workspace_json(workspace), status=201 if created else 200)
@@ -196,11 +200,11 @@ class WorkspaceDetailApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="agent_workspaces_delete",
-        parameters=[OpenApiParameter("force", OpenApiTypes.BOOL)],
+        parameters=[FORCE.parameter()],
         responses=responses({204: None}, 404, 409),
     )
     def delete(self, request: Request, namespace: str, agent_type: str) -> Response:
-        force = request.query_params.get("force") in ("1", "true", "yes")
+        force = FORCE.read(request.query_params, False)
         services.workspace_delete(
             namespace=namespace, agent_type=agent_type, force=force, actor=actor_of(request.user)
         )
@@ -224,7 +228,7 @@ class WorkspaceContextsApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="workspace_contexts_touch",
-        request=ContextTouchRequest,
+        request=TOUCH.serializer(),
         responses=responses(
             {
                 200: OpenApiResponse(WorkspaceContextSerializer, description="Touched"),
@@ -237,13 +241,12 @@ class WorkspaceContextsApi(ServiceAPIView):
     )
     def post(self, request: Request, namespace: str, agent_type: str) -> Response:
         check_agent_type(request.user, agent_type)
-        body = read_json_object(request._request)
-        reject_unknown_fields(body, {"contextId", "diskUsageBytes"})
+        body = TOUCH.decode(read_json_object(request._request))
         context, created = services.context_touch(
             namespace=namespace,
             agent_type=agent_type,
-            context_id=text(body, "contextId"),
-            disk_usage_bytes=integer(body, "diskUsageBytes", minimum=0, maximum=MAX_BYTES),
+            context_id=body["contextId"] or "",
+            disk_usage_bytes=TOUCH["diskUsageBytes"].check(body["diskUsageBytes"]),
             actor=actor_of(request.user),
         )
         return Response(context_response(context), status=201 if created else 200)
@@ -256,17 +259,16 @@ class WorkspaceUsageApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="agent_workspaces_usage",
-        request=UsageRequest,
+        request=USAGE.serializer(),
         responses=responses({200: AgentWorkspaceSerializer}, 404, 409),
     )
     def post(self, request: Request, namespace: str, agent_type: str) -> Response:
         check_agent_type(request.user, agent_type)
-        body = read_json_object(request._request)
-        reject_unknown_fields(body, {"usedBytes"})
+        body = USAGE.open(read_json_object(request._request))
         workspace = services.workspace_report_usage(
             namespace=namespace,
             agent_type=agent_type,
-            used_bytes=integer(body, "usedBytes", required=True, minimum=0, maximum=MAX_BYTES) or 0,
+            used_bytes=USAGE["usedBytes"].count(body),
             actor=actor_of(request.user),
         )
         return Response(workspace_json(workspace))

@@ -16,14 +16,16 @@ from contextsvc.core.errors import (
     DATABASE_RETRY_AFTER_SECONDS,
     DATABASE_UNAVAILABLE,
     ServiceError,
+    error_body,
     is_database_unavailable,
+    service_error_body,
 )
 
 logger = logging.getLogger(__name__)
 
 
 def error_response(status_code: int, code: str, message: str) -> Response:
-    return Response({"error": code, "message": message}, status=status_code)
+    return Response(error_body(code, message), status=status_code)
 
 
 _DRF_CODES: dict[type[exceptions.APIException], tuple[int, str]] = {
@@ -57,9 +59,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             # 503 is a known state of the cluster (a missing CRD), not a fault of ours.
             log = logger.warning if exc.status == 503 else logger.error
             log("request failed: %s", exc.message)
-        response = error_response(exc.status, exc.code, exc.message)
-        response.data.update(exc.details)
-        return response
+        return Response(service_error_body(exc), status=exc.status)
     if isinstance(exc, Http404):
         return error_response(404, "not_found", "not found")
     if is_database_unavailable(exc):

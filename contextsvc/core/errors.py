@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from django.db import InterfaceError, OperationalError
+from django.http import JsonResponse
 from psycopg_pool import PoolTimeout
 
 from contextsvc.kube.client import KubeError
@@ -61,6 +63,33 @@ class Unavailable(ServiceError):
 class KubernetesFailure(ServiceError):
     status = 500
     code = "internal_error"
+
+
+# --- The error body ------------------------------------------------------------------------
+# One shape for every error the service answers, wherever it is made (the API's exception
+# handler, the long-poll consumers, the error pages under /v1/, the dashboard's JSON answers):
+# {"error": CODE, "message": TEXT}, plus the details an error carries.
+
+
+def error_body(
+    code: str, message: str, details: Mapping[str, object] | None = None
+) -> dict[str, Any]:
+    return {"error": code, "message": message, **(details or {})}
+
+
+def service_error_body(exc: ServiceError) -> dict[str, Any]:
+    return error_body(exc.code, exc.message, exc.details)
+
+
+def error_json(
+    status: int, code: str, message: str, *, extra: Mapping[str, object] | None = None
+) -> JsonResponse:
+    """The error body as a plain Django response (views outside DRF)."""
+    return JsonResponse(error_body(code, message, extra), status=status)
+
+
+def service_error_json(exc: ServiceError, *, status: int | None = None) -> JsonResponse:
+    return JsonResponse(service_error_body(exc), status=status or exc.status)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from contextsvc.core.auth import (
     principal_from_headers,
     principal_scopes,
 )
+from contextsvc.core.errors import error_body
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class Refused(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status = status
-        self.body = {"error": code, "message": message}
+        self.body = error_body(code, message)
 
 
 def in_thread(function: Any) -> Any:

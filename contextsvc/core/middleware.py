@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 
 from contextsvc.core.errors import (
     DATABASE_RETRY_AFTER_SECONDS,
     DATABASE_UNAVAILABLE,
+    error_json,
     is_database_unavailable,
 )
 
@@ -27,7 +28,7 @@ def reject_nul_in_url(
     def middleware(request: HttpRequest) -> HttpResponse:
         query = request.META.get("QUERY_STRING", "")
         if "\x00" in request.path or "%00" in query or "\x00" in query:
-            return JsonResponse({"error": "invalid_request", "message": NUL_IN_URL}, status=400)
+            return error_json(400, "invalid_request", NUL_IN_URL)
         return get_response(request)
 
     return middleware
@@ -53,9 +54,7 @@ class DatabaseUnavailable:
         logger.warning("database unavailable: %s", exception)
         response: HttpResponse
         if request.path.startswith(API_PREFIXES):
-            response = JsonResponse(
-                {"error": "unavailable", "message": DATABASE_UNAVAILABLE}, status=503
-            )
+            response = error_json(503, "unavailable", DATABASE_UNAVAILABLE)
         else:
             response = HttpResponse(
                 "The service's database is unavailable; this page will work again shortly.",

@@ -17,16 +17,18 @@ from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import exceptions, serializers
 
+from contextsvc.core import contract
+
 # Patterns for the document (JSON Schema / ECMA regex), the same rules as
 # contextsvc/core/validators.py and contextsvc/quantity.py apply.
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$"
 POOL_NAME = r"^[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?$"
-# A size: a number with a non-zero digit and a binary or decimal suffix. (The service also
-# takes exponents and milli-units, which no one means for storage.)
-_SUFFIXES = "(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?"
+# A positive Kubernetes quantity, as contextsvc/quantity.py reads one: a number with a
+# non-zero digit, then a binary or decimal suffix or an exponent of at most 30.
 POSITIVE_QUANTITY = (
-    r"^[+]?([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)" + _SUFFIXES + "$"
+    r"^[+]?([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)"
+    r"(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?0*([12]?[0-9]|30))?$"
 )
 CONTEXT_ID = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,252}$"
 ACCESS_MODES = ["ReadWriteOnce", "ReadWriteMany"]
@@ -165,30 +167,12 @@ LINKS: dict[str, dict[str, dict[str, str]]] = {
 
 
 # Request bodies whose unknown fields the service refuses (the v1 contract's strict decoder,
-# and the same rule for every addition).
+# and the same rule for every addition) and that are not yet declared with
+# contextsvc/core/contract.py (those say it themselves).
 CLOSED_OBJECTS = frozenset(
     {
-        "ManagedPoolRequest",
-        "ExistingPoolRequest",
-        "WarmPoolRequest",
-        "ManagedWorkspace",
-        "ExistingWorkspace",
-        "EmptyWorkspace",
-        "ArtifactsRequest",
-        "SandboxPoolUpdate",
         "ContextRequest",
         "ContextStorage",
-        "ApprovalCheckRequest",
-        "ShellOperation",
-        "FileOperation",
-        "NetworkHostOperation",
-        "NetworkUrlOperation",
-        "DecisionRequest",
-        "ProfileRequest",
-        "TemplateRef",
-        "AgentWorkspaceRequest",
-        "ContextTouchRequest",
-        "UsageRequest",
     }
 )
 
@@ -227,9 +211,15 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name in CLOSED_OBJECTS:
             component["additionalProperties"] = False
+        component.update(contract.document_keywords(name))
     result["paths"] = {"/healthz": HEALTHZ, **result.get("paths", {})}
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if schema.get("type") == "string" and not {"pattern", "enum"} & set(schema):
+                    # A NUL anywhere in a URL is refused (core/middleware.reject_nul_in_url).
+                    schema["pattern"] = contract.NO_NUL
             targets = LINKS.get(operation.get("operationId", ""))
             if not targets:
                 continue

@@ -12,7 +12,7 @@ from allocations import provisioning, v1
 from allocations.models import Allocation, Phase, Strategy
 from allocations.selectors import allocation_page
 from allocations.services import create, lifecycle, release
-from contextsvc.core.errors import InvalidRequest, ServiceError
+from contextsvc.core.errors import InvalidRequest, ServiceError, error_json
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import (
     condition,
@@ -127,7 +127,8 @@ def allocation_objects(request: HttpRequest, allocation_id: int) -> JsonResponse
     try:
         owned = provisioning.owned(allocation)
     except kube.KubeError as exc:
-        return JsonResponse({"error": exc.message, "objects": []}, status=502)
+        # The error body, and no objects (the page's script lists what it is given).
+        return error_json(502, "internal_error", exc.message, extra={"objects": []})
     items = []
     for kind, found in owned.found.items():
         for obj in found:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from approvals import links, selectors
 from approvals.models import Grant, Status
 from approvals.services import decisions, grants
-from contextsvc.core.errors import InvalidRequest, ServiceError
+from contextsvc.core.errors import InvalidRequest, ServiceError, error_json, service_error_json
 from frontend.access import actor, approver_required, viewer_required, wants_json
 from frontend.forms import DecisionForm
 
@@ -106,7 +106,7 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
         # The API's shapes: the decided request, or the error body.
         if decided is not None:
             return JsonResponse(selectors.approval_json(decided))
-        return JsonResponse({"error": code, "message": message}, status=status)
+        return error_json(status, code, message)
     (messages.success if status == 200 else messages.error)(request, message)
     return redirect("frontend:approvals")
 
@@ -117,14 +117,14 @@ def approval_edit_check(request: HttpRequest, request_id: str) -> JsonResponse:
     """The rules' judgement of an edit as the reviewer types it (nothing is written)."""
     form = DecisionForm({**request.POST.dict(), "decision": "approve_edited"})
     if not form.is_valid():
-        return JsonResponse({"error": "invalid_request", "message": "invalid edit"}, status=400)
+        return error_json(400, "invalid_request", "invalid edit")
     try:
         asked = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
         edit = decisions.approval_edit_check(
             request_id=asked.pk, operation=form.edited_operation(asked.operation)
         )
     except ServiceError as exc:
-        return JsonResponse({"error": exc.code, "message": exc.message}, status=exc.status)
+        return service_error_json(exc)
     return JsonResponse(edit)
 
 
@@ -136,7 +136,7 @@ def approval_similar(request: HttpRequest, request_id: str) -> JsonResponse:
             found, rule=request.GET.get("rule"), scope=request.GET.get("scope", "agent_type")
         )
     except InvalidRequest as exc:
-        return JsonResponse({"error": exc.code, "message": exc.message}, status=400)
+        return service_error_json(exc, status=400)
     return JsonResponse(similar)
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from approvals import notifications, selectors
 from approvals.models import Delivery, NotificationChannel
 from contextsvc.core.auth import Role
-from contextsvc.core.errors import ServiceError
+from contextsvc.core.errors import ServiceError, error_json
 from contextsvc.core.users import has_role
 from frontend.access import actor, admin_required, viewer_required, wants_json
 from frontend.forms import ChannelForm
@@ -40,9 +40,7 @@ def channel_list(request: HttpRequest) -> HttpResponse:
                 return _secret_shown(request, channel, secret)
         if wants_json(request):
             # A script posting the form gets the API's refusal, not the page re-rendered.
-            return JsonResponse(
-                {"error": "invalid_request", "message": _form_problem(form)}, status=400
-            )
+            return error_json(400, "invalid_request", _form_problem(form))
     status = request.GET.get("status", "")
     return render(
         request,

@@ -170,13 +170,13 @@ async function loadObjects() {
     const response = await fetch(target.dataset.src, { credentials: "same-origin" });
     data = await response.json();
   } catch (error) {
-    data = { error: String(error), objects: [] };
+    data = { error: "unavailable", message: String(error), objects: [] };
   }
   target.replaceChildren();
   if (data.error) {
     const p = document.createElement("p");
     p.className = "error";
-    p.textContent = `Could not read the cluster: ${data.error}`;
+    p.textContent = `Could not read the cluster: ${data.message}`;
     target.append(p);
   }
   if (!data.objects.length && !data.error) {
