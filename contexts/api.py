@@ -9,30 +9,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contexts import selectors, services, v1
-from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
 from contextsvc.core.contract import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
-
-_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-
-
-class ContextStorage(serializers.Serializer):
-    backend = serializers.ChoiceField(choices=["pvc"])
-    size = serializers.RegexField(openapi.POSITIVE_QUANTITY, max_length=64)
-    accessMode = serializers.ChoiceField(choices=openapi.ACCESS_MODES)
-    storageClass = serializers.RegexField(
-        rf"^$|{openapi.DNS_SUBDOMAIN}", required=False, allow_blank=True
-    )
-
-
-class ContextRequest(serializers.Serializer):
-    name = serializers.RegexField(_NAME_PATTERN, max_length=50)
-    namespace = serializers.RegexField(_NAME_PATTERN, max_length=63)
-    type = serializers.ChoiceField(choices=v1.CONTEXT_TYPES)
-    storage = ContextStorage()
 
 
 class Attachment(serializers.Serializer):
@@ -45,7 +26,7 @@ class Context(serializers.Serializer):
     namespace = serializers.CharField()
     type = serializers.CharField()
     status = serializers.ChoiceField(choices=["provisioning", "ready", "failed"])
-    storage = ContextStorage()
+    storage = v1.STORAGE.serializer()()
     attachment = Attachment()
     message = serializers.CharField(
         required=False,
@@ -98,7 +79,7 @@ class ContextCreateApi(ServiceAPIView):
 
     @extend_schema(
         operation_id="contexts_create",
-        request=ContextRequest,
+        request=v1.CONTEXT.serializer(),
         responses=responses({201: Context}, 409),
         examples=CONTEXT_EXAMPLES,
         description="Create a named context; its PVC exists when the 201 is returned.",

@@ -8,55 +8,95 @@ from typing import Any
 
 from contexts.models import ContextResource
 from contexts.requests import ContextRequest
-from contextsvc.core.contract import field, reject_unknown_fields
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.core import openapi
+from contextsvc.core.contract import Body, Field
 from contextsvc.core.validators import (
     ACCESS_MODES,
     NAME_MESSAGE,
     NAMESPACE_MESSAGE,
-    is_dns1123_label,
-    is_dns1123_subdomain,
-    is_pool_name,
 )
 from contextsvc.kube.objects.names import context_pvc_name
+from contextsvc.quantity import MAX_LENGTH as MAX_QUANTITY_LENGTH
 from contextsvc.quantity import is_positive_quantity
 
 CONTEXT_TYPE_MESSAGE = "type must be workspace, memory, knowledge, or artifacts"
 BACKEND_MESSAGE = "storage.backend must be pvc"
 STORAGE_SIZE_MESSAGE = "storage.size must be a positive Kubernetes quantity"
 STORAGE_ACCESS_MODE_MESSAGE = "storage.accessMode must be ReadWriteOnce or ReadWriteMany"
-
-CONTEXT_FIELDS = frozenset({"name", "namespace", "type", "storage"})
-STORAGE_FIELDS = frozenset({"backend", "size", "accessMode", "storageClass"})
+STORAGE_CLASS_MESSAGE = "storage.storageClass must be a DNS-1123 subdomain"
 CONTEXT_TYPES = ("workspace", "memory", "knowledge", "artifacts")
+
+# The create request, declared once: the parser below and the document (contexts/api.py).
+STORAGE = Body(
+    "ContextStorage",
+    (
+        Field("backend", required=True, schema={"enum": ["pvc"]}, message=BACKEND_MESSAGE),
+        Field(
+            "size",
+            required=True,
+            schema={"pattern": openapi.POSITIVE_QUANTITY, "maxLength": MAX_QUANTITY_LENGTH},
+            message=STORAGE_SIZE_MESSAGE,
+            test=is_positive_quantity,
+        ),
+        Field(
+            "accessMode",
+            required=True,
+            schema={"enum": list(ACCESS_MODES)},
+            message=STORAGE_ACCESS_MODE_MESSAGE,
+        ),
+        # "" is Go's zero value: the same as leaving the storage class out.
+        Field(
+            "storageClass",
+            schema={"pattern": rf"^$|{openapi.DNS_SUBDOMAIN}", "maxLength": 253},
+            message=STORAGE_CLASS_MESSAGE,
+        ),
+    ),
+)
+CONTEXT = Body(
+    "ContextRequest",
+    (
+        # First: as the Go service's decoder met it, storage's type and unknown fields come
+        # before the other fields' types.
+        Field("storage", dict, required=True, body=STORAGE),
+        Field(
+            "name",
+            required=True,
+            schema={"pattern": openapi.POOL_NAME, "maxLength": 50},
+            message=NAME_MESSAGE,
+        ),
+        Field(
+            "namespace",
+            required=True,
+            schema={"pattern": openapi.DNS_LABEL, "maxLength": 63},
+            message=NAMESPACE_MESSAGE,
+        ),
+        Field(
+            "type",
+            required=True,
+            schema={"enum": list(CONTEXT_TYPES)},
+            message=CONTEXT_TYPE_MESSAGE,
+        ),
+    ),
+)
 
 
 def parse_context_request(body: dict[str, Any]) -> ContextRequest:
-    reject_unknown_fields(body, CONTEXT_FIELDS)
-    storage = field(body, "storage", dict) or {}
-    reject_unknown_fields(storage, STORAGE_FIELDS, "storage.")
-    name = field(body, "name", str) or ""
-    namespace = field(body, "namespace", str) or ""
-    context_type = field(body, "type", str) or ""
-    backend = field(storage, "backend", str, where="storage.") or ""
-    size = field(storage, "size", str, where="storage.") or ""
-    access_mode = field(storage, "accessMode", str, where="storage.") or ""
-    storage_class = field(storage, "storageClass", str, where="storage.") or ""
+    """Decoding problems first, then the contract's checks in its order (v1-api.md)."""
+    values = CONTEXT.decode(body)
+    storage = values["storage"]
 
-    if not is_pool_name(name):
-        raise InvalidRequest(NAME_MESSAGE)
-    if not is_dns1123_label(namespace):
-        raise InvalidRequest(NAMESPACE_MESSAGE)
-    if context_type not in CONTEXT_TYPES:
-        raise InvalidRequest(CONTEXT_TYPE_MESSAGE)
-    if backend != "pvc":
-        raise InvalidRequest(BACKEND_MESSAGE)
-    if not is_positive_quantity(size):
-        raise InvalidRequest(STORAGE_SIZE_MESSAGE)
-    if access_mode not in ACCESS_MODES:
-        raise InvalidRequest(STORAGE_ACCESS_MODE_MESSAGE)
-    if storage_class and not is_dns1123_subdomain(storage_class):
-        raise InvalidRequest("storage.storageClass must be a DNS-1123 subdomain")
+    def checked(spec: Body, found: dict[str, Any], key: str) -> str:
+        # Absent, null and "" are one to the contract: each refused with the field's message.
+        value: str = spec[key].check(found[key] or "")
+        return value
+
+    name = checked(CONTEXT, values, "name")
+    namespace = checked(CONTEXT, values, "namespace")
+    context_type = checked(CONTEXT, values, "type")
+    checked(STORAGE, storage, "backend")  # "pvc", the one backend
+    size = checked(STORAGE, storage, "size")
+    access_mode = checked(STORAGE, storage, "accessMode")
+    storage_class = checked(STORAGE, storage, "storageClass")
     return ContextRequest(name, namespace, context_type, size, access_mode, storage_class)
 
 

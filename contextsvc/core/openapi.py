@@ -166,16 +166,6 @@ LINKS: dict[str, dict[str, dict[str, str]]] = {
 }
 
 
-# Request bodies whose unknown fields the service refuses (the v1 contract's strict decoder,
-# and the same rule for every addition) and that are not yet declared with
-# contextsvc/core/contract.py (those say it themselves).
-CLOSED_OBJECTS = frozenset(
-    {
-        "ContextRequest",
-        "ContextStorage",
-    }
-)
-
 HEALTHZ = {
     "get": {
         "operationId": "healthz",
@@ -209,8 +199,6 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
     contract's ``/healthz`` (a plain Django view), and OpenAPI links from each create's
     success response to the operations that read, change or delete what it made."""
     for name, component in result.get("components", {}).get("schemas", {}).items():
-        if name in CLOSED_OBJECTS:
-            component["additionalProperties"] = False
         component.update(contract.document_keywords(name))
     result["paths"] = {"/healthz": HEALTHZ, **result.get("paths", {})}
     for operations in result.get("paths", {}).values():
