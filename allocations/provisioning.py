@@ -14,7 +14,7 @@ from allocations.models import Allocation, Strategy
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.blueprint import Blueprint, builtin_blueprint
 from contextsvc.kube.objects.claim import claim_manifest
-from contextsvc.kube.objects.fields import name_of
+from contextsvc.kube.objects.fields import is_deleting, name_of
 from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX, SANDBOX_CLAIM, ApiKind
 from contextsvc.kube.objects.labels import is_managed_for, managed_pool_selector, pool_selector
 from contextsvc.kube.objects.networkpolicy import (
@@ -108,11 +108,13 @@ def desired_objects(allocation: Allocation) -> list[Desired]:
 @dataclass
 class Synced:
     """What one reconcile did: objects created, patched (lifecycle), and deleted (replicas
-    no longer wanted), as ``Kind/name``."""
+    no longer wanted), as ``Kind/name``; and the wanted objects it could not make yet
+    because an object of ours under that name is still being deleted (``waiting``)."""
 
     created: list[str] = field(default_factory=list)
     patched: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
 
     def changed(self) -> bool:
         return bool(self.created or self.patched or self.deleted)
@@ -142,6 +144,11 @@ def sync(allocation: Allocation) -> Synced:
                 f"{kind.kind} {allocation.namespace}/{name} exists and does not belong to "
                 "this allocation"
             )
+        if existing is None or is_deleting(existing):
+            # Ours, on its way out (a scale down and back up raced): it is made again once
+            # it is gone, by the reconcile that is queued for then.
+            done.waiting.append(f"{kind.kind}/{name}")
+            return
         if kind == SANDBOX and existing is not None:
             patch = sandbox_drift(existing, body)
             if patch is not None:

@@ -12,8 +12,8 @@ EXPIRE = "allocations.tasks.expire"
 WARM_POOLS = "allocations.tasks.warm_pools"
 
 
-def reconcile(allocation_id: int) -> None:
-    after_commit(RECONCILE, allocation_id)
+def reconcile(allocation_id: int, *, countdown: float = 0) -> None:
+    after_commit(RECONCILE, allocation_id, countdown=countdown)
 
 
 def release(allocation_id: int) -> None:

@@ -35,6 +35,11 @@ def allocation_reconcile_deadline(allocation: Allocation) -> Any:
     return allocation.requested_at + reconcile_deadline()
 
 
+# How soon a reconcile runs again when a wanted object's name is still held by one of ours
+# being deleted (a Sandbox's deletion waits for its Pod).
+WAITING_COUNTDOWN = 2.0
+
+
 def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
     """Make the cluster hold what a live allocation wants (provisioning.sync, idempotent:
     missing objects created, Sandboxes suspended or resumed, surplus replicas deleted).
@@ -63,9 +68,12 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
             prune_pending=False
         )
     allocation_mark_applied(allocation_id=allocation_id, synced=synced)
+    if synced.waiting:
+        # Nothing else would notice: the watcher records what is there, and makes nothing.
+        queue.reconcile(allocation_id, countdown=WAITING_COUNTDOWN)
     return (
         f"created {len(synced.created)}, patched {len(synced.patched)}, "
-        f"deleted {len(synced.deleted)}"
+        f"deleted {len(synced.deleted)}, waiting {len(synced.waiting)}"
     )
 
 

@@ -18,7 +18,7 @@ from allocations.services.reconcile import allocation_reconcile
 from contexts.models import ContextResource
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
-from contextsvc.kube.objects.fields import annotations_of, labels_of
+from contextsvc.kube.objects.fields import annotations_of, is_deleting, labels_of
 from contextsvc.kube.objects.kinds import PVC, SANDBOX, SANDBOX_CLAIM, SANDBOX_TEMPLATE, ApiKind
 from contextsvc.kube.objects.labels import POOL_LABEL, REPLICAS_KEY
 from contextsvc.kube.objects.names import claim_name, sandbox_name, shared_pvc_name
@@ -26,6 +26,7 @@ from contextsvc.kube.objects.sandbox import expiry_backstop, operating_mode
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import (
     NOTHING,
+    admin_delete,
     admin_patch,
     make_warm_pool,
     pool_objects,
@@ -424,6 +425,40 @@ def test_the_resync_finishes_a_scale_down_whose_prune_was_lost(
     )
     assert pool_objects(namespace, "shrunk")["pvcs"] == ["shrunk-workspace-0"]
     assert Allocation.objects.get(name="shrunk").phase == Phase.READY
+
+
+def test_a_wanted_sandbox_still_being_deleted_is_made_again_once_it_is_gone(
+    api: ApiClient, namespace: str
+) -> None:
+    """A scale down and back up can leave a wanted Sandbox's name held by the old one, still
+    deleting: the reconcile that meets it says so and comes back, and the Sandbox is made
+    again (a race of test_scale_release_and_reconcile_racing... left it missing for ever)."""
+    created(api, body("comeback", namespace, replicas=2))
+    wait_for_phase("comeback", Phase.READY, timeout=90)
+    name = sandbox_name("comeback", 1)
+    old = uid(SANDBOX, namespace, name)
+    # Held on its way out, as a Sandbox is while its Pod terminates.
+    admin_patch(SANDBOX, namespace, name, {"metadata": {"finalizers": ["test.example/hold"]}})
+    admin_delete(SANDBOX, namespace, name)
+    allocation = Allocation.objects.get(name="comeback")
+
+    assert allocation_reconcile(allocation.pk) == "created 0, patched 0, deleted 0, waiting 1"
+
+    admin_patch(SANDBOX, namespace, name, {"metadata": {"finalizers": None}})
+    wait_until(
+        lambda: (
+            (found := kube.get_object(SANDBOX, namespace, name)) is not None
+            and found["metadata"]["uid"] != old
+            and not is_deleting(found)
+        ),
+        timeout=60,
+        message="the Sandbox to be made again",
+    )
+    assert wait_for_phase("comeback", Phase.READY, timeout=90).ready_replicas == 2
+    assert pool_objects(namespace, "comeback")["sandboxes"] == [
+        sandbox_name("comeback", 0),
+        name,
+    ]
 
 
 def test_scale_release_and_reconcile_racing_end_with_exactly_what_the_row_says(

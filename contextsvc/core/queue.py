@@ -42,16 +42,17 @@ def backoff(attempt: int) -> float:
     return float(min(2**attempt, MAX_BACKOFF))
 
 
-def after_commit(task_name: str, *args: Any) -> None:
-    transaction.on_commit(lambda: send(task_name, *args))
+def after_commit(task_name: str, *args: Any, countdown: float = 0) -> None:
+    transaction.on_commit(lambda: send(task_name, *args, countdown=countdown))
 
 
-def send(task_name: str, *args: Any) -> bool:
-    """Queue a task now. A broker that cannot be reached is not the caller's failure: the
-    row that asks for the work is committed, and the periodic resync and housekeeping
-    queue again whatever waits too long (so the request still answers, never a 500)."""
+def send(task_name: str, *args: Any, countdown: float = 0) -> bool:
+    """Queue a task now (to run ``countdown`` seconds from now). A broker that cannot be
+    reached is not the caller's failure: the row that asks for the work is committed, and
+    the periodic resync and housekeeping queue again whatever waits too long (so the
+    request still answers, never a 500)."""
     try:
-        current_app.send_task(task_name, args=args)
+        current_app.send_task(task_name, args=args, countdown=countdown or None)
     except (OperationalError, OSError) as exc:
         logger.warning("could not queue %s%r (%s); the resync will", task_name, args, exc)
         return False
