@@ -11,8 +11,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from allocations import selectors
 from contextsvc.core.metrics import histogram
 
-READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
-
 
 class AllocationCollector:
     def collect(self) -> Iterator[Any]:
@@ -24,31 +22,37 @@ class AllocationCollector:
         yield phases
 
         buckets, seconds = histogram(
+            selectors.TIME_TO_READY,
             selectors.allocations_requested(),
             "requested_at",
             "ready_at",
-            READY_BUCKETS,
+            selectors.READY_BUCKETS,
         )
         yield HistogramMetricFamily(
-            "contextsvc_allocation_time_to_ready_seconds",
+            selectors.TIME_TO_READY,
             "Request to ready, every allocation that became ready.",
             buckets=buckets,
             sum_value=seconds,
         )
         by_phase = HistogramMetricFamily(
-            "contextsvc_allocation_phase_seconds",
+            selectors.PHASE_SECONDS,
             "Request to each readiness phase (objects created, volumes bound, Pods scheduled, "
             "claims bound, ready), every allocation that reached it.",
             labels=["phase"],
         )
         for phase, field in selectors.PHASE_FIELDS:
             buckets, seconds = histogram(
-                selectors.allocations_requested(), "requested_at", field, READY_BUCKETS
+                selectors.PHASE_SECONDS,
+                selectors.allocations_requested(),
+                "requested_at",
+                field,
+                selectors.READY_BUCKETS,
+                labels=(phase,),
             )
             by_phase.add_metric([phase], buckets, seconds)
         yield by_phase
         claims = CounterMetricFamily(
-            "contextsvc_warm_pool_claims",
+            selectors.WARM_POOL_CLAIMS,
             "Claims bound per warm pool, by whether they took a warm Sandbox or cold-started.",
             labels=["namespace", "pool", "origin"],
         )
@@ -57,7 +61,7 @@ class AllocationCollector:
             "Share of a warm pool's bound claims that took a warm Sandbox.",
             labels=["namespace", "pool"],
         )
-        for namespace, pool, warm, cold in selectors.warm_claim_counts():
+        for namespace, pool, warm, cold in selectors.warm_claim_counts_all():
             claims.add_metric([namespace, pool, "warm"], warm)
             claims.add_metric([namespace, pool, "cold"], cold)
             if warm + cold:
@@ -66,10 +70,8 @@ class AllocationCollector:
         yield hits
 
         errors = CounterMetricFamily(
-            "contextsvc_reconcile_errors", "Reconcile failures by reason.", labels=["reason"]
+            selectors.RECONCILE_ERRORS, "Reconcile failures by reason.", labels=["reason"]
         )
-        retries, failed = selectors.reconcile_error_counts()
-        errors.add_metric(["transient"], retries)
-        for reason, count in failed:
-            errors.add_metric([reason], count)
+        for reason, failures in selectors.reconcile_error_counts_all():
+            errors.add_metric(list(reason), failures)
         yield errors

@@ -10,6 +10,7 @@ ROLLBACK = "allocations.tasks.rollback_allocation"
 RESYNC = "allocations.tasks.resync"
 EXPIRE = "allocations.tasks.expire"
 WARM_POOLS = "allocations.tasks.warm_pools"
+RETENTION = "allocations.tasks.retention"
 
 
 def reconcile(allocation_id: int, *, countdown: float = 0) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
@@ -19,6 +20,8 @@ from allocations.models import (
 )
 from allocations.observe import MILESTONES, Seen, managed_volumes
 from contextsvc.core.errors import InvalidRequest, NotFound
+from contextsvc.core.retention import Kept, kept
+from contextsvc.core.tallies import with_retired
 
 V1_STATUS_PHASES = {
     "provisioning": (Phase.REQUESTED, Phase.PROVISIONING),
@@ -257,29 +260,78 @@ def warm_pool_demand(*, since: datetime) -> dict[tuple[str, str], int]:
     return {(namespace, pool): int(claims) for namespace, pool, claims in rows}
 
 
-def warm_claim_counts(*, since: datetime | None = None) -> list[tuple[str, str, int, int]]:
+def warm_claim_counts(
+    *, since: datetime | None = None, rows: QuerySet[Allocation] | None = None
+) -> list[tuple[str, str, int, int]]:
     """(namespace, warm pool, claims that took a warm Sandbox, claims that cold-started) over
-    every warm-pool allocation whose claims were bound (requested since ``since``), by pool."""
-    bound = Allocation.objects.filter(strategy=Strategy.WARMPOOL, claims_bound_at__isnull=False)
+    every warm-pool allocation whose claims were bound (requested since ``since``; of
+    ``rows`` only, when given), by pool. Rows retention removed are not counted here
+    (``warm_claim_counts_all`` adds them)."""
+    bound = (Allocation.objects.all() if rows is None else rows).filter(
+        strategy=Strategy.WARMPOOL, claims_bound_at__isnull=False
+    )
     if since is not None:
         bound = bound.filter(requested_at__gte=since)
-    rows = (
+    by_pool = (
         bound.values_list("namespace", "warm_pool")
         .annotate(warm=Sum("warm_claims"), cold=Sum("cold_claims"))
         .order_by("namespace", "warm_pool")
     )
-    return [(namespace, pool, int(warm), int(cold)) for namespace, pool, warm, cold in rows]
+    return [(namespace, pool, int(warm), int(cold)) for namespace, pool, warm, cold in by_pool]
 
 
-def reconcile_error_counts() -> tuple[int, list[tuple[str, int]]]:
-    """(transient retries, [(failure reason, count)]) over every allocation's timeline."""
-    retries = AllocationEvent.objects.filter(kind=AllocationEvent.Kind.RETRY).count()
+def reconcile_error_counts(
+    rows: QuerySet[Allocation] | None = None,
+) -> list[tuple[tuple[str], int]]:
+    """([reason], count) over every allocation's timeline (of ``rows`` only, when given):
+    "transient" for the retries, else the failure's reason."""
+    events = AllocationEvent.objects.all()
+    if rows is not None:
+        events = events.filter(allocation__in=rows)
+    retries = events.filter(kind=AllocationEvent.Kind.RETRY).count()
     failed = (
-        AllocationEvent.objects.filter(kind=AllocationEvent.Kind.FAILED)
+        events.filter(kind=AllocationEvent.Kind.FAILED)
         .values_list("data__reason")
         .annotate(n=Count("id"))
+        .order_by()
     )
-    return retries, [(str(reason or "unknown"), count) for reason, count in failed]
+    return [(("transient",), retries)] + [
+        ((str(reason or "unknown"),), count) for reason, count in failed
+    ]
+
+
+# The /metrics series that count from allocation rows, and what retention folds into their
+# tallies before it removes rows (core.tallies): the all-time numbers survive the removal.
+TIME_TO_READY = "contextsvc_allocation_time_to_ready_seconds"
+PHASE_SECONDS = "contextsvc_allocation_phase_seconds"
+WARM_POOL_CLAIMS = "contextsvc_warm_pool_claims"
+RECONCILE_ERRORS = "contextsvc_reconcile_errors"
+
+
+READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
+
+
+def warm_claims_labelled(
+    rows: QuerySet[Allocation] | None = None,
+) -> list[tuple[tuple[str, ...], float]]:
+    """``warm_claim_counts`` as ((namespace, pool, origin), count): the series' labels."""
+    labelled: list[tuple[tuple[str, ...], float]] = []
+    for namespace, pool, warm, cold in warm_claim_counts(rows=rows):
+        labelled += [((namespace, pool, "warm"), warm), ((namespace, pool, "cold"), cold)]
+    return labelled
+
+
+def warm_claim_counts_all() -> list[tuple[str, str, int, int]]:
+    """``warm_claim_counts`` over every allocation ever, removed ones included."""
+    by_pool: dict[tuple[str, str], list[int]] = {}
+    for (namespace, pool, origin), count in with_retired(WARM_POOL_CLAIMS, warm_claims_labelled()):
+        by_pool.setdefault((namespace, pool), [0, 0])[origin == "cold"] += int(count)
+    return [(namespace, pool, warm, cold) for (namespace, pool), (warm, cold) in by_pool.items()]
+
+
+def reconcile_error_counts_all() -> list[tuple[tuple[str, ...], float]]:
+    """``reconcile_error_counts`` over every allocation ever, removed ones included."""
+    return with_retired(RECONCILE_ERRORS, reconcile_error_counts())
 
 
 # --- The dashboard's charts (frontend/charts.py) ----------------------------------------------
@@ -315,3 +367,13 @@ def warm_pool_requests(*, since: datetime) -> list[tuple[str, str, datetime, int
 def allocation_active_by_name(*, name: str) -> Allocation | None:
     """The allocation that holds ``name`` now (names are unique until released)."""
     return Allocation.objects.filter(name=name, phase__in=ACTIVE_PHASES).first()
+
+
+def retention_kept() -> list[Kept]:
+    """What the allocations' tables hold, as retention sees them (the Cluster page)."""
+    days = settings.CS_RETENTION_RELEASED_DAYS
+    released = Allocation.objects.filter(phase=Phase.RELEASED)
+    return [
+        kept(Allocation, released, "released_at", days),
+        kept(AllocationEvent, None, "at", days),
+    ]

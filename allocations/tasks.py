@@ -12,6 +12,7 @@ from allocations.services.create import warm_pools_scale
 from allocations.services.lifecycle import allocations_expire_due
 from allocations.services.reconcile import allocation_reconcile
 from allocations.services.release import allocation_release_objects, allocation_rollback_objects
+from allocations.services.retention import allocations_retention
 from contextsvc.core import locks, queue
 from profiles.tasks import WARM_POOLS_LOCK
 
@@ -72,3 +73,9 @@ def warm_pools() -> str:
         if not acquired:
             return "another warm-pool run is active"
         return str(warm_pools_scale())
+
+
+@shared_task(name=named.RETENTION)
+def retention() -> str:
+    """Beat: released allocations past CS_RETENTION_RELEASED_DAYS removed, in batches."""
+    return f"removed {allocations_retention()}"

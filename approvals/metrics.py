@@ -11,8 +11,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from approvals import selectors
 from contextsvc.core.metrics import histogram
 
-DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
-
 
 class ApprovalCollector:
     def collect(self) -> Iterator[Any]:
@@ -22,13 +20,14 @@ class ApprovalCollector:
             value=selectors.approvals_pending_count(),
         )
         buckets, seconds = histogram(
+            selectors.DECISION_LATENCY,
             selectors.approvals_decided(),
             "created_at",
             "decided_at",
-            DECISION_BUCKETS,
+            selectors.DECISION_BUCKETS,
         )
         yield HistogramMetricFamily(
-            "contextsvc_approval_decision_latency_seconds",
+            selectors.DECISION_LATENCY,
             "Request to human decision, every approval or denial.",
             buckets=buckets,
             sum_value=seconds,
@@ -49,11 +48,11 @@ def _analytics() -> Iterator[Any]:
         rules.add_metric([row.agent_type, row.decision, row.rule], row.count)
     yield rules
     outcomes = CounterMetricFamily(
-        "contextsvc_approval_outcomes",
+        selectors.OUTCOME_COUNTS,
         "Requests people finished (or let expire), by agent type and outcome.",
         labels=["agent_type", "outcome"],
     )
-    for agent_type, outcome, count in selectors.outcome_counts():
+    for agent_type, outcome, count in selectors.outcome_counts_all():
         outcomes.add_metric([agent_type, outcome], count)
     yield outcomes
     grants = CounterMetricFamily(
@@ -65,27 +64,27 @@ def _analytics() -> Iterator[Any]:
         grants.add_metric([str(grant.pk), grant.agent_type, grant.scope, grant.rule], grant.hits)
     yield grants
     escalations = CounterMetricFamily(
-        "contextsvc_approval_escalations",
+        selectors.ESCALATIONS,
         "Requests escalated to their agent type's escalation group.",
         labels=["agent_type"],
     )
-    for agent_type, count in selectors.escalation_counts():
+    for agent_type, count in selectors.escalation_counts_all():
         escalations.add_metric([agent_type], count)
     yield escalations
     refused = CounterMetricFamily(
-        "contextsvc_executor_refused_effects",
+        selectors.REFUSED_EFFECTS,
         "Effects an executor's sandbox refused a command (a read, write or network access it "
         "was not judged to have), by agent type and action: evidence of a rule-engine misreading.",
         labels=["agent_type", "action"],
     )
-    for agent_type, action, count in selectors.refused_effect_counts():
+    for agent_type, action, count in selectors.refused_effect_counts_all():
         refused.add_metric([agent_type, action], count)
     yield refused
     deliveries = GaugeMetricFamily(
-        "contextsvc_notification_deliveries",
+        selectors.DELIVERIES,
         "Notification messages by medium and status (pending ones are still being tried).",
         labels=["medium", "status"],
     )
-    for medium, status, count in selectors.delivery_counts():
+    for medium, status, count in selectors.delivery_counts_all():
         deliveries.add_metric([medium, status], count)
     yield deliveries

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Case, CharField, Count, F, Min, Q, QuerySet, Value, When
 from django.utils import timezone
@@ -26,6 +27,8 @@ from approvals.models import (
     Status,
 )
 from contextsvc.core.errors import InvalidRequest, NotFound
+from contextsvc.core.retention import Kept, kept
+from contextsvc.core.tallies import with_retired
 
 
 def parse_request_id(raw: str) -> UUID:
@@ -337,13 +340,16 @@ def events_wanted() -> list[str]:
 OUTCOMES = ("approved", "approved_edited", "denied", "expired", "cancelled")
 
 
-def outcome_counts(*, since: datetime | None = None) -> list[tuple[str, str, int]]:
-    """(agent type, outcome, count) of the requests people finished (or let expire);
-    ``approved_edited``: approved as a reviewer rewrote it."""
-    found = ApprovalRequest.objects.exclude(status=Status.PENDING)
+def outcome_counts(
+    *, since: datetime | None = None, rows: QuerySet[ApprovalRequest] | None = None
+) -> list[tuple[str, str, int]]:
+    """(agent type, outcome, count) of the requests people finished (or let expire), of
+    ``rows`` only when given; ``approved_edited``: approved as a reviewer rewrote it. Rows
+    retention removed are not counted here (``outcome_counts_all`` adds them)."""
+    found = (ApprovalRequest.objects.all() if rows is None else rows).exclude(status=Status.PENDING)
     if since is not None:
         found = found.filter(created_at__gte=since)
-    rows = (
+    counted = (
         found.annotate(
             outcome=Case(
                 When(status=Status.APPROVED, edit__isnull=False, then=Value("approved_edited")),
@@ -355,7 +361,7 @@ def outcome_counts(*, since: datetime | None = None) -> list[tuple[str, str, int
         .annotate(count=Count("pk"))
         .order_by("agent_type", "outcome")
     )
-    return [(agent_type, outcome, count) for agent_type, outcome, count in rows]
+    return [(agent_type, outcome, count) for agent_type, outcome, count in counted]
 
 
 def rule_decision_counts(*, limit: int | None = None) -> QuerySet[RuleDecisionCount]:
@@ -370,33 +376,101 @@ def grants_by_hits(*, limit: int | None = None) -> QuerySet[Grant]:
     return found[:limit] if limit else found
 
 
-def escalation_counts() -> list[tuple[str, int]]:
-    rows = (
-        ApprovalRequest.objects.filter(escalated_at__isnull=False)
+def escalation_counts(rows: QuerySet[ApprovalRequest] | None = None) -> list[tuple[str, int]]:
+    """(agent type, count) of the requests escalated (of ``rows`` only, when given)."""
+    found = (
+        (ApprovalRequest.objects.all() if rows is None else rows)
+        .filter(escalated_at__isnull=False)
         .values_list("agent_type")
         .annotate(count=Count("pk"))
         .order_by("agent_type")
     )
-    return [(agent_type, count) for agent_type, count in rows]
+    return [(agent_type, count) for agent_type, count in found]
 
 
-def refused_effect_counts() -> list[tuple[str, str, int]]:
-    """(agent type, action, count) of the effects executors' sandboxes refused: counted in
-    the database (a jsonb array per run), so a scrape reads one row per group."""
+def refused_effect_counts(
+    requests: QuerySet[ApprovalRequest] | None = None,
+) -> list[tuple[str, str, int]]:
+    """(agent type, action, count) of the effects executors' sandboxes refused (in the runs
+    of ``requests`` only, when given): counted in the database (a jsonb array per run), so
+    a scrape reads one row per group."""
+    ids = None if requests is None else [str(pk) for pk in requests.values_list("pk", flat=True)]
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT agent_type, effect->>'action', count(*)"
             " FROM approvals_operationrun, jsonb_array_elements(refused_effects) AS effect"
-            " GROUP BY 1, 2 ORDER BY 1, 2"
+            " WHERE %s::uuid[] IS NULL OR request_id = ANY(%s::uuid[])"
+            " GROUP BY 1, 2 ORDER BY 1, 2",
+            [ids, ids],
         )
         return [(agent_type, action, count) for agent_type, action, count in cursor.fetchall()]
 
 
-def delivery_counts() -> list[tuple[str, str, int]]:
-    """(medium, status, count) of every delivery."""
+# The /metrics series that count from request and run rows, and what retention folds into
+# their tallies before it removes rows (core.tallies): the all-time numbers survive it.
+DECISION_LATENCY = "contextsvc_approval_decision_latency_seconds"
+OUTCOME_COUNTS = "contextsvc_approval_outcomes"
+ESCALATIONS = "contextsvc_approval_escalations"
+REFUSED_EFFECTS = "contextsvc_executor_refused_effects"
+DELIVERIES = "contextsvc_notification_deliveries"
+DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
+
+
+def outcome_counts_all() -> list[tuple[str, str, int]]:
+    """``outcome_counts`` over every request ever, removed ones included."""
+    kept = (((agent, outcome), count) for agent, outcome, count in outcome_counts())
+    return [
+        (agent, outcome, int(count))
+        for (agent, outcome), count in with_retired(OUTCOME_COUNTS, kept)
+    ]
+
+
+def escalation_counts_all() -> list[tuple[str, int]]:
+    """``escalation_counts`` over every request ever, removed ones included."""
+    kept = (((agent,), count) for agent, count in escalation_counts())
+    return [(agent, int(count)) for (agent,), count in with_retired(ESCALATIONS, kept)]
+
+
+def refused_effect_counts_all() -> list[tuple[str, str, int]]:
+    """``refused_effect_counts`` over every run ever, removed ones included."""
+    kept = (((agent, action), count) for agent, action, count in refused_effect_counts())
+    return [
+        (agent, action, int(count))
+        for (agent, action), count in with_retired(REFUSED_EFFECTS, kept)
+    ]
+
+
+def delivery_counts(
+    requests: QuerySet[ApprovalRequest] | None = None,
+) -> list[tuple[str, str, int]]:
+    """(medium, status, count) of every delivery (of ``requests`` only, when given)."""
+    found = (
+        Delivery.objects.all()
+        if requests is None
+        else Delivery.objects.filter(request__in=requests)
+    )
     rows = (
-        Delivery.objects.values_list("medium", "status")
+        found.values_list("medium", "status")
         .annotate(count=Count("pk"))
         .order_by("medium", "status")
     )
     return [(medium, status, count) for medium, status, count in rows]
+
+
+def delivery_counts_all() -> list[tuple[str, str, int]]:
+    """``delivery_counts`` over every delivery ever, removed ones included (retention never
+    removes a request with a delivery still pending: they are all delivered or failed)."""
+    kept = (((medium, status), count) for medium, status, count in delivery_counts())
+    return [
+        (medium, status, int(count)) for (medium, status), count in with_retired(DELIVERIES, kept)
+    ]
+
+
+def retention_kept() -> list[Kept]:
+    """What the approvals' tables hold, as retention sees them (the Cluster page)."""
+    days = settings.CS_RETENTION_APPROVALS_DAYS
+    finished = ApprovalRequest.objects.exclude(status=Status.PENDING)
+    return [
+        kept(ApprovalRequest, finished, "decided_at", days),
+        kept(OperationRun, None, "reported_at", days),
+    ]

@@ -8,6 +8,7 @@ from celery import Task, shared_task
 from approvals import notifications
 from approvals.queue import DELIVER
 from approvals.services import escalation, expiry
+from approvals.services.retention import approvals_retention
 from contextsvc.core import queue
 
 
@@ -33,3 +34,9 @@ def deliver(self: Task, delivery_id: str) -> str:
 def deliveries_due() -> int:
     """Scheduled by beat: deliveries whose next try is due (a task lost with its worker)."""
     return notifications.deliveries_sweep()
+
+
+@shared_task(name="approvals.tasks.retention", ignore_result=True)
+def retention() -> int:
+    """Scheduled by beat: finished requests past CS_RETENTION_APPROVALS_DAYS removed."""
+    return approvals_retention()

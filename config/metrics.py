@@ -1,13 +1,16 @@
 """``/metrics`` in the Prometheus text format, computed from PostgreSQL at scrape time, so
 every web replica answers the same and nothing is lost when a process restarts. Histograms
-and counters count every row ever recorded (rows are kept), so they only grow, as
-Prometheus' ``rate()`` and ``histogram_quantile()`` expect.
+and counters count every row ever recorded: retention folds what the rows it removes count
+for into tallies first (contextsvc/core/tallies.py), so they only grow, as Prometheus'
+``rate()`` and ``histogram_quantile()`` expect.
 
 Each app's ``metrics.py`` holds its own series; ``COLLECTORS`` is the registry of them.
 Needs a bearer token with the ``read`` scope (Prometheus: ``authorization: credentials``).
 """
 
 from __future__ import annotations
+
+import functools
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
@@ -16,13 +19,22 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from allocations.metrics import AllocationCollector
+from allocations.selectors import retention_kept as allocations_kept
 from approvals.metrics import ApprovalCollector
+from approvals.selectors import retention_kept as approvals_kept
 from contextsvc.core.auth import SH_AUTH_HEADER, InvalidCredentials, principal_from_headers
 from contextsvc.core.errors import error_json
+from contextsvc.core.metrics import RetentionCollector
 from contextsvc.core.models import Scope
+from contextsvc.core.retention import retention_kept as audit_kept
 from workspaces.metrics import WorkspaceCollector
 
-COLLECTORS = (WorkspaceCollector, AllocationCollector, ApprovalCollector)
+COLLECTORS = (
+    WorkspaceCollector,
+    AllocationCollector,
+    ApprovalCollector,
+    functools.partial(RetentionCollector, allocations_kept, approvals_kept, audit_kept),
+)
 
 
 @never_cache

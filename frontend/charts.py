@@ -22,7 +22,6 @@ from contextsvc.core import selectors as core
 
 # Upper bounds (seconds) of the distributions' bars; the last bar is everything above.
 READY_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 300)
-DECISION_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 1800, 3600)
 PHASE_LABELS = {
     "objects_created": "objects created",
     "volumes_bound": "volumes bound",
@@ -146,10 +145,10 @@ def decision_time(now: datetime) -> dict[str, Any]:
     """How long people took to decide approvals over the last 7 days."""
     decided = approvals.approvals_decided_since(now - timedelta(days=7))
     cumulative, total, _ = core.duration_histogram(
-        decided, "created_at", "decided_at", DECISION_BUCKETS
+        decided, "created_at", "decided_at", approvals.DECISION_BUCKETS
     )
     return {
-        "labels": _labels(DECISION_BUCKETS),
+        "labels": _labels(approvals.DECISION_BUCKETS),
         "counts": _per_bucket(cumulative, total),
         "decisions": total,
     }

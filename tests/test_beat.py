@@ -20,11 +20,13 @@ from django_celery_beat.schedulers import ModelEntry
 from allocations.models import Allocation, Phase
 from allocations.requests import PoolRequest
 from allocations.services.create import allocation_create
+from allocations.tests.factories import AllocationFactory
 from approvals import notifications
 from approvals.models import ApprovalRequest, Delivery, Status
 from approvals.tests.factories import ApprovalRequestFactory
 from config.celery import app as celery_app
 from contextsvc.core.models import AuditEntry, ClusterCapabilities, ProcessHeartbeat
+from contextsvc.core.services import SERVICE_ACTOR
 from contextsvc.core.users import ensure_role_groups, user_set_role
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import SANDBOX_WARM_POOL
@@ -64,6 +66,8 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
         "allocations.tasks.resync",
         "allocations.tasks.warm_pools",
         "allocations.tasks.expire",
+        "allocations.tasks.retention",
+        "approvals.tasks.retention",
     }
     now = timezone.now()
     # Approvals: one past its deadline, one past its escalation time, one message not sent.
@@ -75,6 +79,17 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
         approval_policy={"escalateAfter": 0.5, "escalateTo": ["carol"], "email": "none"},
     )
     overdue = ApprovalRequestFactory.create(deadline=now - timedelta(seconds=1))
+    # Retention: a request decided and an allocation released longer ago than the policy.
+    long_decided = ApprovalRequestFactory.create(
+        status=Status.DENIED,
+        decided_at=now - timedelta(days=settings.CS_RETENTION_APPROVALS_DAYS + 1),
+    )
+    long_released = AllocationFactory.create(
+        name="long-gone",
+        namespace=namespace,
+        phase=Phase.RELEASED,
+        released_at=now - timedelta(days=settings.CS_RETENTION_RELEASED_DAYS + 1),
+    )
     escalating = ApprovalRequestFactory.create(escalate_at=now - timedelta(seconds=1))
     channel, _ = notifications.channel_create(
         name="ops", kind="webhook", url=webhook_receiver.url, agent_types=["*"],
@@ -133,6 +148,8 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
             is not None,
             "allocation expiry": Allocation.objects.get(name="brief").release_requested_at
             is not None,
+            "allocation retention": not Allocation.objects.filter(pk=long_released.pk).exists(),
+            "approval retention": not ApprovalRequest.objects.filter(pk=long_decided.pk).exists(),
         }
 
     wait_until(lambda: all(done().values()), timeout=60, interval=0.5, message="every task")
@@ -141,12 +158,15 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
     assert list(
         AuditEntry.objects.filter(
             action__in=["approval.expire", "approval.escalate", "context.expire",
-                        "warmpool.create", "allocation.release"]
+                        "warmpool.create", "allocation.release", "allocation.retention",
+                        "approval.retention"]
         ).order_by("action").values_list("actor", "action")
     ) == [
         ("system:expiry", "allocation.release"),
+        (SERVICE_ACTOR, "allocation.retention"),
         ("system:approvals", "approval.escalate"),
         ("system:approvals", "approval.expire"),
+        (SERVICE_ACTOR, "approval.retention"),
         ("system:workspaces", "context.expire"),
         ("system:warm-pools", "warmpool.create"),
     ]  # fmt: skip

@@ -139,6 +139,13 @@ CS_RESYNC_INTERVAL_SECONDS = env_int("CS_RESYNC_INTERVAL_SECONDS", 30, minimum=1
 CS_WARM_POOL_WINDOW_SECONDS = env_int("CS_WARM_POOL_WINDOW_SECONDS", 600, minimum=1)
 CS_WARM_POOL_COOLDOWN_SECONDS = env_int("CS_WARM_POOL_COOLDOWN_SECONDS", 300, minimum=0)
 
+# Retention: released allocations (with their timelines) and finished approval requests
+# (with their runs, sign-offs and deliveries) older than this many days are removed by beat,
+# CS_RETENTION_BATCH rows per transaction; 0 keeps them for ever. The audit log is kept.
+CS_RETENTION_RELEASED_DAYS = env_int("CS_RETENTION_RELEASED_DAYS", 30, minimum=0)
+CS_RETENTION_APPROVALS_DAYS = env_int("CS_RETENTION_APPROVALS_DAYS", 90, minimum=0)
+CS_RETENTION_BATCH = env_int("CS_RETENTION_BATCH", 500, minimum=1)
+
 # How long an operation waits for a human before it expires (= denied), and the most an
 # agent may ask for.
 CS_APPROVAL_DEADLINE_SECONDS = env_int("CS_APPROVAL_DEADLINE_SECONDS", 300, minimum=1)
@@ -232,6 +239,15 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "allocations-expire": {
         "task": "allocations.tasks.expire",
         "schedule": 5.0,
+    },
+    # Old released allocations and finished approvals removed (CS_RETENTION_*).
+    "allocations-retention": {
+        "task": "allocations.tasks.retention",
+        "schedule": 3600.0,
+    },
+    "approvals-retention": {
+        "task": "approvals.tasks.retention",
+        "schedule": 3600.0,
     },
 }
 

@@ -129,3 +129,22 @@ class ClusterCapabilities(models.Model):
 
     def __str__(self) -> str:
         return f"capabilities at {self.detected_at:%Y-%m-%d %H:%M:%S}"
+
+
+class RetiredTally(models.Model):
+    """What removed rows still count for. Before retention deletes old rows, it adds what they
+    count for in ``/metrics`` (counters and histograms are computed from rows) to these
+    totals, in the same transaction, so that no counter ever goes backwards. One row per
+    series and label values (see core.tallies)."""
+
+    series = models.CharField(max_length=96)
+    labels = models.JSONField(default=list, help_text="The label values, in the series' order.")
+    value = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["series", "labels"], name="retired_tally_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.series}{self.labels} {self.value}"

@@ -531,3 +531,22 @@ def test_the_overview_shows_the_warm_pool_hit_ratio_of_the_last_hour() -> None:
 
     shown = '<span data-chart-total="warmPools.hitRatio" id="warm-hit-ratio">'
     assert f"{shown}75 % warm (3 of 4 claims)</span>" in page
+
+
+def test_the_cluster_page_says_what_each_table_keeps_and_retention_removed() -> None:
+    released_at = timezone.now() - timedelta(days=3)
+    AllocationFactory.create(name="live-one")
+    gone = AllocationFactory.create(name="gone-one", phase=Phase.RELEASED)
+    Allocation.objects.filter(pk=gone.pk).update(released_at=released_at)
+
+    page = client_for("viewer").get("/cluster/").content.decode()
+
+    assert (
+        "<tr><td><code>allocations.Allocation</code></td><td>2</td><td>30 days</td>"
+        f"<td>{released_at:%Y-%m-%d %H:%M}</td><td>0</td></tr>"
+    ) in page
+    assert (
+        "<tr><td><code>core.AuditEntry</code></td>"
+        f'<td>{AuditEntry.objects.count()}</td><td><span class="muted">ever</span></td>'
+        '<td><span class="muted">—</span></td><td>0</td></tr>'
+    ) in page

@@ -11,10 +11,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from allocations.selectors import retention_kept as allocations_kept
+from approvals.selectors import retention_kept as approvals_kept
 from contextsvc.core import capabilities, services, users
 from contextsvc.core.auth import user_role
 from contextsvc.core.errors import ServiceError
 from contextsvc.core.models import ApiClient, ApiToken, AuditEntry
+from contextsvc.core.retention import retention_kept as audit_kept
 from contextsvc.core.selectors import heartbeat_list_recent
 from contextsvc.kube.objects.kinds import (
     SANDBOX,
@@ -178,5 +181,6 @@ def cluster(request: HttpRequest) -> HttpResponse:
             "workspaces": workspaces.workspace_list_live(),
             "namespace": settings.CS_NAMESPACE,
             "allowed_namespaces": settings.CS_ALLOWED_NAMESPACES,
+            "retention": [*allocations_kept(), *approvals_kept(), *audit_kept()],
         },
     )

@@ -15,7 +15,7 @@ TOP = 20
 
 @viewer_required
 def approval_analytics(request: HttpRequest) -> HttpResponse:
-    outcomes = selectors.outcome_counts()
+    outcomes = selectors.outcome_counts_all()
     totals: dict[str, int] = dict.fromkeys(selectors.OUTCOMES, 0)
     for _, outcome, count in outcomes:
         totals[outcome] += count
@@ -31,7 +31,7 @@ def approval_analytics(request: HttpRequest) -> HttpResponse:
             "outcomes": outcomes,
             "rules": selectors.rule_decision_counts(limit=TOP),
             "grants": selectors.grants_by_hits(limit=TOP),
-            "escalations": selectors.escalation_counts(),
-            "deliveries": selectors.delivery_counts(),
+            "escalations": selectors.escalation_counts_all(),
+            "deliveries": selectors.delivery_counts_all(),
         },
     )

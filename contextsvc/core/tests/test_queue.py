@@ -41,11 +41,12 @@ def test_every_queued_name_is_a_registered_task_and_every_task_is_named_once() -
 
     assert named <= registered
     # The rest are beat's own (heartbeats, capabilities) and the approvals' expiry,
-    # escalation and delivery sweep.
+    # escalation, delivery sweep and retention.
     assert sorted(registered - named) == [
         "approvals.tasks.deliveries_due",
         "approvals.tasks.escalate_due",
         "approvals.tasks.expire_due",
+        "approvals.tasks.retention",
         "contextsvc.core.tasks.record_heartbeat",
         "contextsvc.core.tasks.refresh_capabilities",
     ]
