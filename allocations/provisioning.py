@@ -221,11 +221,14 @@ def sandbox_pods(namespace: str, pool: str) -> list[dict[str, Any]]:
 
 
 def delete_owned(allocation: Allocation) -> Owned:
-    """Issue deletes for everything the allocation owns; returns what is still there."""
+    """Issue a delete for everything the allocation owns that is not already on its way out;
+    returns what it found (empty: nothing of it was left). It does not list again to see
+    what went: the caller's next attempt, or the watcher's view, says that."""
     current = owned(allocation)
     for kind in DELETED_KINDS:
         for obj in current.found.get(kind, []):
-            kube.delete_object(
-                kind, allocation.namespace, name_of(obj), foreground=kind in FOREGROUND
-            )
-    return owned(allocation)
+            if not is_deleting(obj):
+                kube.delete_object(
+                    kind, allocation.namespace, name_of(obj), foreground=kind in FOREGROUND
+                )
+    return current

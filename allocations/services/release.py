@@ -24,9 +24,9 @@ from contextsvc.kube.objects.pvc import artifacts_retain_patch
 logger = logging.getLogger(__name__)
 
 
-# Deletes are quick, but Pods and PVCs leave through controllers; poll that long at most
-# before leaving the rest to the watcher and the periodic resync.
-RELEASE_POLLS = 60
+# A rollback's deletes are quick, but Pods and PVCs leave through controllers; it polls
+# that long at most before leaving the rest to the periodic resync.
+ROLLBACK_POLLS = 60
 
 
 def allocation_release(*, name: str, actor: str, expired: bool = False) -> Allocation:
@@ -133,46 +133,56 @@ def _retain_artifacts(allocation: Allocation, attempt: int) -> None:
         raise
 
 
-def _delete_until_gone(allocation: Allocation, attempt: int) -> bool:
-    """Delete what the allocation owns. True when nothing is left; otherwise asks to be
-    called again (RetryLater) until the polls run out, after which the resync finishes."""
+def _delete_owned(allocation: Allocation, attempt: int) -> provisioning.Owned | None:
+    """Delete what the allocation owns; what was still there (empty: nothing), or None when
+    the cluster refused for good. Transient trouble is tried again (RetryLater)."""
     try:
-        left = provisioning.delete_owned(allocation)
+        return provisioning.delete_owned(allocation)
     except kube.KubeError as exc:
         if exc.transient:
             raise RetryLater(backoff(attempt)) from exc
         logger.error("cannot delete objects of %s: %s", allocation.name, exc.message)
-        return False
-    if left.empty():
-        return True
-    if attempt < RELEASE_POLLS:
-        raise RetryLater(1.0)
-    logger.warning("%s still owns %s; the resync will finish", allocation.name, left.names())
-    return False
+        return None
 
 
 def allocation_release_objects(allocation_id: int, attempt: int = 0) -> str:
+    """Delete what a releasing allocation owns, once. The objects leave through their
+    controllers (a Sandbox's Pod first, then the PVC it held); the watcher sees the last one
+    go and records the release (allocation_record_observed), or the resync does when the
+    watcher is down. Polling the cluster here as well would be the same answer, bought again
+    with a list per kind every second of every release."""
     allocation = Allocation.objects.filter(pk=allocation_id, phase=Phase.RELEASING).first()
     if allocation is None:
         return "nothing to do"
     if allocation.has_artifacts and allocation.artifacts_retain:
         # Before anything is deleted: the artifacts stop being the pool's.
         _retain_artifacts(allocation, attempt)
-    if _delete_until_gone(allocation, attempt):
+    found = _delete_owned(allocation, attempt)
+    if found is None:
+        return "pending"
+    if found.empty():
         allocation_mark_released(allocation_id=allocation_id)
         return "released"
-    return "pending"
+    return f"deleting {len(found.names())}"
 
 
 def allocation_rollback_objects(allocation_id: int, attempt: int = 0) -> str:
+    """Delete what a failed allocation created, polling until nothing is left: a rollback's
+    end is an event of its own, which nothing else records."""
     allocation = Allocation.objects.filter(
         pk=allocation_id, phase=Phase.FAILED, ready_at__isnull=True
     ).first()
     if allocation is None:
         return "nothing to do"
-    if _delete_until_gone(allocation, attempt):
+    found = _delete_owned(allocation, attempt)
+    if found is None:
+        return "pending"
+    if found.empty():
         allocation_note_rolled_back(allocation_id=allocation_id)
         return "rolled back"
+    if attempt < ROLLBACK_POLLS:
+        raise RetryLater(1.0)
+    logger.warning("%s still owns %s; the resync will finish", allocation.name, found.names())
     return "pending"
 
 

@@ -15,6 +15,7 @@ from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.resync import resync_all
 from allocations.services.lifecycle import NOT_SUSPENDABLE, allocations_expire_due
 from allocations.services.reconcile import allocation_reconcile
+from allocations.services.release import allocation_release_objects
 from contexts.models import ContextResource
 from contextsvc.core.models import AuditEntry
 from contextsvc.kube import client as kube
@@ -459,6 +460,38 @@ def test_a_wanted_sandbox_still_being_deleted_is_made_again_once_it_is_gone(
         sandbox_name("comeback", 0),
         name,
     ]
+
+
+def test_a_release_deletes_once_and_the_watcher_records_its_end(
+    api: ApiClient, namespace: str
+) -> None:
+    """The release task asks the cluster to delete and returns: it does not poll until the
+    objects are gone (a list per kind every second of every release), the watcher sees the
+    last one go and records the release."""
+    created(api, body("once", namespace))
+    wait_for_phase("once", Phase.READY, timeout=90)
+    name = sandbox_name("once", 0)
+    # Held on its way out, so that the release cannot end before the watcher's part.
+    admin_patch(SANDBOX, namespace, name, {"metadata": {"finalizers": ["test.example/hold"]}})
+
+    assert api.delete("/v1/sandbox-pools/once").status_code == 204
+    wait_until(
+        lambda: pool_objects(namespace, "once") == {**NOTHING, "sandboxes": [name]},
+        timeout=60,
+        message="everything but the held Sandbox to be gone",
+    )
+    allocation = Allocation.objects.get(name="once")
+
+    # Once more, as the resync would queue it: the held Sandbox is already being deleted.
+    assert allocation_release_objects(allocation.pk) == "deleting 1"
+    assert Allocation.objects.get(pk=allocation.pk).phase == Phase.RELEASING
+
+    admin_patch(SANDBOX, namespace, name, {"metadata": {"finalizers": None}})
+    released = wait_for_phase("once", Phase.RELEASED, timeout=60)
+    assert list(
+        released.events.filter(kind=AllocationEvent.Kind.RELEASED).values_list("message", flat=True)
+    ) == ["all objects deleted"]
+    assert pool_objects(namespace, "once") == NOTHING
 
 
 def test_scale_release_and_reconcile_racing_end_with_exactly_what_the_row_says(
