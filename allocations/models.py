@@ -176,3 +176,23 @@ class AllocationEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.allocation_id} {self.kind}"
+
+
+class PoolPresence(models.Model):
+    """A pool name whose labelled objects the watcher holds in its caches while no live
+    allocation has that name: leftovers (an older service's, or objects someone made with
+    our labels). The name stays taken while they exist, and a POST learns that from this
+    table instead of listing every kind (the watcher writes it; see docs/architecture.md)."""
+
+    namespace = models.CharField(max_length=63)
+    pool = models.CharField(max_length=63)
+    objects_seen = models.JSONField(default=list, help_text="Kind/name of what is left.")
+    seen_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "pool"], name="pool_presence_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.pool}"

@@ -4,6 +4,7 @@ watch caches) and by the periodic resync (from list calls)."""
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,6 +45,15 @@ class PoolObjects:
     def empty(self) -> bool:
         return not (self.sandboxes or self.claims or self.pods or self.pvcs or self.policies)
 
+    def leftovers(self) -> list[str]:
+        """Kind/name of what keeps a pool's name taken when no live allocation has it (what
+        the v1 name check looked for: Sandboxes, claims, PVCs, and Pods a Sandbox made)."""
+        return sorted(
+            f"{field}/{name_of(obj)}"
+            for field in ("sandboxes", "claims", "pvcs", "pods")
+            for obj in getattr(self, field)
+        )
+
     def compute(self) -> list[Obj]:
         """The objects that provide sandboxes (what adoption starts from)."""
         return self.sandboxes + self.claims
@@ -57,6 +67,16 @@ class PoolObjects:
             for obj in getattr(self, field)
         )
         return hashlib.sha1("\n".join(versions).encode(), usedforsecurity=False).hexdigest()
+
+
+# How often an active watcher proves it is alive; its view of a pool's leftovers is trusted
+# while its last heartbeat is at most two of these old (selectors.watcher_vouches).
+HEARTBEAT_SECONDS = 15.0
+
+
+def shard_of(key: PoolKey, shards: int) -> int:
+    """The watcher shard that records a pool (a stable hash of namespace/name)."""
+    return zlib.crc32("/".join(key).encode()) % shards
 
 
 def pool_key(obj: Obj) -> PoolKey | None:

@@ -16,10 +16,13 @@ from allocations.models import (
     Allocation,
     AllocationEvent,
     Phase,
+    PoolPresence,
     Strategy,
 )
-from allocations.observe import MILESTONES, Seen, managed_volumes
+from allocations.observe import HEARTBEAT_SECONDS, MILESTONES, Seen, managed_volumes, shard_of
+from contextsvc.core import namespaces
 from contextsvc.core.errors import InvalidRequest, NotFound
+from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.retention import Kept, kept
 from contextsvc.core.tallies import with_retired
 
@@ -61,6 +64,33 @@ _LIVE_SQL = (
     " FROM allocations_allocation WHERE namespace = %s AND name = %s AND phase = ANY(%s)"
     " LIMIT 1"
 )
+
+
+def watcher_vouches(*, namespace: str, name: str) -> bool:
+    """Whether an active watcher's caches hold the pool's objects, filled and current: the
+    heartbeat of a watcher of this namespace group holding the pool's shard, at most two
+    heartbeats old. Then PoolPresence says whether leftovers keep the name taken."""
+    managed = namespaces.managed_namespaces()
+    if managed is not None and namespace not in managed:
+        return False
+    shard = shard_of((namespace, name), settings.CS_WATCHER_SHARDS)
+    return ProcessHeartbeat.objects.filter(
+        kind=ProcessHeartbeat.Kind.WATCHER,
+        group=namespaces.group(),
+        shards__contains=[shard],
+        last_seen__gte=timezone.now() - timedelta(seconds=2 * HEARTBEAT_SECONDS),
+    ).exists()
+
+
+def pool_leftovers(*, namespace: str, name: str) -> list[str]:
+    """What the watcher last saw left of a pool no live allocation has (Kind/name), if any."""
+    found = PoolPresence.objects.filter(namespace=namespace, pool=name).first()
+    return list(found.objects_seen) if found is not None else []
+
+
+def live_pool_keys() -> set[tuple[str, str]]:
+    """(namespace, name) of every allocation in an active phase."""
+    return set(Allocation.objects.filter(phase__in=ACTIVE_PHASES).values_list("namespace", "name"))
 
 
 def live_allocation(*, namespace: str, name: str) -> LiveAllocation | None:

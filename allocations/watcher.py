@@ -15,7 +15,6 @@ import os
 import queue
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +24,12 @@ from django.db import DatabaseError, close_old_connections, connection
 
 from allocations import selectors
 from allocations.models import ACTIVE_PHASES, Allocation
-from allocations.observe import PoolKey, PoolObjects, pool_key
-from allocations.services.observed import allocation_record_observed
+from allocations.observe import HEARTBEAT_SECONDS, PoolKey, PoolObjects, pool_key, shard_of
+from allocations.services.observed import (
+    allocation_record_observed,
+    pool_presence_reconcile,
+    pool_presence_record,
+)
 from contexts.models import ContextResource
 from contexts.services import context_record_observed
 from contextsvc.core import locks, namespaces
@@ -44,7 +47,6 @@ logger = logging.getLogger(__name__)
 
 WATCH_TIMEOUT_SECONDS = 300
 STANDBY_POLL_SECONDS = 5.0
-HEARTBEAT_SECONDS = 15.0
 LOCK_CHECK_SECONDS = 1.0
 ObjKey = tuple[str, str]
 ContextKey = tuple[str, str]
@@ -160,11 +162,6 @@ class Informer:
                 self.stop.wait(delay)
 
 
-def shard_of(key: PoolKey, shards: int) -> int:
-    """The watcher shard that records a pool (a stable hash of namespace/name)."""
-    return zlib.crc32("/".join(key).encode()) % shards
-
-
 class Watcher:
     def __init__(self, shards: frozenset[int] = frozenset({0}), total: int = 1) -> None:
         self.stop = threading.Event()
@@ -175,6 +172,11 @@ class Watcher:
         # object, and records only its own pools; named contexts belong to shard 0.
         self.total = total
         self.shards: frozenset[int] = shards
+        # The shards whose pools' leftovers are recorded from filled caches: what this
+        # watcher's heartbeat vouches for (a POST then reads PoolPresence, not the cluster).
+        self.vouched: frozenset[int] = frozenset()
+        # The processor's writes of PoolPresence and the whole rewrite take turns.
+        self.presence_lock = threading.Lock()
 
     def owns(self, item: DirtyItem) -> bool:
         is_context, key = item
@@ -187,6 +189,7 @@ class Watcher:
         allocation of theirs is looked at again."""
         self.shards = self.shards | shards
         self._relook()
+        self._record_leftovers()
 
     def _relook(self) -> None:
         live = Allocation.objects.filter(phase__in=ACTIVE_PHASES)
@@ -198,6 +201,37 @@ class Watcher:
         for namespace, name in live.values_list("namespace", "name"):
             if self.owns((False, (namespace, name))):
                 self.dirty_pools.put((False, (namespace, name)))
+
+    def vouch_when_synced(self) -> None:
+        """Record the leftovers and vouch for them, once every cache is filled (a kind whose
+        first list failed is retried by its informer; the heartbeat loop asks again)."""
+        if self.vouched != self.shards and all(i.synced.is_set() for i in self.informers):
+            self._record_leftovers()
+
+    def _record_leftovers(self) -> None:
+        """PoolPresence made what the caches hold for the pools this watcher records: the
+        leftovers of every pool no live allocation has; then its heartbeat vouches for them."""
+        managed = namespaces.managed_namespaces()
+
+        def records(key: PoolKey) -> bool:
+            return (managed is None or key[0] in managed) and self.owns((False, key))
+
+        with self.presence_lock:
+            # A change after this read queues its pool, written after the lock is let go.
+            keys = {
+                key
+                for informer in self.informers
+                for obj in informer.items()
+                if (key := pool_key(obj))
+            }
+            live = selectors.live_pool_keys()
+            seen = {
+                key: leftovers
+                for key in sorted(keys - live)
+                if records(key) and (leftovers := self.pool_objects(key).leftovers())
+            }
+            pool_presence_reconcile(seen=seen, owns=records)
+        self.vouched = self.shards
 
     # --- wiring ---------------------------------------------------------------------------
 
@@ -242,7 +276,12 @@ class Watcher:
         namespace, name = key
         live = selectors.live_allocation(namespace=namespace, name=name)
         if live is None:
-            return  # unknown pools are the resync's (adoption) business
+            # Leftovers keep the name taken (a POST reads this instead of listing); adopting
+            # them is the resync's business.
+            with self.presence_lock:
+                leftovers = self.pool_objects(key).leftovers()
+                pool_presence_record(namespace=namespace, pool=name, leftovers=leftovers)
+            return
         allocation_record_observed(
             allocation_id=live.id,
             phase=live.phase,
@@ -321,6 +360,7 @@ class Watcher:
         for informer in self.informers:
             informer.synced.wait(timeout=30)
         self._relook()
+        self.vouch_when_synced()
         logger.info(
             "watching %d collections, recording shard(s) %s of %d of %s",
             len(self.informers),
@@ -395,9 +435,12 @@ def run(stop: threading.Event) -> int:
     return 0
 
 
-def _heartbeat() -> None:
+def _heartbeat(watcher: Watcher | None = None) -> None:
+    vouched = watcher.vouched if watcher is not None else frozenset()
     try:
-        heartbeat_record(kind=ProcessHeartbeat.Kind.WATCHER)
+        heartbeat_record(
+            kind=ProcessHeartbeat.Kind.WATCHER, group=namespaces.group(), shards=vouched
+        )
     except DatabaseError as exc:
         # The lock connection tells whether the database is gone; a heartbeat is not worth
         # dying for.
@@ -487,9 +530,11 @@ def _hold_locks_and_watch(lock_conn: psycopg.Connection[Any], stop: threading.Ev
                         watcher.shutdown()
                         close_old_connections()
                         return True
+                    _heartbeat(watcher)
                 elif taken and watcher is not None:
                     logger.info("taking over shard(s) %s", sorted(taken))
                     watcher.add_shards(taken)
+                    _heartbeat(watcher)
                 elif watcher is None:
                     _heartbeat()
                     logger.info("another watcher is active; standing by")
@@ -499,7 +544,8 @@ def _hold_locks_and_watch(lock_conn: psycopg.Connection[Any], stop: threading.Ev
                 break
             lock_conn.execute("SELECT 1")
             if watcher is not None and time.monotonic() - last_heartbeat >= HEARTBEAT_SECONDS:
-                _heartbeat()
+                watcher.vouch_when_synced()
+                _heartbeat(watcher)
                 close_old_connections()
                 last_heartbeat = time.monotonic()
     except psycopg.Error:

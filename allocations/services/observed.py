@@ -1,10 +1,12 @@
 """What the watcher (from its caches) and the resync (from list calls) observe of an
 allocation's objects, recorded: one decision for both (allocation_record_observed), the
 ready count and the controller's report, the readiness milestones, and the resync's own
-notes (surplus replicas, the fingerprint of what it found)."""
+notes (surplus replicas, the fingerprint of what it found); and, for names no live
+allocation holds, the leftovers the watcher sees (PoolPresence)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -14,7 +16,7 @@ from django.db.models.functions import Least, Now
 from django.utils import timezone
 
 from allocations import queue
-from allocations.models import OBSERVED_PHASES, Allocation, AllocationEvent, Phase
+from allocations.models import OBSERVED_PHASES, Allocation, AllocationEvent, Phase, PoolPresence
 from allocations.observe import (
     MILESTONES,
     Milestones,
@@ -219,3 +221,27 @@ def allocation_observe_ready(
         record_event(allocation, kind, text, ready=allocation.ready_replicas, reason=reason)
         announce(allocation)
     return True
+
+
+def pool_presence_record(*, namespace: str, pool: str, leftovers: list[str]) -> None:
+    """What the watcher sees of a pool that no live allocation has: its leftovers (the name
+    stays taken while there are any), or nothing (the row goes)."""
+    if leftovers:
+        PoolPresence.objects.update_or_create(
+            namespace=namespace, pool=pool, defaults={"objects_seen": leftovers}
+        )
+    else:
+        PoolPresence.objects.filter(namespace=namespace, pool=pool).delete()
+
+
+def pool_presence_reconcile(
+    *, seen: dict[tuple[str, str], list[str]], owns: Callable[[tuple[str, str]], bool]
+) -> None:
+    """Once a watcher's caches are filled: the rows of the pools it records (``owns``) are
+    what it sees now. Rows of pools whose leftovers went while no watcher ran are removed."""
+    with transaction.atomic():
+        for namespace, pool in PoolPresence.objects.values_list("namespace", "pool"):
+            if owns((namespace, pool)) and (namespace, pool) not in seen:
+                PoolPresence.objects.filter(namespace=namespace, pool=pool).delete()
+        for (namespace, pool), leftovers in seen.items():
+            pool_presence_record(namespace=namespace, pool=pool, leftovers=leftovers)

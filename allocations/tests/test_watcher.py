@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
-from allocations import watcher
-from allocations.models import Allocation, Phase
+from allocations import selectors, watcher
+from allocations.models import Allocation, Phase, PoolPresence
+from allocations.observe import shard_of
 from allocations.requests import PoolRequest
 from allocations.resync import resync_all
 from allocations.services.create import allocation_create
+from contextsvc.core.errors import AlreadyExists
+from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX
 from contextsvc.kube.objects.labels import MANAGED_SELECTOR, pool_labels, pool_selector
@@ -253,7 +256,7 @@ def test_two_watcher_shards_share_the_pools_and_take_over_from_each_other(
     while min(len(names) for names in by_shard.values()) < 2:
         name = f"sharded-{index}"
         index += 1
-        shard = watcher.shard_of((namespace, name), 2)
+        shard = shard_of((namespace, name), 2)
         if len(by_shard[shard]) < 2:
             by_shard[shard].append(name)
 
@@ -360,3 +363,76 @@ def test_two_namespace_groups_share_a_database_each_recording_its_own(
         first.stop()
         second.stop()
         start_watcher(watcher_process)
+
+
+def _vouched(namespace: str, name: str) -> bool:
+    return selectors.watcher_vouches(namespace=namespace, name=name)
+
+
+def _pool(name: str, namespace: str) -> PoolRequest:
+    return PoolRequest(name, 1, "dedicated", size="1Gi", access_mode="ReadWriteOnce",
+                       namespace=namespace)  # fmt: skip
+
+
+@pytest.mark.usefixtures("service")
+def test_leftovers_keep_a_name_taken_from_the_watchers_view(namespace: str) -> None:
+    """A POST reads the watcher's PoolPresence instead of listing every kind: what it holds
+    is what the 409 follows, and the watcher keeps it to what its caches hold."""
+    make_pvc(namespace, "left-behind", modes=["ReadWriteOnce"], labels=pool_labels("ghostly"))
+    # Wearing only the pool label counts for nothing (no Sandbox made it).
+    admin_create(POD, {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "impostor", "namespace": namespace,
+                                    "labels": {"context.rossoctl.io/pool": "posing"}},
+                       "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})  # fmt: skip
+    wait_until(
+        lambda: (
+            selectors.pool_leftovers(namespace=namespace, name="ghostly") == ["pvcs/left-behind"]
+        ),
+        timeout=30,
+        message="the watcher to record the leftover",
+    )
+    wait_until(lambda: _vouched(namespace, "phantom"), timeout=40, message="the heartbeat")
+    assert selectors.pool_leftovers(namespace=namespace, name="posing") == []
+
+    with pytest.raises(AlreadyExists, match='sandbox pool "ghostly" already exists'):
+        allocation_create(request=_pool("ghostly", namespace), actor="user:test")
+    # Nothing in the cluster, but the watcher's view says so: the POST trusts the view.
+    PoolPresence.objects.create(namespace=namespace, pool="phantom", objects_seen=["pvcs/x"])
+    with pytest.raises(AlreadyExists, match='sandbox pool "phantom" already exists'):
+        allocation_create(request=_pool("phantom", namespace), actor="user:test")
+    assert not Allocation.objects.filter(name__in=["ghostly", "phantom"]).exists()
+
+    admin_delete(PVC, namespace, "left-behind")
+    wait_until(
+        lambda: not PoolPresence.objects.filter(namespace=namespace, pool="ghostly").exists(),
+        timeout=30,
+        message="the watcher to see the leftover go",
+    )
+    allocation_create(request=_pool("ghostly", namespace), actor="user:test")
+    assert wait_for_phase("ghostly", Phase.READY, timeout=90).ready_replicas == 1
+
+
+@pytest.mark.usefixtures("service")
+def test_without_a_watcher_to_vouch_a_post_lists_and_a_new_watcher_rewrites_the_view(
+    namespace: str, watcher_process: ManagedProcess
+) -> None:
+    watcher_process.stop()
+    try:
+        # Its last heartbeat would vouch for up to two heartbeats more; gone, nobody does.
+        ProcessHeartbeat.objects.filter(kind=ProcessHeartbeat.Kind.WATCHER).delete()
+        stale = PoolPresence.objects.create(namespace=namespace, pool="stale", objects_seen=["x"])
+        make_pvc(namespace, "unseen", modes=["ReadWriteOnce"], labels=pool_labels("unseen"))
+        assert not _vouched(namespace, "stale")
+
+        # The cluster is asked: the leftover nobody recorded is found; the row is not read.
+        with pytest.raises(AlreadyExists):
+            allocation_create(request=_pool("unseen", namespace), actor="user:test")
+        allocation_create(request=_pool("stale", namespace), actor="user:test")
+    finally:
+        start_watcher(watcher_process)
+
+    # Filled caches, then the view rewritten: the stale row goes, the unseen leftover comes.
+    wait_until(lambda: _vouched(namespace, "unseen"), timeout=60, message="the new heartbeat")
+    assert not PoolPresence.objects.filter(pk=stale.pk).exists()
+    assert selectors.pool_leftovers(namespace=namespace, name="unseen") == ["pvcs/unseen"]
+    assert wait_for_phase("stale", Phase.READY, timeout=90).ready_replicas == 1

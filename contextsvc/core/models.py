@@ -20,6 +20,11 @@ class ProcessHeartbeat(models.Model):
     pid = models.PositiveIntegerField()
     started_at = models.DateTimeField()
     last_seen = models.DateTimeField()
+    # A watcher's: the namespace group and the shards whose pools its caches hold, filled
+    # and current (empty while it stands by or is still listing). A POST trusts the
+    # watcher's view of a pool's leftovers only while its shard's heartbeat is fresh.
+    group = models.CharField(max_length=255, blank=True, default="")
+    shards = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [

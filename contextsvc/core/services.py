@@ -33,16 +33,22 @@ def audit_record(
 
 
 def heartbeat_record(
-    *, kind: str, hostname: str | None = None, pid: int | None = None
+    *,
+    kind: str,
+    hostname: str | None = None,
+    pid: int | None = None,
+    group: str = "",
+    shards: Iterable[int] = (),
 ) -> ProcessHeartbeat:
     """Upsert this process's heartbeat and forget processes silent for a day."""
     now = timezone.now()
+    held = {"group": group, "shards": sorted(shards)}
     heartbeat, _ = ProcessHeartbeat.objects.update_or_create(
         kind=kind,
         hostname=hostname or socket.gethostname(),
         pid=pid if pid is not None else os.getpid(),
-        defaults={"last_seen": now},
-        create_defaults={"last_seen": now, "started_at": now},
+        defaults={"last_seen": now, **held},
+        create_defaults={"last_seen": now, "started_at": now, **held},
     )
     ProcessHeartbeat.objects.filter(last_seen__lt=now - HEARTBEAT_RETENTION).delete()
     return heartbeat

@@ -31,6 +31,9 @@ NOT_STATE = {
     "auth.User": {"last_login"},
     "core.ProcessHeartbeat": None,  # None: the whole model
     "core.ClusterCapabilities": None,
+    # What the watcher last saw left of pools without a live allocation (its caches, as
+    # rows): it moves with the cluster, never with a request.
+    "allocations.PoolPresence": None,
 }
 
 
