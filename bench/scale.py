@@ -89,14 +89,14 @@ class Round:
     calls_service: Counter[tuple[str, str]] = field(default_factory=Counter)
     # Requests the API server served from the first DELETE until every row was released.
     calls_release: Counter[tuple[str, str]] = field(default_factory=Counter)
-    # The API server's own time on the service path's calls over the same span.
-    seconds_service: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # The API server's own time (µs) on the service path's calls over the same span.
+    micros_service: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def mean_ms(self, verb: str, resources: tuple[str, ...]) -> float:
         """The API server's mean time serving one ``verb`` of ``resources`` in the burst."""
         calls = sum(self.calls_service[verb, r] for r in resources)
-        seconds = sum(self.seconds_service[verb, r] for r in resources)
-        return seconds / calls * 1000 if calls else 0.0
+        micros = sum(self.micros_service[verb, r] for r in resources)
+        return micros / calls / 1000 if calls else 0.0
 
 
 # --- The cluster ---------------------------------------------------------------------------
@@ -150,9 +150,11 @@ def _ready_nodes(core: Any, names: list[str]) -> int:
     )
 
 
-def _apiserver_samples(family_name: str, sample_name: str) -> Counter[tuple[str, str]]:
-    """One series of the API server's own ``/metrics``, summed by verb and resource
-    (``pods/status``; a URL that names no resource is its path, ``/readyz``)."""
+def _apiserver_samples(
+    family_name: str, sample_name: str, scale: float = 1.0
+) -> Counter[tuple[str, str]]:
+    """One series of the API server's own ``/metrics`` times ``scale``, summed by verb and
+    resource (``pods/status``; a URL that names no resource is its path, ``/readyz``)."""
     api = kube.api_client()
     method, url, headers, _, _ = api.param_serialize(
         "GET", "/metrics", auth_settings=["BearerToken"]
@@ -168,7 +170,7 @@ def _apiserver_samples(family_name: str, sample_name: str) -> Counter[tuple[str,
                 continue
             labels = sample.labels
             resource = "/".join(filter(None, (labels["resource"], labels.get("subresource"))))
-            values[labels["verb"], resource] += sample.value
+            values[labels["verb"], resource] += round(sample.value * scale)
     return values
 
 
@@ -178,11 +180,11 @@ def apiserver_calls() -> Counter[tuple[str, str]]:
     return _apiserver_samples("apiserver_request", "apiserver_request_total")
 
 
-def apiserver_seconds() -> Counter[tuple[str, str]]:
-    """The seconds the API server has spent serving them (the sum of its
-    ``apiserver_request_duration_seconds``): with the counts, the mean of one kind of call."""
+def apiserver_microseconds() -> Counter[tuple[str, str]]:
+    """The time the API server has spent serving them (the sum of its
+    ``apiserver_request_duration_seconds``), in µs: with the counts, the mean of a call."""
     return _apiserver_samples(
-        "apiserver_request_duration_seconds", "apiserver_request_duration_seconds_sum"
+        "apiserver_request_duration_seconds", "apiserver_request_duration_seconds_sum", 1e6
     )
 
 
@@ -351,14 +353,14 @@ def _round(stack: Stack, token: str, n: int) -> Round:
             result.posts.append(elapsed)
 
     live = Allocation.objects.filter(namespace=namespace)
-    calls, seconds = apiserver_calls(), apiserver_seconds()
+    calls, micros = apiserver_calls(), apiserver_microseconds()
     started = time.monotonic()
     with ThreadPoolExecutor(CALLERS) as pool:
         list(pool.map(post, names))
     _wait(lambda: live.filter(phase="ready").count() == n, READY_TIMEOUT, f"{n} ready")
     result.service = time.monotonic() - started
     result.calls_service = _since(calls)
-    result.seconds_service = _since(seconds, apiserver_seconds)
+    result.micros_service = _since(micros, apiserver_microseconds)
     result.watcher_cpu = _cpu_seconds(watcher) - cpu_before
     result.watcher_rss = _rss_mb(watcher)
 
@@ -447,6 +449,7 @@ def _push_latency(stack: Stack, token: str) -> list[Pushed]:
         for name, ready_at in Allocation.objects.filter(namespace=namespace).values_list(
             "name", "ready_at"
         )
+        if ready_at is not None
     }
     http = Http(stack.web_url, token)
     for name in names:
