@@ -25,6 +25,7 @@ from contextsvc.core.contract import read_json_object
 from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
+from contextsvc.core.teams import reach_of, team_id_of
 
 # One strategy per request, as the contract has it.
 SandboxPoolRequest = PolymorphicProxySerializer(
@@ -169,6 +170,7 @@ class SandboxPoolCollectionApi(ServiceAPIView):
     def get(self, request: Request) -> Response:
         phases = _detail(request)
         allocations = selectors.allocation_list_visible(
+            reach=reach_of(request.user),
             status=request.query_params.get("status"),
             namespace=request.query_params.get("namespace"),
         )
@@ -183,7 +185,9 @@ class SandboxPoolCollectionApi(ServiceAPIView):
     )
     def post(self, request: Request) -> Response:
         pool_request = v1.parse_pool_request(read_json_object(request._request))
-        created = allocation_create(request=pool_request, actor=actor_of(request.user))
+        created = allocation_create(
+            request=pool_request, actor=actor_of(request.user), team_id=team_id_of(request.user)
+        )
         body = _pool(created.allocation)
         if created.warnings:
             body["warnings"] = list(created.warnings)
@@ -208,7 +212,8 @@ class SandboxPoolDetailApi(ServiceAPIView):
     )
     def get(self, request: Request, name: str) -> Response:
         phases = _detail(request)
-        return Response(_pool(selectors.allocation_get_visible(name=name), phases=phases))
+        allocation = selectors.allocation_get_visible(name=name, reach=reach_of(request.user))
+        return Response(_pool(allocation, phases=phases))
 
     @extend_schema(
         operation_id="sandbox_pools_update",
@@ -222,12 +227,19 @@ class SandboxPoolDetailApi(ServiceAPIView):
     def patch(self, request: Request, name: str) -> Response:
         update = v1.parse_pool_update(read_json_object(request._request))
         return Response(
-            _pool(allocation_update(name=name, update=update, actor=actor_of(request.user)))
+            _pool(
+                allocation_update(
+                    name=name,
+                    update=update,
+                    actor=actor_of(request.user),
+                    reach=reach_of(request.user),
+                )
+            )
         )
 
     @extend_schema(operation_id="sandbox_pools_release", responses=responses({204: None}, 404))
     def delete(self, request: Request, name: str) -> Response:
-        allocation_release(name=name, actor=actor_of(request.user))
+        allocation_release(name=name, actor=actor_of(request.user), reach=reach_of(request.user))
         return Response(status=204)
 
 
@@ -242,7 +254,10 @@ class SandboxPoolSuspendApi(ServiceAPIView):
         responses=responses({200: SandboxPool}, 404, 409),
     )
     def post(self, request: Request, name: str) -> Response:
-        return Response(_pool(allocation_suspend(name=name, actor=actor_of(request.user))))
+        allocation = allocation_suspend(
+            name=name, actor=actor_of(request.user), reach=reach_of(request.user)
+        )
+        return Response(_pool(allocation))
 
 
 class SandboxPoolResumeApi(ServiceAPIView):
@@ -256,4 +271,7 @@ class SandboxPoolResumeApi(ServiceAPIView):
         responses=responses({200: SandboxPool}, 404, 409),
     )
     def post(self, request: Request, name: str) -> Response:
-        return Response(_pool(allocation_resume(name=name, actor=actor_of(request.user))))
+        allocation = allocation_resume(
+            name=name, actor=actor_of(request.user), reach=reach_of(request.user)
+        )
+        return Response(_pool(allocation))

@@ -39,6 +39,7 @@ from allocations.models import Allocation
 from contextsvc.core import events, longpoll
 from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
+from contextsvc.core.teams import Reach
 
 logger = logging.getLogger(__name__)
 
@@ -55,14 +56,16 @@ def _body(allocation: Allocation, *, phases: bool = False) -> dict[str, Any]:
 
 
 @longpoll.in_thread
-def _read(name: str, phases: bool) -> tuple[int, dict[str, Any]]:
-    allocation = selectors.allocation_get_visible(name=name)
+def _read(name: str, phases: bool, reach: Reach) -> tuple[int, dict[str, Any]]:
+    allocation = selectors.allocation_get_visible(name=name, reach=reach)
     return allocation.pk, _body(allocation, phases=phases)
 
 
 @longpoll.in_thread
-def _changes(since: int | None, namespace: str | None) -> tuple[list[dict[str, Any]], int]:
-    found, cursor = selectors.allocation_changes(since=since, namespace=namespace)
+def _changes(
+    since: int | None, namespace: str | None, reach: Reach
+) -> tuple[list[dict[str, Any]], int]:
+    found, cursor = selectors.allocation_changes(since=since, namespace=namespace, reach=reach)
     lines = []
     for allocation in found:
         if selectors.is_visible(allocation):
@@ -92,7 +95,7 @@ async def _next_event(layer: Any, channel: str | None, timeout: float) -> tuple[
 
 class PoolWaitConsumer(longpoll.WaitConsumer):
     async def answer(self) -> dict[str, Any]:
-        await longpoll.authenticate(self.scope, READERS)
+        caller = await longpoll.authenticate(self.scope, READERS)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         wait = longpoll.wait_seconds(query, MAX_WAIT)
         detail = query.get("detail", [None])[0]
@@ -101,19 +104,19 @@ class PoolWaitConsumer(longpoll.WaitConsumer):
         name = self.scope["url_route"]["kwargs"]["name"]
         try:
             # With the phases, each phase reached is a change that ends the wait.
-            return await self._wait(name, wait, phases=detail == "phases")
+            return await self._wait(name, wait, phases=detail == "phases", reach=caller.reach)
         except NotFound as exc:
             raise longpoll.Refused(404, "not_found", exc.message) from None
 
-    async def _wait(self, name: str, wait: float, *, phases: bool) -> dict[str, Any]:
-        allocation_id, first = await _read(name, phases)
+    async def _wait(self, name: str, wait: float, *, phases: bool, reach: Reach) -> dict[str, Any]:
+        allocation_id, first = await _read(name, phases, reach)
         if first["status"] in TERMINAL or wait == 0:
             return first
         layer = get_channel_layer()
         channel = await longpoll.subscribe(layer, events.allocation_group(allocation_id))
         try:
             # Read again now that changes reach us: one committed in between is not lost.
-            _, state = await _read(name, phases)
+            _, state = await _read(name, phases, reach)
             until = time.monotonic() + wait
             while state == first:
                 timeout = until - time.monotonic()
@@ -121,7 +124,7 @@ class PoolWaitConsumer(longpoll.WaitConsumer):
                     break
                 woke, channel = await _next_event(layer, channel, timeout)
                 if woke:
-                    _, state = await _read(name, phases)
+                    _, state = await _read(name, phases, reach)
             return state
         finally:
             if channel is not None:
@@ -135,7 +138,7 @@ class PoolStreamConsumer(AsyncHttpConsumer):
     async def handle(self, body: bytes) -> None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         try:
-            await longpoll.authenticate(self.scope, READERS)
+            caller = await longpoll.authenticate(self.scope, READERS)
             since = _cursor(query)
         except longpoll.Refused as refused:
             await self.send_response(
@@ -155,7 +158,7 @@ class PoolStreamConsumer(AsyncHttpConsumer):
         layer = get_channel_layer()
         channel = await longpoll.subscribe(layer, events.ALLOCATIONS)
         try:
-            await self._stream(layer, channel, since, namespace)
+            await self._stream(layer, channel, since, namespace, caller.reach)
         finally:
             if channel is not None:
                 with contextlib.suppress(Exception):
@@ -163,13 +166,18 @@ class PoolStreamConsumer(AsyncHttpConsumer):
             await self.send_body(b"", more_body=False)
 
     async def _stream(
-        self, layer: Any, channel: str | None, since: int | None, namespace: str | None
+        self,
+        layer: Any,
+        channel: str | None,
+        since: int | None,
+        namespace: str | None,
+        reach: Reach,
     ) -> None:
         sent: dict[str, dict[str, Any]] = {}  # what each pool name last looked like
         ends = time.monotonic() + STREAM_SECONDS
         last_line = time.monotonic()
         while True:
-            lines, cursor = await _changes(since, namespace)
+            lines, cursor = await _changes(since, namespace, reach)
             fresh = []
             for line in lines:
                 key = line["pool"]["name"] if "pool" in line else line["name"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from contextsvc.core.models import Team, default_team_pk
 from contextsvc.kube.objects.labels import pool_selector
 
 
@@ -69,6 +70,14 @@ class Allocation(models.Model):
     profile_name = models.CharField(max_length=63, blank=True)
     blueprint = models.JSONField(default=dict, blank=True)
     requester = models.CharField(max_length=200, help_text="api:CLIENT or user:NAME")
+    # The requester's team: only it (and admins) sees and changes the pool, and its quotas
+    # count the pool's sandboxes and storage.
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, related_name="allocations", default=default_team_pk
+    )
+    # What the team's storage quota counts: the bytes the pool's own PVCs request
+    # (kube.objects.pvc.requested_storage), kept with the replicas that decide it.
+    requested_storage = models.PositiveBigIntegerField(default=0)
     # Lifecycle (v1 additions): released by the service at expires_at; Sandboxes scaled to
     # no Pods while suspended (their PVCs kept).
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -126,6 +135,7 @@ class Allocation(models.Model):
         ]
         indexes = [
             models.Index(fields=["phase", "-requested_at"], name="allocation_phase"),
+            models.Index(fields=["team", "phase"], name="allocation_team_phase"),
             models.Index(fields=["namespace", "name"], name="allocation_ns_name"),
         ]
 

@@ -25,6 +25,7 @@ from contextsvc.core.errors import InvalidRequest, NotFound
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.retention import Kept, kept
 from contextsvc.core.tallies import with_retired
+from contextsvc.core.teams import Reach
 
 V1_STATUS_PHASES = {
     "provisioning": (Phase.REQUESTED, Phase.PROVISIONING),
@@ -39,11 +40,16 @@ V1_STATUS_PHASES = {
 _VISIBLE_SQL = "SELECT * FROM allocations_allocation WHERE name = %s AND phase = ANY(%s) LIMIT 1"
 
 
-def allocation_get_visible(*, name: str) -> Allocation:
-    """The allocation a v1 caller can see under ``name`` (a releasing one is gone for it)."""
+def pool_not_found(name: str) -> NotFound:
+    return NotFound(f'sandbox pool "{name}" not found')
+
+
+def allocation_get_visible(*, name: str, reach: Reach) -> Allocation:
+    """The allocation a v1 caller can see under ``name`` (a releasing one is gone for it,
+    another team's was never there)."""
     found = list(Allocation.objects.raw(_VISIBLE_SQL, [name, list(VISIBLE_PHASES)]))
-    if not found:
-        raise NotFound(f'sandbox pool "{name}" not found')
+    if not found or not reach.allows(found[0].team_id):
+        raise pool_not_found(name)
     return found[0]
 
 
@@ -129,7 +135,7 @@ def is_visible(allocation: Allocation) -> bool:
 
 
 def allocation_changes(
-    *, since: int | None, namespace: str | None = None
+    *, since: int | None, reach: Reach, namespace: str | None = None
 ) -> tuple[list[Allocation], int]:
     """For the change stream: the allocations written by transactions from ``since`` on,
     in the order they were written (without ``since``: every visible one), and the cursor
@@ -145,7 +151,7 @@ def allocation_changes(
         cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
         row = cursor.fetchone()
         xmin = int(row[0]) if row else 0
-        queryset = Allocation.objects.all()
+        queryset = reach.narrow(Allocation.objects.all())
         if since is None:
             queryset = queryset.filter(phase__in=VISIBLE_PHASES)
         else:
@@ -155,10 +161,29 @@ def allocation_changes(
         return list(queryset.order_by("changed_xid", "id")), xmin
 
 
+class TeamUse(NamedTuple):
+    """What a team's live allocations hold, as its quotas count it."""
+
+    allocations: int
+    sandboxes: int
+    storage: int
+
+
+def team_use(*, team_id: int) -> TeamUse:
+    """The team's live (not released, not releasing) allocations, the sandboxes they run
+    (a suspended pool runs none; its volumes stay) and the storage they request."""
+    found = Allocation.objects.filter(team_id=team_id, phase__in=VISIBLE_PHASES).aggregate(
+        allocations=Count("id"),
+        sandboxes=Sum("replicas", filter=~Q(phase=Phase.SUSPENDED)),
+        storage=Sum("requested_storage"),
+    )
+    return TeamUse(found["allocations"], found["sandboxes"] or 0, found["storage"] or 0)
+
+
 def allocation_list_visible(
-    *, status: str | None = None, namespace: str | None = None
+    *, reach: Reach, status: str | None = None, namespace: str | None = None
 ) -> QuerySet[Allocation]:
-    queryset = Allocation.objects.filter(phase__in=VISIBLE_PHASES)
+    queryset = reach.narrow(Allocation.objects.filter(phase__in=VISIBLE_PHASES))
     if status:
         if status not in V1_STATUS_PHASES:
             raise InvalidRequest("status must be one of provisioning, ready, failed")
@@ -214,6 +239,7 @@ def allocation_needs_attention(
 
 def allocation_page(
     *,
+    reach: Reach,
     phase: str = "",
     strategy: str = "",
     namespace: str = "",
@@ -224,7 +250,7 @@ def allocation_page(
     """One page of the allocations table and the number of matching rows: two queries,
     whatever the page or the table size."""
     # Released allocations are history: shown only when asked for by phase.
-    found = (
+    found = reach.narrow(
         Allocation.objects.filter(phase=phase)
         if phase
         else Allocation.objects.exclude(phase=Phase.RELEASED)

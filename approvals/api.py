@@ -21,6 +21,7 @@ from contextsvc.core.contract import read_json_object
 from contextsvc.core.errors import Forbidden, InvalidRequest, NotFound
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
+from contextsvc.core.teams import reach_of, team_id_of
 
 
 class Effects(serializers.Serializer):
@@ -191,6 +192,7 @@ class ApprovalCollectionApi(ServiceAPIView):
             # Its bounds are the service's (with the same message).
             deadline_seconds=spec["deadlineSeconds"].read(body),
             actor=actor_of(request.user),
+            team_id=team_id_of(request.user),
         )
         if result.request is None:
             return Response(
@@ -224,6 +226,7 @@ class ApprovalCollectionApi(ServiceAPIView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         found = selectors.approval_list(
+            reach=reach_of(request.user),
             status=params.get("status"),
             agent_type=params.get("agentType"),
             context_id=params.get("contextId"),
@@ -256,7 +259,9 @@ class ApprovalDetailApi(ServiceAPIView):
     )
     def get(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
-        found = selectors.approval_get(request_id=parsed, requested_by=_own_only(request))
+        found = selectors.approval_get(
+            request_id=parsed, reach=reach_of(request.user), requested_by=_own_only(request)
+        )
         return Response(selectors.approval_json(found))
 
 
@@ -272,6 +277,9 @@ class ApprovalDecisionApi(ServiceAPIView):
     )
     def post(self, request: Request, request_id: str) -> Response:
         parsed = selectors.parse_request_id(request_id)
+        # Another team's request is absent for this approver (its team never changes, so
+        # the decision's own locked read finds the same one).
+        selectors.approval_get(request_id=parsed, reach=reach_of(request.user))
         spec = contract.DECISION
         body = spec.open(read_json_object(request._request))
         decided = decisions.approval_decide(
@@ -305,7 +313,9 @@ class ApprovalCancelApi(ServiceAPIView):
         actor = actor_of(request.user)
         # Agents see only their own (the lookup 404s otherwise); one that may read every
         # request still cancels only its own.
-        found = selectors.approval_get(request_id=parsed, requested_by=_own_only(request))
+        found = selectors.approval_get(
+            request_id=parsed, reach=reach_of(request.user), requested_by=_own_only(request)
+        )
         own = access.own_cancellable_only(actor=actor, scopes=principal_scopes(request.user))
         if own is not None and found.requested_by != own:
             raise Forbidden(
@@ -327,7 +337,9 @@ class ApprovalSimilarApi(ServiceAPIView):
         responses=responses({200: Similar}, 404),
     )
     def get(self, request: Request, request_id: str) -> Response:
-        found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+        found = selectors.approval_get(
+            request_id=selectors.parse_request_id(request_id), reach=reach_of(request.user)
+        )
         return Response(
             grants.approval_similar(
                 found,

@@ -24,6 +24,7 @@ from approvals import access, live, selectors
 from contextsvc.core import longpoll
 from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
+from contextsvc.core.teams import Reach
 
 logger = logging.getLogger(__name__)
 
@@ -37,32 +38,34 @@ DEADLINE_GRACE = 0.05
 
 
 @longpoll.in_thread
-def _read(request_id: UUID, requested_by: str | None) -> dict[str, Any]:
+def _read(request_id: UUID, requested_by: str | None, reach: Reach) -> dict[str, Any]:
     # Only a read: past its deadline the request reads as expired before beat's task has
     # written it (selectors.approval_as_read).
     return selectors.approval_json(
-        selectors.approval_get(request_id=request_id, requested_by=requested_by)
+        selectors.approval_get(request_id=request_id, requested_by=requested_by, reach=reach)
     )
 
 
 class ApprovalWaitConsumer(longpoll.WaitConsumer):
     async def answer(self) -> dict[str, Any]:
-        actor, scopes = await longpoll.authenticate(self.scope, READERS)
-        own_only = access.own_requests_only(actor=actor, scopes=scopes)
+        caller = await longpoll.authenticate(self.scope, READERS)
+        own_only = access.own_requests_only(actor=caller.actor, scopes=caller.scopes)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         wait = longpoll.wait_seconds(query, MAX_WAIT)
         try:
             request_id = selectors.parse_request_id(self.scope["url_route"]["kwargs"]["request_id"])
-            return await self._wait(request_id, own_only, wait)
+            return await self._wait(request_id, own_only, caller.reach, wait)
         except NotFound as exc:
             raise longpoll.Refused(404, "not_found", exc.message) from None
 
-    async def _wait(self, request_id: UUID, own_only: str | None, wait: float) -> dict[str, Any]:
+    async def _wait(
+        self, request_id: UUID, own_only: str | None, reach: Reach, wait: float
+    ) -> dict[str, Any]:
         layer = get_channel_layer()
         group = live.request_group(request_id)
         channel = await longpoll.subscribe(layer, group)
         try:
-            state = await _read(request_id, own_only)
+            state = await _read(request_id, own_only, reach)
             until = time.monotonic() + wait
             while state["status"] == "pending":
                 to_deadline = (
@@ -86,7 +89,7 @@ class ApprovalWaitConsumer(longpoll.WaitConsumer):
                 if event.get("type") == "approval.decided" and event["data"]["id"] == state["id"]:
                     # The event carries the request as the API shows it: no second read.
                     return dict(event["data"])
-                state = await _read(request_id, own_only)
+                state = await _read(request_id, own_only, reach)
                 if time.monotonic() >= until:
                     break
             return state

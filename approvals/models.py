@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from contextsvc.core.models import Team, default_team_pk
+
 
 class Status(models.TextChoices):
     PENDING = "pending", "Pending"
@@ -43,6 +45,11 @@ class ApprovalRequest(models.Model):
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     requested_by = models.CharField(max_length=200)
+    # The requesting agent's team: only its callers (and admins) see, decide and cancel the
+    # request, and its quota counts what is pending.
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, related_name="approval_requests", default=default_team_pk
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     deadline = models.DateTimeField()
     decided_at = models.DateTimeField(null=True, blank=True)

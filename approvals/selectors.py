@@ -29,6 +29,7 @@ from approvals.models import (
 from contextsvc.core.errors import InvalidRequest, NotFound
 from contextsvc.core.retention import Kept, kept
 from contextsvc.core.tallies import with_retired
+from contextsvc.core.teams import Reach
 
 
 def parse_request_id(raw: str) -> UUID:
@@ -38,9 +39,12 @@ def parse_request_id(raw: str) -> UUID:
         raise NotFound(f'approval request "{raw}" not found') from None
 
 
-def approval_get(*, request_id: UUID, requested_by: str | None = None) -> ApprovalRequest:
-    """``requested_by`` limits the lookup to one caller's own requests (agents)."""
-    found = (
+def approval_get(
+    *, request_id: UUID, reach: Reach, requested_by: str | None = None
+) -> ApprovalRequest:
+    """The request a caller reaches (another team's was never there); ``requested_by``
+    limits the lookup to one caller's own requests (agents)."""
+    found = reach.narrow(
         ApprovalRequest.objects.select_related("grant")
         .prefetch_related("signoffs")
         .filter(pk=request_id)
@@ -55,13 +59,14 @@ def approval_get(*, request_id: UUID, requested_by: str | None = None) -> Approv
 
 def approval_list(
     *,
+    reach: Reach,
     status: str | None = None,
     agent_type: str | None = None,
     context_id: str | None = None,
     allocation: str | None = None,
     requested_by: str | None = None,
 ) -> QuerySet[ApprovalRequest]:
-    found = ApprovalRequest.objects.all()
+    found = reach.narrow(ApprovalRequest.objects.all())
     if status:
         if status not in Status.values:
             raise InvalidRequest(f"status must be one of {', '.join(Status.values)}")
@@ -77,10 +82,10 @@ def approval_list(
     return found.order_by("-created_at")
 
 
-def approval_list_pending() -> QuerySet[ApprovalRequest]:
+def approval_list_pending(*, reach: Reach) -> QuerySet[ApprovalRequest]:
     """The reviewers' queue: what waits for a decision, the nearest deadline first."""
     return (
-        ApprovalRequest.objects.filter(status=Status.PENDING)
+        reach.narrow(ApprovalRequest.objects.filter(status=Status.PENDING))
         .select_related("grant")
         .prefetch_related("signoffs", "deliveries")
         .order_by("deadline")
@@ -243,8 +248,10 @@ def approval_pending_summary(*, near_seconds: int = 60) -> dict[str, Any]:
 # --- Metrics (approvals/metrics.py) ------------------------------------------------------
 
 
-def approvals_pending_count() -> int:
-    return ApprovalRequest.objects.filter(status=Status.PENDING).count()
+def approvals_pending_count(*, team_id: int | None = None) -> int:
+    """What waits for a decision (a team's, when given: what its quota counts)."""
+    found = ApprovalRequest.objects.filter(status=Status.PENDING)
+    return (found if team_id is None else found.filter(team_id=team_id)).count()
 
 
 def approvals_decided() -> QuerySet[ApprovalRequest]:

@@ -14,6 +14,7 @@ from contextsvc.core.auth import actor_of
 from contextsvc.core.contract import read_json_object
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
+from contextsvc.core.teams import reach_of, team_id_of
 
 
 class Attachment(serializers.Serializer):
@@ -86,7 +87,9 @@ class ContextCreateApi(ServiceAPIView):
     )
     def post(self, request: Request) -> Response:
         context_request = v1.parse_context_request(read_json_object(request._request))
-        created = services.context_create(request=context_request, actor=actor_of(request.user))
+        created = services.context_create(
+            request=context_request, actor=actor_of(request.user), team_id=team_id_of(request.user)
+        )
         body = v1.context_response(created.context)
         if created.message:
             body["message"] = created.message
@@ -108,7 +111,7 @@ class ContextCollectionApi(ServiceAPIView):
         responses=responses({200: ContextList}, 404),
     )
     def get(self, request: Request, namespace: str) -> Response:
-        contexts = selectors.context_list_visible(namespace=namespace)
+        contexts = selectors.context_list_visible(namespace=namespace, reach=reach_of(request.user))
         return Response({"items": [v1.context_response(context) for context in contexts]})
 
 
@@ -119,11 +122,17 @@ class ContextDetailApi(ServiceAPIView):
 
     @extend_schema(operation_id="contexts_get", responses=responses({200: Context}, 404))
     def get(self, request: Request, namespace: str, name: str) -> Response:
-        return Response(
-            v1.context_response(selectors.context_get_visible(namespace=namespace, name=name))
+        context = selectors.context_get_visible(
+            namespace=namespace, name=name, reach=reach_of(request.user)
         )
+        return Response(v1.context_response(context))
 
     @extend_schema(operation_id="contexts_delete", responses=responses({204: None}, 404))
     def delete(self, request: Request, namespace: str, name: str) -> Response:
-        services.context_delete(namespace=namespace, name=name, actor=actor_of(request.user))
+        services.context_delete(
+            namespace=namespace,
+            name=name,
+            actor=actor_of(request.user),
+            reach=reach_of(request.user),
+        )
         return Response(status=204)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from contextsvc.core.models import VolumeStatus
+from contextsvc.core.models import Team, VolumeStatus, default_team_pk
 
 
 class ContextType(models.TextChoices):
@@ -29,6 +29,11 @@ class ContextResource(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PROVISIONING)
     message = models.TextField(blank=True)
     requester = models.CharField(max_length=200)
+    # The requester's team (an allocation's kept artifacts: the allocation's): only it and
+    # admins see and delete the context.
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, related_name="contexts", default=default_team_pk
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True)

@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 
 from contexts.models import ContextResource
 from contextsvc.core.errors import NotFound
+from contextsvc.core.teams import Reach
 
 VISIBLE_CONTEXT_STATUSES = (
     ContextResource.Status.PROVISIONING,
@@ -14,16 +15,23 @@ VISIBLE_CONTEXT_STATUSES = (
 )
 
 
-def context_get_visible(*, namespace: str, name: str) -> ContextResource:
-    context = ContextResource.objects.filter(
-        namespace=namespace, name=name, status__in=VISIBLE_CONTEXT_STATUSES
+def context_not_found(namespace: str, name: str) -> NotFound:
+    return NotFound(f'context "{name}" not found in namespace "{namespace}"')
+
+
+def context_get_visible(*, namespace: str, name: str, reach: Reach) -> ContextResource:
+    """The context a caller sees (another team's was never there)."""
+    context = reach.narrow(
+        ContextResource.objects.filter(
+            namespace=namespace, name=name, status__in=VISIBLE_CONTEXT_STATUSES
+        )
     ).first()
     if context is None:
-        raise NotFound(f'context "{name}" not found in namespace "{namespace}"')
+        raise context_not_found(namespace, name)
     return context
 
 
-def context_list_visible(*, namespace: str) -> QuerySet[ContextResource]:
-    return ContextResource.objects.filter(
-        namespace=namespace, status__in=VISIBLE_CONTEXT_STATUSES
+def context_list_visible(*, namespace: str, reach: Reach) -> QuerySet[ContextResource]:
+    return reach.narrow(
+        ContextResource.objects.filter(namespace=namespace, status__in=VISIBLE_CONTEXT_STATUSES)
     ).order_by("name")

@@ -13,16 +13,18 @@ from django.db.models.functions import Now
 from contexts import queue
 from contexts.models import ContextResource, ContextType
 from contexts.requests import ContextRequest
+from contexts.selectors import context_not_found
 from contextsvc.core import namespaces
 from contextsvc.core.errors import (
     AlreadyExists,
     InvalidRequest,
-    NotFound,
     kubernetes_failure,
 )
+from contextsvc.core.models import default_team_pk
 from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.core.storage import check_storage_classes
+from contextsvc.core.teams import Reach
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import name_of
 from contextsvc.kube.objects.kinds import PVC
@@ -45,6 +47,7 @@ def context_keep_artifacts(
     storage_class: str,
     requester: str,
     from_allocation: str,
+    team_id: int | None,
 ) -> ContextResource | None:
     """Record a released allocation's artifacts volume as a named context of type artifacts
     (its PVC is relabelled by the release). In the caller's transaction; idempotent: None
@@ -64,6 +67,7 @@ def context_keep_artifacts(
             access_mode=access_mode,
             storage_class=storage_class,
             requester=requester,
+            team_id=team_id,
         )
         audit_record(
             actor=SERVICE_ACTOR,
@@ -96,7 +100,9 @@ def _context_refused(error: kube.KubeError, namespace: str) -> Exception:
     return kubernetes_failure(error)
 
 
-def context_create(*, request: ContextRequest, actor: str) -> ContextCreated:
+def context_create(
+    *, request: ContextRequest, actor: str, team_id: int | None = None
+) -> ContextCreated:
     """Record the context and create its PVC in the request, as the Go service did: when
     the 201 arrives, callers mount ``attachment.claimName`` at once.
 
@@ -121,6 +127,7 @@ def context_create(*, request: ContextRequest, actor: str) -> ContextCreated:
         access_mode=request.access_mode,
         storage_class=request.storage_class,
         requester=actor,
+        team_id=team_id if team_id is not None else default_team_pk(),
     )
     context.full_clean(validate_constraints=False)
     try:
@@ -220,11 +227,10 @@ def _context_drop(context: ContextResource, *, reason: str) -> None:
             )
 
 
-def context_delete(*, namespace: str, name: str, actor: str) -> ContextResource:
+def context_delete(*, namespace: str, name: str, actor: str, reach: Reach) -> ContextResource:
     with transaction.atomic():
-        context = (
-            ContextResource.objects.select_for_update()
-            .filter(
+        context = reach.narrow(
+            ContextResource.objects.select_for_update().filter(
                 namespace=namespace,
                 name=name,
                 status__in=(
@@ -233,10 +239,9 @@ def context_delete(*, namespace: str, name: str, actor: str) -> ContextResource:
                     ContextResource.Status.FAILED,
                 ),
             )
-            .first()
-        )
+        ).first()
         if context is None:
-            raise NotFound(f'context "{name}" not found in namespace "{namespace}"')
+            raise context_not_found(namespace, name)
         context.status = ContextResource.Status.DELETING
         context.save(update_fields=["status", "updated_at"])
         audit_record(

@@ -11,6 +11,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth.models import User
 
 from contextsvc.core.auth import Role
+from contextsvc.core.models import Team
+from contextsvc.core.teams import EVERY_TEAM, reach_of
 from contextsvc.core.users import has_role
 from frontend import live
 
@@ -23,11 +25,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.groups_joined = []
         user = self.scope.get("user")
-        allowed = (
-            user is not None
-            and user.is_authenticated
-            and await database_sync_to_async(has_role)(user, Role.VIEWER)
-        )
+        allowed = await database_sync_to_async(_may_watch)(getattr(user, "pk", None))
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.topic = (query.get("topic") or [""])[0]
         self.ids = [int(i) for i in (query.get("ids") or [""])[0].split(",") if i.isdigit()]
@@ -63,14 +61,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         deactivated since the socket opened hears nothing more, and the socket closes
         (4403, as at connect)."""
         user = self.scope.get("user")
-        allowed = await database_sync_to_async(_has_viewer_role)(getattr(user, "pk", None))
+        allowed = await database_sync_to_async(_may_watch)(getattr(user, "pk", None))
         if not allowed:
             await self.close(code=FORBIDDEN)
         return allowed
 
 
-def _has_viewer_role(user_id: int | None) -> bool:
+def _may_watch(user_id: int | None) -> bool:
+    """A viewer, who reaches every team's objects: an admin, or anyone while there is one
+    team. The live events go to every watcher of a page, whatever the team of the row they
+    carry, so a person limited to one team of several gets the pages (narrowed to the team)
+    without live updates, rather than other teams' rows."""
     if user_id is None:
         return False
     person = User.objects.filter(pk=user_id, is_active=True).first()
-    return person is not None and has_role(person, Role.VIEWER)
+    if person is None or not has_role(person, Role.VIEWER):
+        return False
+    return reach_of(person) == EVERY_TEAM or Team.objects.count() == 1

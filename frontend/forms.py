@@ -9,6 +9,7 @@ from approvals.models import NotificationChannel, NotificationEvent
 from contextsvc.core.auth import Role
 from contextsvc.core.fields import AgentTypesField
 from contextsvc.core.models import Scope
+from contextsvc.core.teams import LIMITS, parse_limit
 from profiles.models import SandboxProfile
 from rules.model import MAX_OPERATION_TEXT
 
@@ -161,3 +162,36 @@ class DocumentUploadForm(forms.Form):
         help_text="settings.json or sources.json",
         widget=forms.ClearableFileInput(attrs={"aria-label": "Document to import"}),
     )
+
+
+class TeamForm(forms.Form):
+    name = forms.SlugField(max_length=63)
+    description = forms.CharField(max_length=255, required=False)
+
+
+class QuotaForm(forms.Form):
+    """A team's limits as an admin writes them (empty: no limit); the kernel's parser
+    (teams.parse_limit) reads them, as it reads ``manage.py team quota``."""
+
+    live_allocations = forms.CharField(max_length=20, required=False)
+    live_sandboxes = forms.CharField(max_length=20, required=False)
+    storage = forms.CharField(max_length=32, required=False, help_text="A quantity, e.g. 500Gi")
+    pending_approvals = forms.CharField(max_length=20, required=False)
+
+    def limits(self) -> dict[str, int | None]:
+        """The Team fields and their new values; a problem is a form error of its field."""
+        found: dict[str, int | None] = {}
+        for name, field in LIMITS.items():
+            try:
+                found[field] = parse_limit(name, self.cleaned_data[name])
+            except ValueError as exc:
+                self.add_error(name, str(exc))
+        return found
+
+
+class MoveForm(forms.Form):
+    """Put an API client or a person in a team."""
+
+    kind = forms.ChoiceField(choices=[("client", "API client"), ("person", "Person")])
+    member = forms.CharField(max_length=150)
+    team = forms.SlugField(max_length=63)

@@ -18,6 +18,7 @@ from approvals.selectors import (
 )
 from contextsvc.core import events
 from contextsvc.core.errors import NotFound
+from contextsvc.core.teams import EVERY_TEAM
 from frontend.charts import overview_charts
 
 SNAPSHOT_ROWS = 500
@@ -57,7 +58,7 @@ def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
         allocation = Allocation.objects.filter(pk=int(topic.split(":", 1)[1])).first()
         return {"rows": {str(allocation.pk): allocation_row(allocation)} if allocation else {}}
     if topic == "approvals":
-        pending = approval_list_pending()
+        pending = approval_list_pending(reach=EVERY_TEAM)  # admins only (consumers._may_watch)
         return {"pending": {str(r.pk): approval_review_json(r) for r in pending}}
     if topic.startswith("approval:"):
         request_id = _request_id(topic)

@@ -9,6 +9,7 @@ from frontend.views import (
     notifications,
     overview,
     profiles,
+    teams,
 )
 
 app_name = "frontend"
@@ -84,6 +85,9 @@ urlpatterns = [
     path("clients/<int:client_id>/token/", admin_pages.client_token, name="client-token"),
     path("tokens/<int:token_id>/revoke/", admin_pages.token_revoke, name="token-revoke"),
     path("users/", admin_pages.user_list, name="users"),
+    path("teams/", teams.team_list, name="teams"),
+    path("teams/<int:team_id>/quotas/", teams.team_quotas, name="team-quotas"),
+    path("teams/move/", teams.team_move, name="team-move"),
     path("users/<int:user_id>/role/", admin_pages.user_role_change, name="user-role"),
     path("users/<int:user_id>/active/", admin_pages.user_active, name="user-active"),
     path("users/<int:user_id>/email/", admin_pages.user_email, name="user-email"),

@@ -17,6 +17,7 @@ from contextsvc.core.contract import Body, Field, Query, read_json_object
 from contextsvc.core.errors import Forbidden
 from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
+from contextsvc.core.teams import reach_of, team_id_of
 from contextsvc.quantity import MAX_LENGTH as MAX_QUANTITY_LENGTH
 from contextsvc.quantity import format_bytes
 from workspaces import selectors, services
@@ -153,7 +154,9 @@ class WorkspaceCollectionApi(ServiceAPIView):
         responses=responses({200: AgentWorkspaceList}),
     )
     def get(self, request: Request) -> Response:
-        found = selectors.workspace_list_live(namespace=request.query_params.get("namespace"))
+        found = selectors.workspace_list_live(
+            namespace=request.query_params.get("namespace"), reach=reach_of(request.user)
+        )
         # An agent's token lists only its own agent types' workspaces.
         items = [w for w in found if _may_read(request, w.agent_type)]
         return Response({"items": [workspace_json(w) for w in items]})
@@ -178,6 +181,7 @@ class WorkspaceCollectionApi(ServiceAPIView):
             max_size=body["maxSize"] or "",
             storage_class=body["storageClass"] or "",
             actor=actor_of(request.user),
+            team_id=team_id_of(request.user),
         )
         return Response(workspace_json(workspace), status=201 if created else 200)
 
@@ -194,9 +198,10 @@ class WorkspaceDetailApi(ServiceAPIView):
     )
     def get(self, request: Request, namespace: str, agent_type: str) -> Response:
         _check_reader(request, agent_type)
-        return Response(
-            workspace_json(selectors.workspace_get(namespace=namespace, agent_type=agent_type))
+        workspace = selectors.workspace_get(
+            namespace=namespace, agent_type=agent_type, reach=reach_of(request.user)
         )
+        return Response(workspace_json(workspace))
 
     @extend_schema(
         operation_id="agent_workspaces_delete",
@@ -206,7 +211,11 @@ class WorkspaceDetailApi(ServiceAPIView):
     def delete(self, request: Request, namespace: str, agent_type: str) -> Response:
         force = FORCE.read(request.query_params, False)
         services.workspace_delete(
-            namespace=namespace, agent_type=agent_type, force=force, actor=actor_of(request.user)
+            namespace=namespace,
+            agent_type=agent_type,
+            force=force,
+            actor=actor_of(request.user),
+            reach=reach_of(request.user),
         )
         return Response(status=204)
 
@@ -223,7 +232,9 @@ class WorkspaceContextsApi(ServiceAPIView):
     )
     def get(self, request: Request, namespace: str, agent_type: str) -> Response:
         _check_reader(request, agent_type)
-        workspace = selectors.workspace_get(namespace=namespace, agent_type=agent_type)
+        workspace = selectors.workspace_get(
+            namespace=namespace, agent_type=agent_type, reach=reach_of(request.user)
+        )
         return Response({"items": [context_response(c) for c in workspace.contexts.all()]})
 
     @extend_schema(
@@ -248,6 +259,7 @@ class WorkspaceContextsApi(ServiceAPIView):
             context_id=body["contextId"] or "",
             disk_usage_bytes=TOUCH["diskUsageBytes"].check(body["diskUsageBytes"]),
             actor=actor_of(request.user),
+            reach=reach_of(request.user),
         )
         return Response(context_response(context), status=201 if created else 200)
 
@@ -270,5 +282,6 @@ class WorkspaceUsageApi(ServiceAPIView):
             agent_type=agent_type,
             used_bytes=USAGE["usedBytes"].count(body),
             actor=actor_of(request.user),
+            reach=reach_of(request.user),
         )
         return Response(workspace_json(workspace))

@@ -8,6 +8,7 @@ from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
 
+from contextsvc.core.teams import EVERY_TEAM
 from workspaces import selectors
 
 
@@ -40,7 +41,7 @@ class WorkspaceCollector:
             "Size of an agent workspace PVC.",
             labels=["agent", "namespace"],
         )
-        for workspace in selectors.workspace_list_live():
+        for workspace in selectors.workspace_list_live(reach=EVERY_TEAM):
             labels = [workspace.agent_type, workspace.namespace]
             usage.add_metric(labels, workspace.usage_bytes or 0)
             capacity.add_metric(labels, workspace.capacity_bytes or workspace.requested_bytes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from contextsvc.core.models import VolumeStatus
+from contextsvc.core.models import Team, VolumeStatus, default_team_pk
 from contextsvc.kube.objects.names import agent_workspace_pvc_name
 
 
@@ -30,6 +30,11 @@ class AgentWorkspace(models.Model):
     message = models.TextField(blank=True)
     adopted = models.BooleanField(default=False)
     created_by = models.CharField(max_length=200)
+    # The team of whoever ensured it first: only it (and admins) reaches the workspace and
+    # its contexts; another team's ensure of the same agent type is the 409 of a name taken.
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, related_name="agent_workspaces", default=default_team_pk
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -9,6 +9,7 @@ from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Quer
 from django.utils import timezone
 
 from contextsvc.core.errors import NotFound
+from contextsvc.core.teams import EVERY_TEAM, Reach
 from workspaces.models import AgentWorkspace, WorkspaceContext
 
 LIVE = (
@@ -18,10 +19,10 @@ LIVE = (
 )
 
 
-def workspace_list_live(namespace: str | None = None) -> QuerySet[AgentWorkspace]:
-    """Live workspaces (of one namespace, when given), each with ``active_contexts``
-    counted (one query)."""
-    found = AgentWorkspace.objects.filter(status__in=LIVE)
+def workspace_list_live(namespace: str | None = None, *, reach: Reach) -> QuerySet[AgentWorkspace]:
+    """Live workspaces (of one namespace, when given; those ``reach`` allows), each with
+    ``active_contexts`` counted (one query)."""
+    found = reach.narrow(AgentWorkspace.objects.filter(status__in=LIVE))
     if namespace:
         found = found.filter(namespace=namespace)
     return found.annotate(
@@ -29,12 +30,17 @@ def workspace_list_live(namespace: str | None = None) -> QuerySet[AgentWorkspace
     ).order_by("namespace", "agent_type")
 
 
-def workspace_get(*, namespace: str, agent_type: str) -> AgentWorkspace:
-    found = AgentWorkspace.objects.filter(
-        namespace=namespace, agent_type=agent_type, status__in=LIVE
+def workspace_not_found(namespace: str, agent_type: str) -> NotFound:
+    return NotFound(f'no workspace for agent "{agent_type}" in namespace "{namespace}"')
+
+
+def workspace_get(*, namespace: str, agent_type: str, reach: Reach) -> AgentWorkspace:
+    """The live workspace a caller reaches (another team's was never there)."""
+    found = reach.narrow(
+        AgentWorkspace.objects.filter(namespace=namespace, agent_type=agent_type, status__in=LIVE)
     ).first()
     if found is None:
-        raise NotFound(f'no workspace for agent "{agent_type}" in namespace "{namespace}"')
+        raise workspace_not_found(namespace, agent_type)
     return found
 
 
@@ -74,4 +80,4 @@ def contexts_active() -> QuerySet[WorkspaceContext]:
 
 def workspace_live_for(*, namespace: str, agent_type: str) -> AgentWorkspace | None:
     """The agent type's live shared workspace in ``namespace``, with ``active_contexts``."""
-    return workspace_list_live(namespace).filter(agent_type=agent_type).first()
+    return workspace_list_live(namespace, reach=EVERY_TEAM).filter(agent_type=agent_type).first()

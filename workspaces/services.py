@@ -15,9 +15,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contextsvc.core import namespaces
-from contextsvc.core.errors import AlreadyExists, Conflict, InvalidRequest, NotFound, cluster_call
+from contextsvc.core.errors import AlreadyExists, Conflict, InvalidRequest, cluster_call
+from contextsvc.core.models import default_team_pk
 from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import audit_record
+from contextsvc.core.teams import Reach
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import labels_of
@@ -41,7 +43,7 @@ from contextsvc.quantity import format_bytes, is_positive_quantity, parse_quanti
 from rules.model import OperationError, check_context_id
 from workspaces import queue
 from workspaces.models import AgentWorkspace, WorkspaceContext
-from workspaces.selectors import LIVE, contexts_due, workspace_get
+from workspaces.selectors import LIVE, contexts_due, workspace_get, workspace_not_found
 
 SYSTEM_ACTOR = "system:workspaces"
 # A PVC create that keeps failing transiently is given up (the workspace fails) after this
@@ -96,9 +98,10 @@ def workspace_ensure(
     max_size: str = "",
     storage_class: str = "",
     actor: str,
+    team_id: int | None = None,
 ) -> tuple[AgentWorkspace, bool]:
-    """Create the agent type's workspace PVC, or adopt the one that exists with the seed's
-    labels. Returns (workspace, created)."""
+    """Create the agent type's workspace PVC (the team's, the default team's without one),
+    or adopt the one that exists with the seed's labels. Returns (workspace, created)."""
     initial = initial_size or settings.CS_WORKSPACE_INITIAL_SIZE
     maximum = max_size or settings.CS_WORKSPACE_MAX_SIZE
     storage_class = storage_class or settings.CS_WORKSPACE_STORAGE_CLASS or ""
@@ -106,7 +109,10 @@ def workspace_ensure(
     existing = AgentWorkspace.objects.filter(
         agent_type=agent_type, namespace=namespace, status__in=LIVE
     ).first()
+    owner = team_id if team_id is not None else default_team_pk()
     if existing is not None:
+        if existing.team_id != owner:
+            raise _workspace_taken(agent_type, namespace)
         return existing, False
     name = agent_workspace_pvc_name(agent_type)
     with cluster_call():
@@ -119,6 +125,7 @@ def workspace_ensure(
         max_size=maximum,
         requested_bytes=_bytes(initial),
         created_by=actor,
+        team_id=owner,
     )
     if pvc is not None:
         labels = labels_of(pvc)
@@ -146,10 +153,13 @@ def workspace_ensure(
             if not workspace.adopted:
                 queue.create_pvc(workspace.pk)
     except IntegrityError:
-        raise AlreadyExists(
-            f'the workspace of "{agent_type}" in "{namespace}" already exists'
-        ) from None
+        raise _workspace_taken(agent_type, namespace) from None
     return workspace, True
+
+
+def _workspace_taken(agent_type: str, namespace: str) -> AlreadyExists:
+    # Never says whose: another team's workspace is one this caller cannot see.
+    return AlreadyExists(f'the workspace of "{agent_type}" in "{namespace}" already exists')
 
 
 def _observe_pvc(workspace: AgentWorkspace, pvc: dict[str, Any]) -> None:
@@ -206,15 +216,17 @@ def workspace_fail(*, workspace_id: int, message: str) -> bool:
     return True
 
 
-def workspace_delete(*, namespace: str, agent_type: str, force: bool, actor: str) -> AgentWorkspace:
+def workspace_delete(
+    *, namespace: str, agent_type: str, force: bool, actor: str, reach: Reach
+) -> AgentWorkspace:
     with transaction.atomic():
-        workspace = (
-            AgentWorkspace.objects.select_for_update()
-            .filter(namespace=namespace, agent_type=agent_type, status__in=LIVE)
-            .first()
-        )
+        workspace = reach.narrow(
+            AgentWorkspace.objects.select_for_update().filter(
+                namespace=namespace, agent_type=agent_type, status__in=LIVE
+            )
+        ).first()
         if workspace is None:
-            raise NotFound(f'no workspace for agent "{agent_type}" in namespace "{namespace}"')
+            raise workspace_not_found(namespace, agent_type)
         active = workspace.contexts.filter(status=WorkspaceContext.Status.ACTIVE).count()
         if active and not force:
             raise Conflict(
@@ -262,6 +274,7 @@ def context_touch(
     context_id: str,
     disk_usage_bytes: int | None = None,
     actor: str,
+    reach: Reach,
 ) -> tuple[WorkspaceContext, bool]:
     """Register or touch a context; an expired one comes back empty. (context, created)"""
     try:
@@ -270,7 +283,7 @@ def context_touch(
         raise InvalidRequest(f"contextId {str(exc).split(': ', 1)[1]}") from None
     if disk_usage_bytes is not None and disk_usage_bytes < 0:
         raise InvalidRequest("diskUsageBytes must not be negative")
-    workspace = workspace_get(namespace=namespace, agent_type=agent_type)
+    workspace = workspace_get(namespace=namespace, agent_type=agent_type, reach=reach)
     now = timezone.now()
     with transaction.atomic():
         context, created = WorkspaceContext.objects.select_for_update().get_or_create(
@@ -308,12 +321,12 @@ def context_touch(
 
 
 def workspace_report_usage(
-    *, namespace: str, agent_type: str, used_bytes: int, actor: str
+    *, namespace: str, agent_type: str, used_bytes: int, actor: str, reach: Reach
 ) -> AgentWorkspace:
     """The agents' measure of the whole PVC (``df``); may trigger an expansion."""
     if used_bytes < 0:
         raise InvalidRequest("usedBytes must not be negative")
-    workspace = workspace_get(namespace=namespace, agent_type=agent_type)
+    workspace = workspace_get(namespace=namespace, agent_type=agent_type, reach=reach)
     AgentWorkspace.objects.filter(pk=workspace.pk).update(
         usage_bytes=used_bytes, usage_reported_at=timezone.now()
     )

@@ -19,11 +19,14 @@ from django.utils import timezone
 from allocations import provisioning, queue, selectors
 from allocations.models import Allocation, AllocationEvent, Phase, Strategy
 from allocations.requests import PoolRequest
+from allocations.services.quotas import quotas_check
 from allocations.services.timeline import announce, record_event
 from contextsvc.core import capabilities, namespaces
 from contextsvc.core.errors import AlreadyExists, InvalidRequest, Unavailable, cluster_call
+from contextsvc.core.models import default_team_pk
 from contextsvc.core.services import audit_record
 from contextsvc.core.storage import check_storage_classes
+from contextsvc.core.teams import team_lock
 from contextsvc.kube import client as kube
 from contextsvc.kube import podsecurity
 from contextsvc.kube.objects.blueprint import builtin_blueprint
@@ -37,7 +40,7 @@ from contextsvc.kube.objects.kinds import (
 )
 from contextsvc.kube.objects.labels import pool_selector
 from contextsvc.kube.objects.names import profile_warm_pool_name
-from contextsvc.kube.objects.pvc import managed_claim, pvc_shape
+from contextsvc.kube.objects.pvc import managed_claim, pvc_shape, requested_storage
 from contextsvc.kube.objects.warmpool import (
     WARM_POOL_RELAXATIONS_ANNOTATION,
     template_pod,
@@ -221,8 +224,9 @@ def _profile_warm_pool(request: PoolRequest, namespace: str) -> PoolRequest:
     return dataclasses.replace(request, warm_pool=profile_warm_pool_name(profile.name))
 
 
-def allocation_create(*, request: PoolRequest, actor: str) -> Created:
-    """Validate against the cluster, record the allocation, reconcile it after commit."""
+def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None = None) -> Created:
+    """Validate against the cluster, record the allocation (the team's, the default team's
+    without one) within the team's quotas, reconcile it after commit."""
     namespace = namespaces.check_requested(request.namespace)
     caps = capabilities.current()
     problem = caps.core_problem()
@@ -265,11 +269,20 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
         artifacts_access_mode=request.artifacts.access_mode if request.artifacts else "",
         artifacts_storage_class=request.artifacts.storage_class if request.artifacts else "",
         artifacts_retain=bool(request.artifacts and request.artifacts.retain),
+        team_id=team_id if team_id is not None else default_team_pk(),
     )
+    allocation.requested_storage = requested_storage(provisioning.pool_spec(allocation))
     allocation.full_clean(validate_constraints=False)
     _check_name_free(allocation, claims=caps.extensions)
     try:
         with transaction.atomic():
+            team = team_lock(allocation.team_id)
+            quotas_check(
+                team,
+                allocations=1,
+                sandboxes=allocation.replicas,
+                storage=allocation.requested_storage,
+            )
             allocation.save()
             relaxed = (
                 [f"The warm pool's owner relaxes: {', '.join(sorted(relaxations))}."]
@@ -291,6 +304,7 @@ def allocation_create(*, request: PoolRequest, actor: str) -> Created:
                     "replicas": allocation.replicas,
                     "strategy": allocation.strategy,
                     "profile": allocation.profile_name,
+                    "team": team.name,
                     **({"relaxations": sorted(relaxations)} if relaxations else {}),
                 },
             )

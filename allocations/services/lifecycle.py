@@ -11,27 +11,38 @@ from django.utils import timezone
 
 from allocations import queue
 from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, Phase, Strategy
+from allocations.provisioning import pool_spec
 from allocations.requests import ARTIFACTS_SHARED_MESSAGE, KEEP, PoolUpdate
+from allocations.selectors import pool_not_found
 from allocations.services.create import warm_pool_check
+from allocations.services.quotas import quotas_check
 from allocations.services.release import allocation_release
 from allocations.services.timeline import announce, iso_time, record_event
 from contextsvc.core.errors import Conflict, InvalidRequest, NotFound, cluster_call
+from contextsvc.core.models import Team
 from contextsvc.core.services import audit_record
+from contextsvc.core.teams import EVERY_TEAM, Reach, team_lock
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC
-from contextsvc.kube.objects.pvc import pvc_shape
+from contextsvc.kube.objects.pvc import pvc_shape, requested_storage
 
 
-def _live_for_update(name: str) -> Allocation:
-    """The allocation a caller may change, locked; a failed one only waits for its release."""
+def _live_for_update(name: str, reach: Reach) -> tuple[Allocation, Team]:
+    """The allocation a caller may change, locked; a failed one only waits for its release.
+    Its team's row is locked first (the order every quota check takes), so that a scale or
+    a resume counts the team's use as a create does."""
+    found = _live(name, reach)
+    if found is None:
+        raise pool_not_found(name)
+    team = team_lock(found.team_id)
     allocation = (
-        Allocation.objects.select_for_update().filter(name=name, phase__in=VISIBLE_PHASES).first()
+        Allocation.objects.select_for_update().filter(pk=found.pk, phase__in=VISIBLE_PHASES).first()
     )
     if allocation is None:
-        raise NotFound(f'sandbox pool "{name}" not found')
+        raise pool_not_found(name)
     if allocation.phase == Phase.FAILED:
         raise Conflict(f'sandbox pool "{name}" has failed; it can only be released')
-    return allocation
+    return allocation, team
 
 
 def _check_scale(allocation: Allocation, replicas: int) -> None:
@@ -54,21 +65,34 @@ def _check_scale(allocation: Allocation, replicas: int) -> None:
             )
 
 
-def allocation_update(*, name: str, update: PoolUpdate, actor: str) -> Allocation:
+def _live(name: str, reach: Reach) -> Allocation | None:
+    return reach.narrow(Allocation.objects.filter(name=name, phase__in=VISIBLE_PHASES)).first()
+
+
+def allocation_update(*, name: str, update: PoolUpdate, actor: str, reach: Reach) -> Allocation:
     """Scale (replicas: Sandboxes, with their PVCs or claims, added or removed from the
     highest index) and set or clear the expiry; the reconcile makes the cluster match."""
     if update.replicas is not None:
-        current = Allocation.objects.filter(name=name, phase__in=VISIBLE_PHASES).first()
+        current = _live(name, reach)
         if current is not None and update.replicas != current.replicas:
             _check_scale(current, update.replicas)
     with transaction.atomic():
-        allocation = _live_for_update(name)
+        allocation, team = _live_for_update(name, reach)
         changes: dict[str, Any] = {}
         if update.replicas is not None and update.replicas != allocation.replicas:
             changes["replicas"] = [allocation.replicas, update.replicas]
             if update.replicas < allocation.replicas:
                 allocation.prune_pending = True
+            before_storage = allocation.requested_storage
+            running = allocation.phase != Phase.SUSPENDED
+            more = update.replicas - allocation.replicas
             allocation.replicas = update.replicas
+            allocation.requested_storage = requested_storage(pool_spec(allocation))
+            quotas_check(
+                team,
+                sandboxes=more if running else 0,
+                storage=allocation.requested_storage - before_storage,
+            )
             allocation.ready_replicas = min(allocation.ready_replicas, update.replicas)
             if allocation.phase in (Phase.PROVISIONING, Phase.READY):
                 ready = allocation.ready_replicas >= allocation.replicas
@@ -108,26 +132,28 @@ NOT_SUSPENDABLE = (
 )
 
 
-def allocation_suspend(*, name: str, actor: str) -> Allocation:
+def allocation_suspend(*, name: str, actor: str, reach: Reach) -> Allocation:
     """Every Sandbox to ``Suspended``: its Pod goes, its PVCs and the name stay."""
-    return _set_suspended(name=name, actor=actor, suspended=True)
+    return _set_suspended(name=name, actor=actor, reach=reach, suspended=True)
 
 
-def allocation_resume(*, name: str, actor: str) -> Allocation:
+def allocation_resume(*, name: str, actor: str, reach: Reach) -> Allocation:
     """Every Sandbox back to ``Running``: new Pods from the same template; ready again when
-    they are."""
-    return _set_suspended(name=name, actor=actor, suspended=False)
+    they are. Its sandboxes count for the team's quota again."""
+    return _set_suspended(name=name, actor=actor, reach=reach, suspended=False)
 
 
-def _set_suspended(*, name: str, actor: str, suspended: bool) -> Allocation:
+def _set_suspended(*, name: str, actor: str, reach: Reach, suspended: bool) -> Allocation:
     """Suspend or resume: the row, its timeline event and audit entry, and a reconcile
     that brings the Sandboxes to it. Asking for what already is changes nothing."""
     with transaction.atomic():
-        allocation = _live_for_update(name)
+        allocation, team = _live_for_update(name, reach)
         if allocation.strategy == Strategy.WARMPOOL:
             raise Conflict(NOT_SUSPENDABLE)
         if (allocation.phase == Phase.SUSPENDED) == suspended:
             return allocation
+        if not suspended:
+            quotas_check(team, sandboxes=allocation.replicas)
         previous = allocation.phase
         allocation.suspended = suspended
         if suspended:
@@ -163,7 +189,7 @@ def allocations_expire_due(*, now: Any = None) -> list[str]:
     released = []
     for name in list(due):
         try:
-            allocation_release(name=name, actor=EXPIRY_ACTOR, expired=True)
+            allocation_release(name=name, actor=EXPIRY_ACTOR, reach=EVERY_TEAM, expired=True)
         except NotFound:
             continue  # released by its caller meanwhile
         released.append(name)

@@ -11,11 +11,12 @@ from django.utils import timezone
 
 from allocations import provisioning, queue
 from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, Phase
+from allocations.selectors import pool_not_found
 from allocations.services.timeline import announce, iso_time, record_event
 from contexts.services import context_keep_artifacts
-from contextsvc.core.errors import NotFound
 from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
+from contextsvc.core.teams import Reach
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC
 from contextsvc.kube.objects.names import artifacts_context_name, artifacts_pvc_name
@@ -29,15 +30,13 @@ logger = logging.getLogger(__name__)
 ROLLBACK_POLLS = 60
 
 
-def allocation_release(*, name: str, actor: str, expired: bool = False) -> Allocation:
+def allocation_release(*, name: str, actor: str, reach: Reach, expired: bool = False) -> Allocation:
     with transaction.atomic():
-        allocation = (
-            Allocation.objects.select_for_update()
-            .filter(name=name, phase__in=VISIBLE_PHASES)
-            .first()
-        )
+        allocation = reach.narrow(
+            Allocation.objects.select_for_update().filter(name=name, phase__in=VISIBLE_PHASES)
+        ).first()
         if allocation is None:
-            raise NotFound(f'sandbox pool "{name}" not found')
+            raise pool_not_found(name)
         previous = allocation.phase
         allocation.phase = Phase.RELEASING
         allocation.release_requested_at = timezone.now()
@@ -111,6 +110,7 @@ def _retain_artifacts(allocation: Allocation, attempt: int) -> None:
             storage_class=allocation.artifacts_storage_class,
             requester=allocation.requester,
             from_allocation=allocation.name,
+            team_id=allocation.team_id,
         )
         if kept is not None:
             record_event(

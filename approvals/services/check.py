@@ -18,11 +18,13 @@ from django.utils import timezone
 from approvals import live, notifications
 from approvals.models import ApprovalRequest, Grant, NotificationEvent
 from approvals.risk import risk_notes, surroundings
-from approvals.selectors import operation_digest
+from approvals.selectors import approvals_pending_count, operation_digest
 from approvals.services.policy import Policy, policy_for
 from contextsvc.core.auth import Role
 from contextsvc.core.errors import InvalidRequest
+from contextsvc.core.models import default_team_pk
 from contextsvc.core.services import audit_record
+from contextsvc.core.teams import Quota, quota_check, team_lock
 from contextsvc.core.users import people_with_role
 from rules import Decision, Evaluation, Operation, OperationError, evaluate, operation_from_dict
 from rules.model import check_context_id
@@ -100,6 +102,9 @@ class _Judged:
     execution: dict[str, Any]
 
 
+PENDING_APPROVALS = Quota("max_pending_approvals", "pending approval requests")
+
+
 def approval_check(
     *,
     operation: dict[str, Any],
@@ -110,8 +115,10 @@ def approval_check(
     namespace: str = "",
     deadline_seconds: int | None = None,
     actor: str,
+    team_id: int | None = None,
 ) -> CheckResult:
-    """Allow or deny at once when a rule decides; otherwise queue it for a human."""
+    """Allow or deny at once when a rule decides; otherwise queue it for a human (a request
+    of the caller's team, the default team's without one, within its quota)."""
     # Problems name the API's fields (contextId, operation.kind…), not the engine's.
     try:
         check_context_id(context_id)
@@ -149,6 +156,7 @@ def approval_check(
         namespace=namespace,
         seconds=seconds,
         actor=actor,
+        team_id=team_id if team_id is not None else default_team_pk(),
     )
 
 
@@ -204,9 +212,11 @@ def _queue_for_human(
     namespace: str,
     seconds: int,
     actor: str,
+    team_id: int,
 ) -> CheckResult:
     """No rule decided: a request for a human, with its audit entry and the notifications
-    it causes in one transaction, announced after commit."""
+    it causes in one transaction, announced after commit. A team at its limit of pending
+    requests is refused (403), with nothing written."""
     parsed, evaluation, policy = judged.operation, judged.evaluation, judged.policy
     explanation = evaluation.to_dict()
     risk = assess(parsed, evaluation, judged.workspace).value
@@ -214,7 +224,12 @@ def _queue_for_human(
     now = timezone.now()
     after = policy.approval.escalate_after
     with transaction.atomic():
+        team = team_lock(team_id)
+        if team.max_pending_approvals is not None:
+            pending = approvals_pending_count(team_id=team.pk)
+            quota_check(team, PENDING_APPROVALS, in_use=pending, more=1)
         request = ApprovalRequest.objects.create(
+            team=team,
             context_id=judged.context_id,
             agent_type=judged.agent_type,
             agent_instance=agent_instance,

@@ -12,6 +12,7 @@ from approvals import selectors
 from approvals.models import Grant, Status
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
 from contextsvc.core.errors import InvalidRequest, NotFound
+from contextsvc.core.teams import EVERY_TEAM
 from tests.support.unchanged import kept
 
 pytestmark = pytest.mark.django_db
@@ -48,23 +49,27 @@ def test_an_agent_gets_only_its_own_requests() -> None:
     theirs = ApprovalRequestFactory.create(requested_by="api:agent-2")
 
     with pytest.raises(NotFound) as excinfo:
-        selectors.approval_get(request_id=theirs.pk, requested_by="api:agent-1")
+        selectors.approval_get(request_id=theirs.pk, reach=EVERY_TEAM, requested_by="api:agent-1")
 
     assert excinfo.value.message == f'approval request "{theirs.pk}" not found'
-    assert selectors.approval_get(request_id=theirs.pk, requested_by=None) == theirs
-    assert list(selectors.approval_list(requested_by="api:agent-1")) == [mine]
-    assert set(selectors.approval_list(requested_by=None)) == {mine, theirs}
+    assert (
+        selectors.approval_get(request_id=theirs.pk, reach=EVERY_TEAM, requested_by=None) == theirs
+    )
+    assert list(selectors.approval_list(reach=EVERY_TEAM, requested_by="api:agent-1")) == [mine]
+    assert set(selectors.approval_list(reach=EVERY_TEAM, requested_by=None)) == {mine, theirs}
 
 
 def test_approval_list_filters_and_refuses_an_unknown_status() -> None:
     first = ApprovalRequestFactory.create(context_id="c1", allocation="pool-a")
     ApprovalRequestFactory.create(context_id="c2", status=Status.DENIED)
 
-    assert list(selectors.approval_list(context_id="c1")) == [first]
-    assert list(selectors.approval_list(allocation="pool-a", status="pending")) == [first]
-    assert list(selectors.approval_list(agent_type="other-agent")) == []
+    assert list(selectors.approval_list(reach=EVERY_TEAM, context_id="c1")) == [first]
+    assert list(
+        selectors.approval_list(reach=EVERY_TEAM, allocation="pool-a", status="pending")
+    ) == [first]
+    assert list(selectors.approval_list(reach=EVERY_TEAM, agent_type="other-agent")) == []
     with pytest.raises(InvalidRequest) as excinfo:
-        selectors.approval_list(status="nope")
+        selectors.approval_list(reach=EVERY_TEAM, status="nope")
     assert excinfo.value.message == (
         "status must be one of pending, approved, denied, expired, cancelled"
     )
@@ -76,7 +81,7 @@ def test_the_queue_is_what_waits_nearest_deadline_first() -> None:
     sooner = ApprovalRequestFactory.create(deadline=now + timedelta(minutes=1))
     ApprovalRequestFactory.create(status=Status.APPROVED, deadline=now + timedelta(seconds=30))
 
-    assert list(selectors.approval_list_pending()) == [sooner, later]
+    assert list(selectors.approval_list_pending(reach=EVERY_TEAM)) == [sooner, later]
 
 
 @pytest.mark.parametrize(
@@ -102,7 +107,9 @@ def test_a_request_past_its_deadline_reads_as_expired_and_the_read_writes_nothin
     request = ApprovalRequestFactory.create(deadline=deadline)
 
     with kept():
-        shown = selectors.approval_json(selectors.approval_get(request_id=request.pk))
+        shown = selectors.approval_json(
+            selectors.approval_get(request_id=request.pk, reach=EVERY_TEAM)
+        )
 
     assert (
         shown["status"],

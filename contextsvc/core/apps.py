@@ -15,6 +15,7 @@ class CoreConfig(AppConfig):
         from contextsvc.core import openapi  # noqa: F401
 
         post_migrate.connect(_create_role_groups, sender=self)
+        post_migrate.connect(_create_default_team, sender=self)
 
 
 def _create_role_groups(**kwargs: object) -> None:
@@ -23,3 +24,11 @@ def _create_role_groups(**kwargs: object) -> None:
     from contextsvc.core.users import ensure_role_groups
 
     ensure_role_groups()
+
+
+def _create_default_team(**kwargs: object) -> None:
+    """The default team exists in every database (a test's flush removes it; migration
+    0009 made it first)."""
+    from contextsvc.core.models import default_team_pk
+
+    default_team_pk()

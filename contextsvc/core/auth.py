@@ -62,6 +62,7 @@ class ApiPrincipal:
 
     client_id: int
     name: str
+    team_id: int
     scopes: frozenset[str] = field(default_factory=frozenset)
     agent_types: frozenset[str] = field(default_factory=frozenset)
     is_authenticated: bool = True
@@ -155,7 +156,8 @@ def request_token(*, authorization: str, sh_auth: str) -> str | None:
 # Every API request runs this: written out once rather than compiled by the ORM on each
 # request, which cost more than running it (docs/performance.md, "Where a GET's time goes").
 _CREDENTIAL_SQL = """
-SELECT t.id, t.last_used_at, t.expires_at, c.id, c.name, c.scopes::text, c.agent_types::text
+SELECT t.id, t.last_used_at, t.expires_at, c.id, c.name, c.team_id, c.scopes::text,
+  c.agent_types::text
 FROM core_apitoken t JOIN core_apiclient c ON c.id = t.client_id
 WHERE t.token_hash = %s AND t.revoked_at IS NULL AND c.is_active
   AND (t.expires_at IS NULL OR t.expires_at > %s)
@@ -174,11 +176,12 @@ def principal_from_token(token: str) -> tuple[ApiPrincipal, ApiToken]:
             row = cursor.fetchone()
         if row is None:
             raise InvalidCredentials("invalid or revoked token")
-        token_id, last_used_at, expires_at, client_id, name, scopes, agent_types = row
+        token_id, last_used_at, expires_at, client_id, name, team_id, scopes, agent_types = row
         entry = tokencache.Entry(
             ApiPrincipal(
                 client_id=client_id,
                 name=name,
+                team_id=team_id,
                 scopes=frozenset(json.loads(scopes)),
                 agent_types=frozenset(json.loads(agent_types)),
             ),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Any, NamedTuple
 
 from channels.db import DatabaseSyncToAsync
 from channels.generic.http import AsyncHttpConsumer
@@ -20,6 +20,7 @@ from contextsvc.core.auth import (
     principal_scopes,
 )
 from contextsvc.core.errors import error_body
+from contextsvc.core.teams import Reach, reach_of
 
 logger = logging.getLogger(__name__)
 
@@ -60,19 +61,24 @@ def in_thread(function: Any) -> Any:
     return DatabaseSyncToAsync(function, thread_sensitive=False)
 
 
+class Caller(NamedTuple):
+    actor: str
+    scopes: frozenset[str]
+    reach: Reach
+
+
 @in_thread
-def _principal(authorization: str, sh_auth: str) -> tuple[str, frozenset[str]] | None:
+def _principal(authorization: str, sh_auth: str) -> Caller | None:
     found = principal_from_headers(authorization=authorization, sh_auth=sh_auth)
     if found is None:
         return None
     principal, _ = found
-    return actor_of(principal), principal_scopes(principal)
+    return Caller(actor_of(principal), principal_scopes(principal), reach_of(principal))
 
 
-async def authenticate(
-    scope: dict[str, Any], needs: AbstractSet[str]
-) -> tuple[str, frozenset[str]]:
-    """(actor, scopes) of the caller, who must hold one of ``needs``; else ``Refused``."""
+async def authenticate(scope: dict[str, Any], needs: AbstractSet[str]) -> Caller:
+    """Who the caller is, what it may do and whose objects it reaches; it must hold one of
+    ``needs``, else ``Refused``."""
     headers = dict(scope.get("headers") or [])
     authorization = headers.get(b"authorization", b"").decode("latin-1")
     sh_auth = headers.get(b"x-sh-auth", b"").decode("latin-1")
@@ -82,7 +88,7 @@ async def authenticate(
         raise Refused(401, "unauthorized", str(exc)) from None
     if found is None:
         raise Refused(401, "unauthorized", "Authentication credentials were not provided.")
-    if not found[1] & needs:
+    if not found.scopes & needs:
         raise Refused(403, "forbidden", "this credential lacks the scope this endpoint needs")
     return found
 

@@ -57,8 +57,10 @@ ERROR_DESCRIPTIONS = {
     "says which, in the v1 contract's words), or a NUL character in the URL",
     401: "No token, or a malformed, unknown, expired or revoked one (`WWW-Authenticate` says "
     "how to send one); also two different tokens in one request",
-    403: "The credential is valid but lacks the scope, or the agent type, this needs",
-    404: "No such object",
+    403: "The credential is valid but lacks the scope, or the agent type, this needs; or "
+    "the change would pass a limit of the caller's team (`quota_exceeded`, with the quota, its "
+    "limit and the current use)",
+    404: "No such object (another team's is answered as absent)",
     409: "The name is taken, or the object is no longer in a state that allows this",
     500: "A Kubernetes or service failure",
     503: "A dependency is unavailable: the database (retry after `Retry-After`), or the "

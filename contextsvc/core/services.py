@@ -12,7 +12,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from contextsvc.core.auth import PREFIX_SHOWN, generate_token, hash_token
-from contextsvc.core.models import ApiClient, ApiToken, AuditEntry, ProcessHeartbeat, Scope
+from contextsvc.core.models import (
+    DEFAULT_TEAM,
+    ApiClient,
+    ApiToken,
+    AuditEntry,
+    ProcessHeartbeat,
+    Scope,
+    Team,
+    TeamMember,
+)
+from contextsvc.core.teams import LIMITS, MEMBERSHIP_CACHE
 from contextsvc.core.validators import is_dns1123_label
 
 HEARTBEAT_RETENTION = timedelta(days=1)
@@ -87,7 +97,9 @@ def api_client_create(
     description: str = "",
     actor: str,
     created_by: User | None = None,
+    team: Team | None = None,
 ) -> ApiClient:
+    """A client of ``team`` (the default team without one)."""
     checked = _check_scopes(scopes)
     client = ApiClient(
         name=name,
@@ -95,6 +107,7 @@ def api_client_create(
         scopes=checked,
         agent_types=_check_agent_types(checked, agent_types),
         created_by=created_by,
+        **({"team": team} if team is not None else {}),
     )
     client.full_clean()
     client.save()
@@ -107,6 +120,7 @@ def api_client_create(
             "scopes": client.scopes,
             "agent_types": client.agent_types,
             "description": description,
+            "team": client.team.name,
         },
     )
     return client
@@ -186,3 +200,95 @@ def api_token_revoke(*, token: ApiToken, actor: str) -> ApiToken:
         payload={"token_id": locked.pk, "prefix": locked.prefix},
     )
     return locked
+
+
+# --- Teams ------------------------------------------------------------------------------------
+
+QUOTA_FIELDS = tuple(LIMITS.values())
+
+
+def _quota_payload(team: Team) -> dict[str, int | None]:
+    return {field: getattr(team, field) for field in QUOTA_FIELDS}
+
+
+@transaction.atomic
+def team_create(*, name: str, description: str = "", actor: str) -> Team:
+    if Team.objects.filter(name=name).exists():
+        raise ValidationError({"name": f'team "{name}" already exists'})
+    team = Team(name=name, description=description)
+    team.full_clean()
+    team.save()
+    audit_record(
+        actor=actor,
+        action="team.create",
+        target_type="team",
+        target=name,
+        payload={"description": description},
+    )
+    return team
+
+
+@transaction.atomic
+def team_set_quotas(*, team: Team, actor: str, **limits: int | None) -> Team:
+    """Set some of the team's limits (``max_live_sandboxes=10``; None removes one). A
+    lowered limit refuses what would add to the use, and never takes back what is held."""
+    unknown = sorted(set(limits) - set(QUOTA_FIELDS))
+    if unknown:
+        raise ValidationError({unknown[0]: f"unknown quota; choose from {', '.join(QUOTA_FIELDS)}"})
+    locked = Team.objects.select_for_update().get(pk=team.pk)
+    before = _quota_payload(locked)
+    for field, value in limits.items():
+        if value is not None and value < 0:
+            raise ValidationError({field: "a limit is a whole number of 0 or more"})
+        setattr(locked, field, value)
+    locked.full_clean()
+    locked.save()
+    after = _quota_payload(locked)
+    if after != before:
+        audit_record(
+            actor=actor,
+            action="team.quotas",
+            target_type="team",
+            target=locked.name,
+            payload={"from": before, "to": after},
+        )
+    return locked
+
+
+@transaction.atomic
+def api_client_set_team(*, client: ApiClient, team: Team, actor: str) -> ApiClient:
+    """Move a client to another team: from its next request it reaches that team's objects
+    (a web process's token cache hears of the change from the database trigger of migration
+    0006). What it made before stays with the team it was made for."""
+    previous = client.team.name
+    client.team = team
+    client.save(update_fields=["team"])
+    audit_record(
+        actor=actor,
+        action="api_client.team",
+        target_type="api_client",
+        target=client.name,
+        payload={"from": previous, "to": team.name},
+    )
+    return client
+
+
+@transaction.atomic
+def person_set_team(*, user: User, team: Team, actor: str) -> TeamMember:
+    """Move a person to another team (one with no membership is in the default team)."""
+    member = TeamMember.objects.select_for_update().filter(user=user).first()
+    previous = member.team.name if member is not None else DEFAULT_TEAM
+    if member is None:
+        member = TeamMember(user=user, team=team)
+    member.team = team
+    member.save()
+    # The membership is cached on the user object (teams.team_id_of).
+    user.__dict__.pop(MEMBERSHIP_CACHE, None)
+    audit_record(
+        actor=actor,
+        action="user.team",
+        target_type="user",
+        target=user.get_username(),
+        payload={"from": previous, "to": team.name},
+    )
+    return member

@@ -15,14 +15,17 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from allocations.tests.factories import AllocationFactory
 from approvals.models import Grant
-from approvals.tests.factories import GrantFactory
+from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
+from contextsvc.core import services
 from contextsvc.core.auth import user_role
-from contextsvc.core.models import ApiClient, ApiToken, AuditEntry
+from contextsvc.core.models import ApiClient, ApiToken, AuditEntry, Team, TeamMember
 from contextsvc.core.users import ensure_role_groups
 from frontend.tests.support import client_for
 from profiles.models import SandboxProfile
 from profiles.tests.factories import SandboxProfileFactory
+from tests.support.api import issue_token
 from tests.support.unchanged import rows
 
 pytestmark = [pytest.mark.django_db]
@@ -238,3 +241,72 @@ def test_the_login_page_asks_for_no_resource_that_is_not_there() -> None:
 
     assert '<link rel="icon" href="data:,">' in page
     assert Client().get("/favicon.ico").status_code == 404  # nothing there to ask for
+
+
+def test_teams_are_made_limited_and_filled_by_admins_only() -> None:
+    others = [client_for("viewer"), client_for("approver")]
+    admin = client_for("admin")
+    issue_token("harness", ["allocations"])
+    before = rows()
+    for other in others:
+        assert other.get("/teams/").status_code == 403
+        assert other.post("/teams/", {"name": "research"}).status_code == 403
+        assert other.post("/teams/move/", {"kind": "person", "member": "x"}).status_code == 403
+    assert rows() == before
+
+    created = admin.post("/teams/", {"name": "research", "description": "R"}, follow=True)
+    assert [str(m) for m in created.context["messages"]] == [
+        "Team research created, with no limits."
+    ]
+    research = Team.objects.get(name="research")
+    prefix = f"team-{research.pk}"
+    # A bad limit is named, and no limit changes.
+    before = rows()
+    refused = admin.post(
+        f"/teams/{research.pk}/quotas/",
+        {f"{prefix}-live_sandboxes": "many", f"{prefix}-storage": "10Gi"},
+        follow=True,
+    )
+    assert rows() == before
+    assert [str(m) for m in refused.context["messages"]] == [
+        "Limits of research not changed: live_sandboxes: must be a whole number or 'none'"
+    ]
+    saved = admin.post(
+        f"/teams/{research.pk}/quotas/",
+        {f"{prefix}-live_sandboxes": "12", f"{prefix}-storage": "10Gi"},
+        follow=True,
+    )
+    assert [str(m) for m in saved.context["messages"]] == [
+        "research: live sandboxes 12, storage 10Gi."
+    ]
+    admin.post("/teams/move/", {"kind": "client", "member": "harness", "team": "research"})
+    admin.post("/teams/move/", {"kind": "person", "member": "user-viewer", "team": "research"})
+
+    research.refresh_from_db()
+    assert (research.max_live_sandboxes, research.max_storage_bytes) == (12, 10 * 1024**3)
+    assert ApiClient.objects.get(name="harness").team == research
+    assert TeamMember.objects.get(user__username="user-viewer").team == research
+    page = admin.get("/teams/").content.decode()
+    assert "live sandboxes 12, storage 10Gi" in page
+    assert "API clients: harness" in page
+    assert [action for _, action, _, _ in audit("team.")] == ["team.create", "team.quotas"]
+    assert [action for _, action, _, _ in audit("api_client.team")] == ["api_client.team"]
+    assert [action for _, action, _, _ in audit("user.team")] == ["user.team"]
+
+
+def test_a_person_sees_only_their_teams_allocations_and_requests() -> None:
+    viewer = client_for("viewer")
+    research = Team.objects.create(name="research")
+    services.person_set_team(
+        user=User.objects.get(username="user-viewer"), team=research, actor="user:test"
+    )
+    theirs = AllocationFactory.create(name="not-theirs")  # the default team's
+    mine = AllocationFactory.create(name="mine", team=research)
+    request = ApprovalRequestFactory.create()
+
+    listed = viewer.get("/allocations/").content.decode()
+    assert ("mine" in listed, "not-theirs" in listed) == (True, False)
+    assert viewer.get(f"/allocations/{theirs.pk}/").status_code == 404
+    assert viewer.get(f"/allocations/{mine.pk}/").status_code == 200
+    assert viewer.get(f"/approvals/{request.pk}/").status_code == 404
+    assert client_for("admin").get(f"/allocations/{theirs.pk}/").status_code == 200

@@ -19,6 +19,7 @@ from contextsvc.core.errors import ServiceError
 from contextsvc.core.models import ApiClient, ApiToken, AuditEntry
 from contextsvc.core.retention import retention_kept as audit_kept
 from contextsvc.core.selectors import heartbeat_list_recent
+from contextsvc.core.teams import reach_of
 from contextsvc.kube.objects.kinds import (
     SANDBOX,
     SANDBOX_CLAIM,
@@ -178,7 +179,7 @@ def cluster(request: HttpRequest) -> HttpResponse:
             "caps": found,
             "crds": crds,
             "heartbeats": heartbeat_list_recent(),
-            "workspaces": workspaces.workspace_list_live(),
+            "workspaces": workspaces.workspace_list_live(reach=reach_of(request.user)),
             "namespace": settings.CS_NAMESPACE,
             "allowed_namespaces": settings.CS_ALLOWED_NAMESPACES,
             "retention": [*allocations_kept(), *approvals_kept(), *audit_kept()],

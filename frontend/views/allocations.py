@@ -13,6 +13,7 @@ from allocations.models import Allocation, Phase, Strategy
 from allocations.selectors import allocation_page
 from allocations.services import create, lifecycle, release
 from contextsvc.core.errors import InvalidRequest, ServiceError, error_json
+from contextsvc.core.teams import reach_of, team_id_of
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import (
     condition,
@@ -61,6 +62,7 @@ def _list_context(request: HttpRequest) -> dict[str, Any]:
     except ValueError:
         page_number = 1
     rows, total = allocation_page(
+        reach=reach_of(request.user),
         phase=filters["phase"],
         strategy=filters["strategy"],
         namespace=filters["namespace"],
@@ -77,9 +79,16 @@ def _list_context(request: HttpRequest) -> dict[str, Any]:
     }
 
 
+def _reached(request: HttpRequest, allocation_id: int) -> Allocation:
+    """The allocation, when the person reaches its team (a 404 otherwise, as the API)."""
+    return get_object_or_404(
+        reach_of(request.user).narrow(Allocation.objects.all()), pk=allocation_id
+    )
+
+
 @viewer_required
 def allocation_detail(request: HttpRequest, allocation_id: int) -> HttpResponse:
-    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    allocation = _reached(request, allocation_id)
     return render(
         request,
         "frontend/allocation_detail.html",
@@ -97,7 +106,7 @@ def allocation_detail(request: HttpRequest, allocation_id: int) -> HttpResponse:
 
 @viewer_required
 def allocation_timeline(request: HttpRequest, allocation_id: int) -> HttpResponse:
-    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    allocation = _reached(request, allocation_id)
     return render(request, "frontend/_timeline.html", {"events": allocation.events.all()})
 
 
@@ -123,7 +132,7 @@ def _summary(kind: str, obj: dict[str, Any]) -> str:
 def allocation_objects(request: HttpRequest, allocation_id: int) -> JsonResponse:
     """The Kubernetes objects the allocation owns, fetched by the page after it loaded (the
     page itself never waits on Kubernetes)."""
-    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    allocation = _reached(request, allocation_id)
     try:
         owned = provisioning.owned(allocation)
     except kube.KubeError as exc:
@@ -155,7 +164,9 @@ def allocation_create(request: HttpRequest) -> HttpResponse:
         try:
             # The same parser and rules as the API, so the form refuses exactly what it does.
             pool = v1.parse_pool_request(form.v1_body())
-            created = create.allocation_create(request=pool, actor=actor(request))
+            created = create.allocation_create(
+                request=pool, actor=actor(request), team_id=team_id_of(request.user)
+            )
         except ServiceError as exc:
             form.add_error(None, exc.message)
         else:
@@ -169,9 +180,11 @@ def allocation_create(request: HttpRequest) -> HttpResponse:
 @admin_required
 @require_POST
 def allocation_release(request: HttpRequest, allocation_id: int) -> HttpResponse:
-    allocation = get_object_or_404(Allocation, pk=allocation_id)
+    allocation = _reached(request, allocation_id)
     try:
-        release.allocation_release(name=allocation.name, actor=actor(request))
+        release.allocation_release(
+            name=allocation.name, actor=actor(request), reach=reach_of(request.user)
+        )
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:
@@ -183,25 +196,25 @@ def allocation_release(request: HttpRequest, allocation_id: int) -> HttpResponse
 @require_POST
 def allocation_lifecycle(request: HttpRequest, allocation_id: int, action: str) -> HttpResponse:
     """The detail page's lifecycle buttons: the same services as the API."""
-    allocation = get_object_or_404(Allocation, pk=allocation_id)
-    who = actor(request)
+    allocation = _reached(request, allocation_id)
+    who, reach = actor(request), reach_of(request.user)
     try:
         if action == "suspend":
-            lifecycle.allocation_suspend(name=allocation.name, actor=who)
+            lifecycle.allocation_suspend(name=allocation.name, actor=who, reach=reach)
             done = f"{allocation.name} is being suspended."
         elif action == "resume":
-            lifecycle.allocation_resume(name=allocation.name, actor=who)
+            lifecycle.allocation_resume(name=allocation.name, actor=who, reach=reach)
             done = f"{allocation.name} is being resumed."
         elif action == "scale":
             update = v1.parse_pool_update({"replicas": _integer(request.POST.get("replicas"))})
-            lifecycle.allocation_update(name=allocation.name, update=update, actor=who)
+            lifecycle.allocation_update(name=allocation.name, update=update, actor=who, reach=reach)
             done = f"{allocation.name} is being scaled to {update.replicas}."
         elif action == "extend":
             hours = _integer(request.POST.get("hours"))
             if hours is None or not 1 <= hours <= 720:
                 raise InvalidRequest("extend by 1 to 720 hours")
             update = v1.parse_pool_update({"ttlSeconds": hours * 3600})
-            lifecycle.allocation_update(name=allocation.name, update=update, actor=who)
+            lifecycle.allocation_update(name=allocation.name, update=update, actor=who, reach=reach)
             done = f"{allocation.name} now expires in {hours} hour(s)."
         else:
             raise InvalidRequest(f"unknown action {action!r}")

@@ -3,14 +3,21 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from approvals import links, selectors
-from approvals.models import Grant, Status
+from approvals.models import ApprovalRequest, Grant, Status
 from approvals.services import decisions, grants
-from contextsvc.core.errors import InvalidRequest, ServiceError, error_json, service_error_json
+from contextsvc.core.errors import (
+    InvalidRequest,
+    NotFound,
+    ServiceError,
+    error_json,
+    service_error_json,
+)
+from contextsvc.core.teams import reach_of
 from frontend.access import actor, approver_required, viewer_required, wants_json
 from frontend.forms import DecisionForm
 
@@ -22,6 +29,7 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in ("status", "agent_type", "context")}
     history = (
         selectors.approval_list(
+            reach=reach_of(request.user),
             status=filters["status"] if filters["status"] in Status.values else None,
             agent_type=filters["agent_type"] or None,
             context_id=filters["context"] or None,
@@ -33,7 +41,7 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
         request,
         "frontend/approvals.html",
         {
-            "pending": selectors.approval_list_pending(),
+            "pending": selectors.approval_list_pending(reach=reach_of(request.user)),
             "history": history,
             "grants": selectors.grant_list(active=True)[:100],
             "filters": filters,
@@ -47,7 +55,7 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
 def approval_detail(request: HttpRequest, request_id: str) -> HttpResponse:
     """One request: what was asked, how the rules saw it, who was told, who decided (and
     any edit), and what ran."""
-    context = _detail_context(request_id)
+    context = _detail_context(request, request_id)
     return render(
         request,
         "frontend/approval_detail.html",
@@ -58,11 +66,24 @@ def approval_detail(request: HttpRequest, request_id: str) -> HttpResponse:
 @viewer_required
 def approval_detail_body(request: HttpRequest, request_id: str) -> HttpResponse:
     """The page's content alone: what the page fetches when its request changes."""
-    return render(request, "frontend/_approval_detail_body.html", _detail_context(request_id))
+    return render(
+        request, "frontend/_approval_detail_body.html", _detail_context(request, request_id)
+    )
 
 
-def _detail_context(request_id: str) -> dict[str, Any]:
-    found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+def _reached(request: HttpRequest, request_id: str) -> ApprovalRequest:
+    """The request, when the person reaches its team; a 404 page otherwise (an unknown or
+    malformed id too), as the API answers."""
+    try:
+        return selectors.approval_get(
+            request_id=selectors.parse_request_id(request_id), reach=reach_of(request.user)
+        )
+    except NotFound as exc:
+        raise Http404(exc.message) from None
+
+
+def _detail_context(request: HttpRequest, request_id: str) -> dict[str, Any]:
+    found = _reached(request, request_id)
     return {
         "request": found,
         "run": selectors.run_of_request(request=found),
@@ -80,7 +101,7 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
-            asked = selectors.approval_get(request_id=parsed)
+            asked = selectors.approval_get(request_id=parsed, reach=reach_of(request.user))
             decided = decisions.approval_decide(
                 request_id=parsed,
                 actor=actor(request),
@@ -119,7 +140,9 @@ def approval_edit_check(request: HttpRequest, request_id: str) -> JsonResponse:
     if not form.is_valid():
         return error_json(400, "invalid_request", "invalid edit")
     try:
-        asked = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+        asked = selectors.approval_get(
+            request_id=selectors.parse_request_id(request_id), reach=reach_of(request.user)
+        )
         edit = decisions.approval_edit_check(
             request_id=asked.pk, operation=form.edited_operation(asked.operation)
         )
@@ -130,7 +153,7 @@ def approval_edit_check(request: HttpRequest, request_id: str) -> JsonResponse:
 
 @approver_required
 def approval_similar(request: HttpRequest, request_id: str) -> JsonResponse:
-    found = selectors.approval_get(request_id=selectors.parse_request_id(request_id))
+    found = _reached(request, request_id)
     try:
         similar = grants.approval_similar(
             found, rule=request.GET.get("rule"), scope=request.GET.get("scope", "agent_type")

@@ -24,6 +24,7 @@ from approvals.services.check import approval_check
 from approvals.services.decisions import approval_approve
 from config.celery import app as celery_app
 from contextsvc.core import capabilities
+from contextsvc.core.teams import EVERY_TEAM
 from contextsvc.kube import access
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX, SANDBOX_CLAIM
@@ -238,7 +239,7 @@ def test_the_service_account_can_do_everything_the_service_does(
         ("SandboxClaim", "rbac-warm"): 1,
     }
     for name in ("rbac-direct", "rbac-warm"):
-        allocation_release(name=name, actor="user:test")
+        allocation_release(name=name, actor="user:test", reach=EVERY_TEAM)
     wait_for_phase("rbac-direct", Phase.RELEASED)
     wait_for_phase("rbac-warm", Phase.RELEASED)
     assert set(owned().values()) == {0}
@@ -260,7 +261,11 @@ def test_the_service_account_can_do_everything_the_service_does(
         message="the workspace to bind",
     )
     context, _ = workspaces.context_touch(
-        namespace=namespace, agent_type="rbac-agent", context_id="ctx-1", actor="user:test"
+        namespace=namespace,
+        agent_type="rbac-agent",
+        context_id="ctx-1",
+        actor="user:test",
+        reach=EVERY_TEAM,
     )
     AgentWorkspace.objects.filter(pk=workspace.pk).update(usage_bytes=2**30)
     assert workspaces.workspace_expand(workspace.pk) == "expanded to 2Gi"

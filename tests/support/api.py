@@ -10,16 +10,24 @@ from typing import Any
 from django.test import Client
 
 from contextsvc.core import services
+from contextsvc.core.models import Team
 
 
-def issue_token(name: str, scopes: Iterable[str], agent_types: Iterable[str] | None = None) -> str:
-    """A client's first token. Agent clients act for any agent type unless ``agent_types``
-    says which (the tests of that binding do)."""
+def issue_token(
+    name: str,
+    scopes: Iterable[str],
+    agent_types: Iterable[str] | None = None,
+    *,
+    team: Team | None = None,
+) -> str:
+    """A client's first token (a client of ``team``, the default team without one). Agent
+    clients act for any agent type unless ``agent_types`` says which (the tests of that
+    binding do)."""
     scopes = list(scopes)
     if agent_types is None:
         agent_types = ["*"] if "agent" in scopes else []
     client = services.api_client_create(
-        name=name, scopes=scopes, agent_types=agent_types, actor="system:test"
+        name=name, scopes=scopes, agent_types=agent_types, actor="system:test", team=team
     )
     _, raw = services.api_token_issue(client=client, actor="system:test")
     return raw

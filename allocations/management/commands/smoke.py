@@ -20,6 +20,7 @@ from allocations.requests import PoolRequest
 from allocations.services.create import allocation_create
 from allocations.services.release import allocation_release
 from contextsvc.core.errors import ServiceError
+from contextsvc.core.teams import EVERY_TEAM
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.hardening import HARDENING_CHECKS
 from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD
@@ -75,7 +76,7 @@ class Command(BaseCommand):
                 "NetworkPolicy present", None if policy else "no NetworkPolicy for the pool"
             )
         finally:
-            allocation_release(name=name, actor=ACTOR)
+            allocation_release(name=name, actor=ACTOR, reach=EVERY_TEAM)
             released = self._wait(name, Phase.RELEASED, options["timeout"])
             self._report("release deletes everything", None if released else "objects remain")
         if self.failures:

@@ -107,7 +107,9 @@ def test_an_answer_looked_up_before_a_change_is_not_kept() -> None:
     cache = tokencache.TokenCache({})
     cache._listening = True  # as after LISTEN; no thread in this unit test
     cache._started = True
-    principal = ApiPrincipal(client_id=1, name="x", scopes=frozenset(), agent_types=frozenset())
+    principal = ApiPrincipal(
+        client_id=1, name="x", team_id=1, scopes=frozenset(), agent_types=frozenset()
+    )
     entry = tokencache.Entry(principal, 1, 1, None, datetime.now(UTC))
     generation = cache.generation()
     assert generation is not None

@@ -40,6 +40,7 @@ from contextsvc.kube.objects.names import (
     shared_pvc_name,
 )
 from contextsvc.kube.objects.poolspec import PoolSpec
+from contextsvc.quantity import parse_quantity
 
 
 def artifacts_pvc_manifest(spec: PoolSpec) -> Manifest:
@@ -114,6 +115,16 @@ def managed_pvc_names(spec: PoolSpec) -> list[str]:
     if spec.strategy == "shared":
         return [shared_pvc_name(spec.name)]
     return []
+
+
+def requested_storage(spec: PoolSpec) -> int:
+    """The bytes of storage the service requests for a pool's PVCs (its workspaces and its
+    artifacts volume): what a team's storage quota counts. A caller's existing PVC and a
+    warm pool's volumes are not requested by the pool, and count for nothing."""
+    bodies = [pvc_manifest(spec, name) for name in managed_pvc_names(spec)]
+    if spec.artifacts is not None:
+        bodies.append(artifacts_pvc_manifest(spec))
+    return sum(int(parse_quantity(pvc_shape(body).size)) for body in bodies)
 
 
 def context_pvc_manifest(

@@ -2,6 +2,7 @@
 
 manage.py api_client create serverless-harness --scope allocations
 manage.py api_client create weather-agent --scope agent --agent-type weather-service
+manage.py api_client create research-harness --scope allocations --team research
 manage.py api_client token serverless-harness          # another token for it
 manage.py api_client revoke cs_AbCdEfG                 # by the prefix shown at issue
 manage.py api_client list
@@ -15,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextsvc.core import services
-from contextsvc.core.models import ApiClient, ApiToken, Scope
+from contextsvc.core.models import DEFAULT_TEAM, ApiClient, ApiToken, Scope, Team
 
 ACTOR = "system:manage.py"
 
@@ -38,6 +39,9 @@ class Command(BaseCommand):
             help="for the agent scope: an agent type it may act for (repeat; '*' for any)",
         )
         create.add_argument("--description", default="")
+        create.add_argument(
+            "--team", default="", help="the team it belongs to (manage.py team; default: default)"
+        )
         token = sub.add_parser("token", help="issue another token for a client")
         token.add_argument("name")
         revoke = sub.add_parser("revoke", help="revoke a token by its prefix")
@@ -47,6 +51,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
         if action == "create":
+            team = None
+            if options["team"]:
+                team = Team.objects.filter(name=options["team"]).first()
+                if team is None:
+                    raise CommandError(f"no team named {options['team']!r} (manage.py team create)")
             try:
                 client = services.api_client_create(
                     name=options["name"],
@@ -54,6 +63,7 @@ class Command(BaseCommand):
                     agent_types=options["agent_types"],
                     description=options["description"],
                     actor=ACTOR,
+                    team=team,
                 )
             except ValidationError as exc:
                 raise CommandError("; ".join(exc.messages)) from None
@@ -70,13 +80,14 @@ class Command(BaseCommand):
             services.api_token_revoke(token=matches[0], actor=ACTOR)
             self.stdout.write(f"revoked {matches[0].prefix}… of {matches[0].client.name}")
         else:
-            for client in ApiClient.objects.prefetch_related("tokens"):
+            for client in ApiClient.objects.select_related("team").prefetch_related("tokens"):
                 state = "active" if client.is_active else "disabled"
                 agents = (
                     f" agent types: {', '.join(client.agent_types)}" if client.agent_types else ""
                 )
+                member = f" team: {client.team.name}" if client.team.name != DEFAULT_TEAM else ""
                 self.stdout.write(
-                    f"{client.name} ({state}) scopes: {', '.join(client.scopes)}{agents}"
+                    f"{client.name} ({state}) scopes: {', '.join(client.scopes)}{agents}{member}"
                 )
                 for token in client.tokens.all():
                     status = "revoked" if token.revoked_at else "active"

@@ -1,0 +1,33 @@
+"""A team's share of the cluster (docs/operations.md, "Teams and quotas"): how many live
+allocations, running sandboxes and bytes of requested storage it may hold.
+
+Called inside the transaction that makes the change, which locks the team's row first
+(``team_lock``): two callers of one team count one after the other, each seeing what the
+other committed, so no burst passes a limit. Warm-pool claims count as sandboxes of the
+team that claims them."""
+
+from __future__ import annotations
+
+from allocations import selectors
+from contextsvc.core.models import Team
+from contextsvc.core.teams import Quota, quota_check
+from contextsvc.quantity import format_bytes
+
+LIVE_ALLOCATIONS = Quota("max_live_allocations", "live allocations")
+LIVE_SANDBOXES = Quota("max_live_sandboxes", "live sandboxes")
+STORAGE = Quota("max_storage_bytes", "of requested storage", show=format_bytes)
+
+
+def quotas_check(team: Team, *, allocations: int = 0, sandboxes: int = 0, storage: int = 0) -> None:
+    """Refuse a change that adds ``allocations``, ``sandboxes`` and ``storage`` (bytes) to
+    what the team holds, when it would pass one of its limits (the first, in this order)."""
+    if (
+        team.max_live_allocations is None
+        and team.max_live_sandboxes is None
+        and team.max_storage_bytes is None
+    ):
+        return  # no limits: nothing to count
+    use = selectors.team_use(team_id=team.pk)
+    quota_check(team, LIVE_ALLOCATIONS, in_use=use.allocations, more=allocations)
+    quota_check(team, LIVE_SANDBOXES, in_use=use.sandboxes, more=sandboxes)
+    quota_check(team, STORAGE, in_use=use.storage, more=storage)

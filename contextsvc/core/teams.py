@@ -1,0 +1,151 @@
+"""Teams: whose an object is, what a caller may reach, and the share a team may hold.
+
+Every allocation, named context, agent workspace and approval request records the team of
+whoever made it. A caller reaches only its own team's objects; one with the ``admin`` scope
+(an admin client or person) reaches every team's. Another team's object is answered as if
+it did not exist (404), so a caller learns nothing of other teams' names beyond the
+contract's 409 for a name already taken, which never says whose.
+
+Quotas are the team row's limits. A service checks one inside the transaction that would go
+past it, after ``team_lock``: concurrent callers of one team queue on the row, so no burst
+gets past a limit by counting before another's insert commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from django.db.models import Model, QuerySet
+
+from contextsvc.core.auth import ApiPrincipal, principal_scopes
+from contextsvc.core.errors import Forbidden
+from contextsvc.core.models import Scope, Team, TeamMember, default_team_pk
+from contextsvc.quantity import format_bytes, parse_quantity
+
+M = TypeVar("M", bound=Model)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The teams whose objects a caller may see and change: one (``team_id``) or every
+    team's (``team_id`` None: admins, and the service itself)."""
+
+    team_id: int | None
+
+    def narrow(self, objects: QuerySet[M]) -> QuerySet[M]:
+        """``objects`` (of a model with a ``team`` key) cut to what this caller reaches."""
+        return objects if self.team_id is None else objects.filter(team_id=self.team_id)
+
+    def allows(self, team_id: int | None) -> bool:
+        return self.team_id is None or (team_id is not None and self.team_id == team_id)
+
+
+EVERY_TEAM = Reach(None)
+
+MEMBERSHIP_CACHE = "_cs_team_id"
+
+
+def team_id_of(principal: Any) -> int:
+    """The team a caller belongs to (and whose objects it makes): an API client's own, a
+    person's membership, the default team for a person with none."""
+    if isinstance(principal, ApiPrincipal):
+        return principal.team_id
+    cached = getattr(principal, MEMBERSHIP_CACHE, None)
+    if cached is not None:
+        return int(cached)
+    found = TeamMember.objects.filter(user_id=principal.pk).values_list("team_id", flat=True)
+    team_id = found.first() or default_team_pk()
+    setattr(principal, MEMBERSHIP_CACHE, team_id)
+    return team_id
+
+
+def reach_of(principal: Any) -> Reach:
+    if Scope.ADMIN in principal_scopes(principal):
+        return EVERY_TEAM
+    return Reach(team_id_of(principal))
+
+
+# --- Quotas -----------------------------------------------------------------------------------
+
+
+class QuotaExceeded(Forbidden):
+    code = "quota_exceeded"
+
+
+def _count(value: int) -> str:
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """One limit of a team: the ``Team`` field that holds it, what the messages call it,
+    and how its amounts read."""
+
+    field: str
+    label: str
+    show: Callable[[int], str] = _count
+
+
+NO_LIMIT = "none"
+# A team's limits by the names an admin gives them (``manage.py team quota
+# --live-sandboxes``, the dashboard's Teams page), and the Team field each sets.
+LIMITS = {
+    "live_allocations": "max_live_allocations",
+    "live_sandboxes": "max_live_sandboxes",
+    "storage": "max_storage_bytes",
+    "pending_approvals": "max_pending_approvals",
+}
+STORAGE_LIMIT = "storage"  # the one written as a quantity (500Gi)
+
+
+def parse_limit(limit: str, text: str) -> int | None:
+    """The ``limit`` (of LIMITS) as an admin writes it: a whole number, or a quantity for
+    storage (500Gi); ``none`` (or nothing) for no limit. ``ValueError`` says what is wrong."""
+    quantity = limit == STORAGE_LIMIT
+    text = text.strip()
+    if text in ("", NO_LIMIT):
+        return None
+    try:
+        value = parse_quantity(text) if quantity else Decimal(int(text))
+    except ValueError:
+        kind = "a quantity (500Gi)" if quantity else "a whole number"
+        raise ValueError(f"must be {kind} or {NO_LIMIT!r}") from None
+    if value < 0 or value != int(value):
+        raise ValueError("must be a whole amount of 0 or more")
+    return int(value)
+
+
+def limits_shown(team: Team) -> str:
+    """The team's limits in a line (``live sandboxes 40, storage 500Gi``)."""
+    shown = []
+    for limit, field in LIMITS.items():
+        value = getattr(team, field)
+        if value is not None:
+            amount = format_bytes(value) if limit == STORAGE_LIMIT else str(value)
+            shown.append(f"{limit.replace('_', ' ')} {amount}")
+    return ", ".join(shown) or "no limits"
+
+
+def team_lock(team_id: int | None) -> Team:
+    """The team's row, locked until the transaction ends: call it first in a transaction
+    that checks a quota, so that whatever it counts stays true until it commits."""
+    if team_id is None:
+        raise ValueError("an object without a team has no quota to check")
+    return Team.objects.select_for_update().get(pk=team_id)
+
+
+def quota_check(team: Team, quota: Quota, *, in_use: int, more: int) -> None:
+    """Refuse (403) when ``more`` on top of ``in_use`` would pass the team's limit; a
+    change that adds nothing (``more`` ≤ 0) is never refused, even over a lowered limit."""
+    limit = getattr(team, quota.field)
+    if limit is None or more <= 0 or in_use + more <= limit:
+        return
+    error = QuotaExceeded(
+        f'team "{team.name}" is limited to {quota.show(limit)} {quota.label}; '
+        f"{quota.show(in_use)} in use, this request needs {quota.show(more)} more"
+    )
+    error.details = {"quota": quota.field, "limit": limit, "inUse": in_use, "requested": more}
+    raise error
