@@ -27,12 +27,14 @@ from contextsvc.core.errors import error_json
 from contextsvc.core.metrics import RetentionCollector
 from contextsvc.core.models import Scope
 from contextsvc.core.retention import retention_kept as audit_kept
+from usage.metrics import UsageCollector
 from workspaces.metrics import WorkspaceCollector
 
 COLLECTORS = (
     WorkspaceCollector,
     AllocationCollector,
     ApprovalCollector,
+    UsageCollector,
     functools.partial(RetentionCollector, allocations_kept, approvals_kept, audit_kept),
 )
 

@@ -10,6 +10,7 @@ from frontend.views import (
     overview,
     profiles,
     teams,
+    usage,
 )
 
 app_name = "frontend"
@@ -86,6 +87,8 @@ urlpatterns = [
     path("tokens/<int:token_id>/revoke/", admin_pages.token_revoke, name="token-revoke"),
     path("users/", admin_pages.user_list, name="users"),
     path("teams/", teams.team_list, name="teams"),
+    path("usage/", usage.usage_page, name="usage"),
+    path("usage.csv", usage.usage_csv, name="usage-csv"),
     path("teams/<int:team_id>/quotas/", teams.team_quotas, name="team-quotas"),
     path("teams/move/", teams.team_move, name="team-move"),
     path("users/<int:user_id>/role/", admin_pages.user_role_change, name="user-role"),

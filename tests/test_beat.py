@@ -37,6 +37,7 @@ from tests.support.kube import wait_for_phase
 from tests.support.processes import ManagedProcess, celery_argv, child_env, wait_until
 from tests.support.receivers import HttpReceiver
 from tests.support.workspaces import agent_client, ensure, platform_client, ready
+from usage.models import UsageHour
 from workspaces.models import WorkspaceContext
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("service")]
@@ -68,6 +69,7 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
         "allocations.tasks.expire",
         "allocations.tasks.retention",
         "approvals.tasks.retention",
+        "usage.tasks.meter",
     }
     now = timezone.now()
     # Approvals: one past its deadline, one past its escalation time, one message not sent.
@@ -150,6 +152,8 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
             is not None,
             "allocation retention": not Allocation.objects.filter(pk=long_released.pk).exists(),
             "approval retention": not ApprovalRequest.objects.filter(pk=long_decided.pk).exists(),
+            # The ready allocation's sandbox-seconds so far, in the current hour's row.
+            "usage": UsageHour.objects.filter(sandbox_seconds__gt=0).exists(),
         }
 
     wait_until(lambda: all(done().values()), timeout=60, interval=0.5, message="every task")

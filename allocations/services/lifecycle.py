@@ -97,10 +97,13 @@ def allocation_update(*, name: str, update: PoolUpdate, actor: str, reach: Reach
             if allocation.phase in (Phase.PROVISIONING, Phase.READY):
                 ready = allocation.ready_replicas >= allocation.replicas
                 allocation.phase = Phase.READY if ready else Phase.PROVISIONING
+            # What usage counts from this moment on (usage/services.py).
             record_event(
                 allocation,
                 AllocationEvent.Kind.SCALED,
                 f"{changes['replicas'][0]} → {update.replicas} replicas, by {actor}",
+                replicas=changes["replicas"],
+                storage=[before_storage, allocation.requested_storage],
             )
         if update.expires_at is not KEEP and update.expires_at != allocation.expires_at:
             before = allocation.expires_at

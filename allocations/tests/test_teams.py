@@ -12,6 +12,7 @@ import pytest
 
 from allocations.models import Allocation, Phase
 from allocations.tests.test_consumers import Stream, pool, request
+from allocations.tests.test_lifecycle import patch
 from contextsvc.core import services
 from contextsvc.core.models import AuditEntry, Team
 from tests.support.api import ApiClient, issue_token
@@ -26,15 +27,6 @@ GIB = 1024**3
 def team(name: str, **limits: int) -> Team:
     made = services.team_create(name=name, actor="system:test")
     return services.team_set_quotas(team=made, actor="system:test", **limits) if limits else made
-
-
-def patch(api: ApiClient, name: str, change: dict[str, Any]) -> Any:
-    return api.client.patch(
-        f"/v1/sandbox-pools/{name}",
-        data=change,
-        content_type="application/json",
-        headers=api.headers,
-    )
 
 
 def test_another_teams_pool_is_absent_for_every_verb(web_server: str, namespace: str) -> None:

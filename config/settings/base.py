@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "workspaces",
     "profiles",
     "approvals",
+    "usage",
     "frontend",
 ]
 
@@ -248,6 +249,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "approvals-retention": {
         "task": "approvals.tasks.retention",
         "schedule": 3600.0,
+    },
+    # Usage by team and profile: the current hour recomputed, ended hours closed.
+    "usage-meter": {
+        "task": "usage.tasks.meter",
+        "schedule": 60.0,
     },
 }
 

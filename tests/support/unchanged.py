@@ -23,7 +23,7 @@ from contextsvc.kube.objects.kinds import (
 )
 
 # The service's own apps, and the people and groups it manages.
-APPS = ("core", "allocations", "contexts", "workspaces", "approvals", "profiles", "auth")
+APPS = ("core", "allocations", "contexts", "workspaces", "approvals", "profiles", "usage", "auth")
 # Bookkeeping that changes on every call, whatever the call did: when a token or a person
 # was last seen, and what the background processes and the cluster last reported.
 NOT_STATE = {

@@ -57,6 +57,13 @@ const Charts = {
     });
   },
 
+  // The Usage page: sandbox-hours per hour, stacked by team.
+  renderUsage(data) {
+    this.bar("chart-usage", data.labels, data.series, {
+      scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } },
+    });
+  },
+
   render(data) {
     if (!data) return;
     const phases = data.timeToPhase;
@@ -85,4 +92,6 @@ document.addEventListener("DOMContentLoaded", () => {
   if (initial) Charts.render(JSON.parse(initial.textContent));
   const analytics = document.getElementById("analytics-charts");
   if (analytics) Charts.renderAnalytics(JSON.parse(analytics.textContent));
+  const usage = document.getElementById("usage-plot");
+  if (usage) Charts.renderUsage(JSON.parse(usage.textContent));
 });
