@@ -40,8 +40,8 @@ def test_every_queued_name_is_a_registered_task_and_every_task_is_named_once() -
     )
 
     assert named <= registered
-    # The rest are beat's own (heartbeats, capabilities) and the approvals' expiry,
-    # escalation, delivery sweep and retention.
+    # The rest are beat's own (heartbeats, capabilities), the approvals' expiry,
+    # escalation, delivery sweep and retention, and the usage meter.
     assert sorted(registered - named) == [
         "approvals.tasks.deliveries_due",
         "approvals.tasks.escalate_due",
@@ -49,6 +49,7 @@ def test_every_queued_name_is_a_registered_task_and_every_task_is_named_once() -
         "approvals.tasks.retention",
         "contextsvc.core.tasks.record_heartbeat",
         "contextsvc.core.tasks.refresh_capabilities",
+        "usage.tasks.meter",
     ]
     beat = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert beat <= registered
