@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parent.parent
@@ -31,9 +33,35 @@ def is_root() -> bool:
 _apt_updated = False
 
 
-# Wait for another apt-get to finish (the suite's parallel processes may both install
-# Chromium on a new machine) instead of failing on its lock.
+# Wait for another apt-get to finish instead of failing on its lock (dpkg's lock only:
+# `apt-get update`'s lists lock has no timeout, hence APT_LOCK as well).
 APT_WAIT = ("-o", "DPkg::Lock::Timeout=600")
+# The suite's parallel processes may both install Chromium on a new machine: one installs
+# while the other waits here, then finds it installed.
+APT_LOCK = Path("/var/lock/contextsvc-apt.lock")
+_apt_depth = 0
+
+
+@contextlib.contextmanager
+def apt_lock() -> Iterator[None]:
+    """Held while this process looks for and installs packages; re-entrant (flock on a
+    second open of the file would wait for this process itself)."""
+    global _apt_depth
+    if _apt_depth:
+        _apt_depth += 1
+        try:
+            yield
+        finally:
+            _apt_depth -= 1
+        return
+    APT_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with APT_LOCK.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _apt_depth = 1
+        try:
+            yield
+        finally:
+            _apt_depth = 0
 
 
 def apt_install(*packages: str) -> None:
@@ -45,34 +73,35 @@ def apt_install(*packages: str) -> None:
             f"'sudo apt-get install {' '.join(packages)}' or run as root"
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    # Debian starts a packaged service on install; we run our own private instances, so
-    # a policy-rc.d that refuses service starts keeps the machine's ports free.
-    policy = Path("/usr/sbin/policy-rc.d")
-    created_policy = False
-    if not policy.exists():
-        policy.write_text("#!/bin/sh\nexit 101\n")
-        policy.chmod(0o755)
-        created_policy = True
-    try:
-        if not _apt_updated:
-            say("apt-get update")
+    with apt_lock():
+        # Debian starts a packaged service on install; we run our own private instances,
+        # so a policy-rc.d that refuses service starts keeps the machine's ports free.
+        policy = Path("/usr/sbin/policy-rc.d")
+        created_policy = False
+        if not policy.exists():
+            policy.write_text("#!/bin/sh\nexit 101\n")
+            policy.chmod(0o755)
+            created_policy = True
+        try:
+            if not _apt_updated:
+                say("apt-get update")
+                subprocess.run(
+                    ["apt-get", "update", "-q", *APT_WAIT],
+                    check=True,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                )
+                _apt_updated = True
+            say(f"apt-get install {' '.join(packages)}")
             subprocess.run(
-                ["apt-get", "update", "-q", *APT_WAIT],
+                ["apt-get", "install", "-y", "-q", "--no-install-recommends", *APT_WAIT, *packages],
                 check=True,
                 env=env,
                 stdout=subprocess.DEVNULL,
             )
-            _apt_updated = True
-        say(f"apt-get install {' '.join(packages)}")
-        subprocess.run(
-            ["apt-get", "install", "-y", "-q", "--no-install-recommends", *APT_WAIT, *packages],
-            check=True,
-            env=env,
-            stdout=subprocess.DEVNULL,
-        )
-    finally:
-        if created_policy:
-            policy.unlink()
+        finally:
+            if created_policy:
+                policy.unlink()
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
@@ -140,8 +169,12 @@ def terminate_pid(pid: int, *, timeout: float = 15.0, group: bool = False) -> No
 def which_or_install(binary: str, package: str) -> str:
     path = shutil.which(binary)
     if path is None:
-        apt_install(package)
-        path = shutil.which(binary)
+        with apt_lock():
+            # Another process may have installed it while this one waited for the lock.
+            path = shutil.which(binary)
+            if path is None:
+                apt_install(package)
+                path = shutil.which(binary)
     if path is None:
         raise DevEnvError(f"{binary} not found even after installing {package}")
     return path

@@ -5,7 +5,6 @@ browser here; Chromium comes from Debian's package, installed on first use."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,9 @@ import pytest
 from django.contrib.auth.models import User
 
 from contextsvc.core.users import ensure_role_groups, user_set_role
-from devenv.system import REPO_DIR, apt_install
+from devenv.system import REPO_DIR, which_or_install
 
 SCREENSHOTS = REPO_DIR / ".local" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
 # Keep Chromium off the network: this machine reaches nothing but loopback.
 CHROMIUM_ARGS = [
     "--no-sandbox",  # as root, Chromium's own sandbox cannot start
@@ -47,10 +45,10 @@ def _orm_beside_playwright() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args() -> dict[str, Any]:
-    if not Path(CHROMIUM).exists():
-        apt_install("chromium")
+    # Debian's Chromium (a test tool cannot download a browser here); on a new machine the
+    # suite's two processes both ask, and one installs it while the other waits.
     return {
-        "executable_path": shutil.which("chromium") or CHROMIUM,
+        "executable_path": which_or_install("chromium", "chromium"),
         "args": CHROMIUM_ARGS,
         "headless": True,
     }
