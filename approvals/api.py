@@ -362,7 +362,12 @@ class GrantCollectionApi(ServiceAPIView):
     def get(self, request: Request) -> Response:
         active = contract.GRANTS_ACTIVE.read(request.query_params, False)
         return Response(
-            {"items": [selectors.grant_json(g) for g in selectors.grant_list(active=active)]}
+            {
+                "items": [
+                    selectors.grant_json(g)
+                    for g in selectors.grant_list(reach=reach_of(request.user), active=active)
+                ]
+            }
         )
 
 
@@ -373,7 +378,9 @@ class GrantDetailApi(ServiceAPIView):
 
     @extend_schema(operation_id="grants_revoke", responses=responses({204: None}, 404, 409))
     def delete(self, request: Request, grant_id: int) -> Response:
-        grants.grant_revoke(grant_id=grant_id, actor=actor_of(request.user))
+        grants.grant_revoke(
+            grant_id=grant_id, actor=actor_of(request.user), reach=reach_of(request.user)
+        )
         return Response(status=204)
 
 
@@ -429,6 +436,7 @@ class RunCollectionApi(ServiceAPIView):
             refused_effects=spec["refusedEffects"].read(body) or [],
             sandbox=spec["sandbox"].read(body) or {},
             actor=actor_of(request.user),
+            team_id=team_id_of(request.user),
         )
         return Response(
             selectors.run_json(run), status=201, headers={"Location": f"/v1/runs/{run.pk}"}
@@ -444,4 +452,5 @@ class RunDetailApi(ServiceAPIView):
             parsed = UUID(run_id)
         except ValueError:
             raise NotFound(f'run "{run_id}" not found') from None
-        return Response(selectors.run_json(selectors.run_get(run_id=parsed)))
+        run = selectors.run_get(run_id=parsed, reach=reach_of(request.user))
+        return Response(selectors.run_json(run))

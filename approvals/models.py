@@ -129,6 +129,11 @@ class Grant(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=200)
+    # The team of the request it was granted on: it allows only that team's agents'
+    # operations (another team's agents of the same type are asked as before).
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, related_name="grants", default=default_team_pk
+    )
     source = models.ForeignKey(
         ApprovalRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -189,6 +194,11 @@ class OperationRun(models.Model):
     # How it was contained: {"network": pod|none, "memory"/"processes": cgroup|rlimit}.
     sandbox = models.JSONField(default=dict, blank=True)
     reported_by = models.CharField(max_length=200)
+    # The reporter's team (the team of the request or check it reports on): only it and
+    # admins read the run.
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, related_name="runs", default=default_team_pk
+    )
     reported_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -92,16 +92,22 @@ def approval_list_pending(*, reach: Reach) -> QuerySet[ApprovalRequest]:
     )
 
 
-def grant_list(*, active: bool | None = None) -> QuerySet[Grant]:
+def grant_list(*, reach: Reach, active: bool | None = None) -> QuerySet[Grant]:
     grants = Grant.objects.active() if active else Grant.objects.all()
-    return grants.order_by("-created_at")
+    return reach.narrow(grants).order_by("-created_at")
 
 
-def grant_list_active_for(*, agent_type: str, context_id: str) -> QuerySet[Grant]:
-    """The active grants that apply to an operation: the agent type's, and this context's."""
+def grant_list_active_for(
+    *, agent_type: str, context_id: str, team_id: int | None
+) -> QuerySet[Grant]:
+    """The active grants that apply to an operation of ``team_id``'s agent: the agent
+    type's, and this context's, granted on that team's requests."""
+    if team_id is None:
+        return Grant.objects.none()  # (rows always have a team: fails closed if not)
     return Grant.objects.active().filter(
         Q(scope=Grant.Scope.AGENT_TYPE) | Q(scope=Grant.Scope.CONTEXT, context_id=context_id),
         agent_type=agent_type,
+        team_id=team_id,
     )
 
 
@@ -299,8 +305,8 @@ def run_of_request(*, request: ApprovalRequest) -> OperationRun | None:
     return OperationRun.objects.filter(request=request).first()
 
 
-def run_get(*, run_id: UUID) -> OperationRun:
-    run = OperationRun.objects.filter(pk=run_id).first()
+def run_get(*, run_id: UUID, reach: Reach) -> OperationRun:
+    run = reach.narrow(OperationRun.objects.filter(pk=run_id)).first()
     if run is None:
         raise NotFound(f"run {run_id} not found")
     return run

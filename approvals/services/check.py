@@ -129,7 +129,8 @@ def approval_check(
     except OperationError as exc:
         raise InvalidRequest(f"operation.{exc}") from None
     seconds = _deadline_seconds(deadline_seconds)
-    policy = policy_for(agent_type=agent_type, context_id=context_id)
+    team_id = team_id if team_id is not None else default_team_pk()
+    policy = policy_for(agent_type=agent_type, context_id=context_id, team_id=team_id)
     workspace = policy.rules.workspace(context_id)
     evaluation = evaluate(
         parsed,
@@ -156,7 +157,7 @@ def approval_check(
         namespace=namespace,
         seconds=seconds,
         actor=actor,
-        team_id=team_id if team_id is not None else default_team_pk(),
+        team_id=team_id,
     )
 
 

@@ -228,7 +228,9 @@ def _judge_edit(request: ApprovalRequest, raw: Any) -> tuple[dict[str, Any], Pol
         )
     if edited.to_dict() == asked.to_dict():
         raise InvalidRequest("the edit is the operation as asked: approve it instead")
-    policy = policy_for(agent_type=request.agent_type, context_id=request.context_id)
+    policy = policy_for(
+        agent_type=request.agent_type, context_id=request.context_id, team_id=request.team_id
+    )
     evaluation = evaluate(
         edited,
         rules=policy.rules,

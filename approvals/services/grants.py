@@ -14,6 +14,7 @@ from approvals.models import ApprovalRequest, Grant
 from approvals.services.policy import policy_for
 from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
 from contextsvc.core.services import audit_record
+from contextsvc.core.teams import Reach
 from profiles.models import SandboxProfile
 from rules import RuleSyntaxError, operation_from_dict, parse_rule, propose_allow_rule, rule_matches
 
@@ -52,7 +53,9 @@ def check_grant_rule(rule: str, request: ApprovalRequest) -> None:
 
 
 def proposed_rule(request: ApprovalRequest) -> str | None:
-    policy = policy_for(agent_type=request.agent_type, context_id=request.context_id)
+    policy = policy_for(
+        agent_type=request.agent_type, context_id=request.context_id, team_id=request.team_id
+    )
     return propose_allow_rule(
         operation_from_dict(request.operation),
         rules=policy.rules,
@@ -80,7 +83,10 @@ def approval_similar(
         parsed = parse_rule(chosen)
     except RuleSyntaxError as exc:
         raise InvalidRequest(str(exc)) from None
-    past = ApprovalRequest.objects.filter(agent_type=request.agent_type).exclude(pk=request.pk)
+    # What it would have matched of its own team's past requests (a grant allows no other's).
+    past = ApprovalRequest.objects.filter(agent_type=request.agent_type, team=request.team).exclude(
+        pk=request.pk
+    )
     if scope == Grant.Scope.CONTEXT:
         past = past.filter(context_id=request.context_id)
     workspace = _workspace_template(request.agent_type)
@@ -110,6 +116,7 @@ def grant_create(
         else None,
         created_by=actor,
         source=source,
+        team_id=source.team_id,
     )
     ApprovalRequest.objects.filter(pk=source.pk).update(grant=grant)
     audit_record(
@@ -128,9 +135,9 @@ def grant_create(
     return grant
 
 
-def grant_revoke(*, grant_id: int, actor: str) -> Grant:
+def grant_revoke(*, grant_id: int, actor: str, reach: Reach) -> Grant:
     with transaction.atomic():
-        grant = Grant.objects.select_for_update().filter(pk=grant_id).first()
+        grant = reach.narrow(Grant.objects.select_for_update().filter(pk=grant_id)).first()
         if grant is None:
             raise NotFound(f"grant {grant_id} not found")
         if grant.revoked_at is not None:

@@ -36,9 +36,9 @@ class Policy:
         return self.execution.get("isolation") == "namespaces"
 
 
-def policy_for(*, agent_type: str, context_id: str) -> Policy:
-    """The agent type's settings.json and sources.json, plus its active grants as extra
-    allow rules (a deny still wins over them)."""
+def policy_for(*, agent_type: str, context_id: str, team_id: int | None) -> Policy:
+    """The agent type's settings.json and sources.json, plus the active grants of
+    ``team_id``'s requests as extra allow rules (a deny still wins over them)."""
     profile = SandboxProfile.objects.filter(name=agent_type, enabled=True).first()
     if profile is None:
         raise InvalidRequest(f'agent type "{agent_type}" has no enabled profile')
@@ -47,7 +47,7 @@ def policy_for(*, agent_type: str, context_id: str) -> Policy:
     own = {rule.text for rule in rules.allow}
     # This context's grants before the agent type's: a hit is counted on the narrower one.
     active = sorted(
-        grant_list_active_for(agent_type=agent_type, context_id=context_id),
+        grant_list_active_for(agent_type=agent_type, context_id=context_id, team_id=team_id),
         key=lambda grant: (grant.scope != Grant.Scope.CONTEXT, grant.pk),
     )
     granted = tuple(parse_rule(grant.rule) for grant in active)

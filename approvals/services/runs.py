@@ -13,7 +13,7 @@ from approvals import live
 from approvals.models import ApprovalRequest, OperationRun, RunOutcome, Status
 from approvals.selectors import operation_digest
 from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
-from contextsvc.core.models import AuditEntry
+from contextsvc.core.models import AuditEntry, default_team_pk
 from contextsvc.core.services import audit_record
 
 
@@ -100,6 +100,7 @@ def run_record(
     actor: str,
     refused_effects: list[Any] | None = None,
     sandbox: dict[str, Any] | None = None,
+    team_id: int | None = None,
 ) -> OperationRun:
     """Keep what an executor ran next to the decision that allowed it. The command must be
     the one judged: a report of anything else is refused, and the refusal is audited (an
@@ -141,6 +142,10 @@ def run_record(
                 refused_effects=refused,
                 sandbox=contained,
                 reported_by=actor,
+                # The request's team; a check's is the reporter's (it was the one asking).
+                team_id=request.team_id
+                if request is not None
+                else (team_id if team_id is not None else default_team_pk()),
             )
             audit_record(
                 actor=actor,

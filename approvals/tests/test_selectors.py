@@ -12,7 +12,8 @@ from approvals import selectors
 from approvals.models import Grant, Status
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
 from contextsvc.core.errors import InvalidRequest, NotFound
-from contextsvc.core.teams import EVERY_TEAM
+from contextsvc.core.models import Team, default_team_pk
+from contextsvc.core.teams import EVERY_TEAM, Reach
 from tests.support.unchanged import kept
 
 pytestmark = pytest.mark.django_db
@@ -30,8 +31,15 @@ def test_active_grants_are_neither_revoked_nor_expired_and_apply_by_scope() -> N
     GrantFactory.create(rule="shell(go:*)", revoked_at=now, revoked_by="user:alice")
     GrantFactory.create(rule="shell(mvn:*)", expires_at=now - timedelta(seconds=1))
 
-    applying = selectors.grant_list_active_for(agent_type="data-agent", context_id="ctx-1")
-    active = selectors.grant_list(active=True)
+    # Another team's grant of the same agent type allows nothing of this team's agents.
+    billing = Team.objects.create(name="billing")
+    theirs = GrantFactory.create(rule="shell(rake:*)", team=billing)
+
+    ours = Reach(default_team_pk())
+    applying = selectors.grant_list_active_for(
+        agent_type="data-agent", context_id="ctx-1", team_id=default_team_pk()
+    )
+    active = selectors.grant_list(reach=ours, active=True)
 
     assert {grant.rule for grant in applying} == {everywhere.rule, here.rule, until_later.rule}
     assert [grant.rule for grant in active] == [
@@ -41,7 +49,14 @@ def test_active_grants_are_neither_revoked_nor_expired_and_apply_by_scope() -> N
         "shell(npm ci:*)",
         "shell(pip install:*)",
     ]
-    assert selectors.grant_list().count() == 7
+    assert selectors.grant_list(reach=ours).count() == 7
+    assert list(selectors.grant_list(reach=Reach(billing.pk))) == [theirs]
+    assert selectors.grant_list(reach=EVERY_TEAM).count() == 8
+    assert list(
+        selectors.grant_list_active_for(
+            agent_type="data-agent", context_id="ctx-1", team_id=billing.pk
+        )
+    ) == [theirs]
 
 
 def test_an_agent_gets_only_its_own_requests() -> None:

@@ -96,3 +96,51 @@ def test_a_burst_past_the_pending_quota_is_refused_at_exactly_the_limit() -> Non
     # At the limit, a rule still decides at once (only what waits for a human is counted).
     agent = ApiClient(token)
     assert ask(agent, "ls -la").json()["decision"] == "allow"
+
+
+def test_a_grant_allows_only_its_teams_agents_and_runs_are_read_by_their_team() -> None:
+    research, billing = team("research"), team("billing")
+    agent = ApiClient(issue_token("research-agent", ["agent"], team=research))
+    reviewer = ApiClient(issue_token("research-reviewer", ["approver", "read"], team=research))
+    other_agent = ApiClient(issue_token("billing-agent", ["agent"], team=billing))
+    other_reviewer = ApiClient(issue_token("billing-reviewer", ["approver", "read"], team=billing))
+    request_id = ask(agent, "pip install pandas").json()["id"]
+    decided = reviewer.post(
+        f"/v1/approvals/{request_id}/decision",
+        {"decision": "approve_similar", "scope": "agent_type"},
+    )
+    grant = decided.json()["grant"]
+    # The agent type's grant allows research's agents, and asks billing's as before.
+    assert ask(agent, "pip install pandas --quiet").json()["decision"] == "allow"
+    assert ask(other_agent, "pip install pandas --quiet").status_code == 202
+    report = {
+        "requestId": request_id,
+        "contextId": "ctx-1",
+        "command": "pip install pandas",
+        "outcome": "exited",
+        "exitStatus": 0,
+        "durationMs": 5,
+        "stdoutBytes": 0,
+        "stderrBytes": 0,
+        "truncated": False,
+    }
+    ran = agent.post("/v1/runs", report)
+    assert ran.status_code == 201
+    run_id = ran.json()["id"]
+
+    with kept():
+        assert other_reviewer.get("/v1/grants").json() == {"items": []}
+        revoked = other_reviewer.delete(f"/v1/grants/{grant['id']}")
+        assert (revoked.status_code, revoked.json()["message"]) == (
+            404,
+            f"grant {grant['id']} not found",
+        )
+        other_run = other_reviewer.get(f"/v1/runs/{run_id}")
+        assert (other_run.status_code, other_run.json()["message"]) == (
+            404,
+            f"run {run_id} not found",
+        )
+
+    assert [item["id"] for item in reviewer.get("/v1/grants").json()["items"]] == [grant["id"]]
+    assert reviewer.get(f"/v1/runs/{run_id}").json()["command"] == "pip install pandas"
+    assert reviewer.delete(f"/v1/grants/{grant['id']}").status_code == 204

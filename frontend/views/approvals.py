@@ -43,7 +43,7 @@ def approval_queue(request: HttpRequest) -> HttpResponse:
         {
             "pending": selectors.approval_list_pending(reach=reach_of(request.user)),
             "history": history,
-            "grants": selectors.grant_list(active=True)[:100],
+            "grants": selectors.grant_list(reach=reach_of(request.user), active=True)[:100],
             "filters": filters,
             "statuses": [s for s in Status.values if s != Status.PENDING],
             "live_topic": "approvals",
@@ -205,7 +205,7 @@ def approval_link(request: HttpRequest, request_id: str, token: str) -> HttpResp
 def grant_revoke(request: HttpRequest, grant_id: int) -> HttpResponse:
     get_object_or_404(Grant, pk=grant_id)
     try:
-        grants.grant_revoke(grant_id=grant_id, actor=actor(request))
+        grants.grant_revoke(grant_id=grant_id, actor=actor(request), reach=reach_of(request.user))
         messages.success(request, "Grant revoked.")
     except ServiceError as exc:
         messages.error(request, exc.message)
