@@ -24,7 +24,7 @@ from contextsvc.core.models import default_team_pk
 from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.core.storage import check_storage_classes
-from contextsvc.core.teams import Reach
+from contextsvc.core.teams import Reach, check_team_namespace
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import name_of
 from contextsvc.kube.objects.kinds import PVC
@@ -111,6 +111,8 @@ def context_create(
     its audit entry are committed before the real create; a transient failure of that
     create leaves the PVC to the worker, and the response says so."""
     namespaces.check_requested(request.namespace)
+    team_id = team_id if team_id is not None else default_team_pk()
+    check_team_namespace(team_id, request.namespace)
     taken = _context_taken(request.name, request.namespace)
     if (
         ContextResource.objects.filter(name=request.name, namespace=request.namespace)
@@ -127,7 +129,7 @@ def context_create(
         access_mode=request.access_mode,
         storage_class=request.storage_class,
         requester=actor,
-        team_id=team_id if team_id is not None else default_team_pk(),
+        team_id=team_id,
     )
     context.full_clean(validate_constraints=False)
     try:

@@ -38,6 +38,9 @@ def test_a_team_gets_limits_clients_and_people() -> None:
         "API client 'research-harness' is in team 'research'\n"
     )
     assert run("person", "research", "alice") == "alice is in team 'research'\n"
+    assert run("namespaces", "research", "team-b", "team-a", "team-a") == (
+        "research: namespaces team-a, team-b\n"
+    )
     assert run("quota", "research", "--live-sandboxes", "none", "--pending-approvals", "5") == (
         "research: storage 500Gi, pending approvals 5\n"
     )
@@ -56,10 +59,11 @@ def test_a_team_gets_limits_clients_and_people() -> None:
     assert run("list") == (
         "default: no limits\n  API clients: none\n  people: none\n"
         "research: storage 500Gi, pending approvals 5\n"
+        "  namespaces team-a, team-b\n"
         "  API clients: research-harness\n  people: alice\n"
     )
     assert list(
-        AuditEntry.objects.filter(action__startswith="team.")
+        AuditEntry.objects.filter(action__in=["team.create", "team.quotas"])
         .order_by("id")
         .values_list("action", "payload")
     ) == [
@@ -99,6 +103,12 @@ def test_a_team_gets_limits_clients_and_people() -> None:
             },
         ),
     ]
+    assert AuditEntry.objects.get(action="team.namespaces").payload == {
+        "from": [],
+        "to": ["team-a", "team-b"],
+    }
+    assert run("namespaces", "research") == "research: every managed namespace\n"
+    assert Team.objects.get(name="research").namespaces == []
     assert AuditEntry.objects.get(action="api_client.team").payload == {
         "from": "default",
         "to": "research",
@@ -124,6 +134,7 @@ def test_a_team_gets_limits_clients_and_people() -> None:
         ),
         (("client", "default", "absent"), "no API client named 'absent'"),
         (("person", "default", "absent"), "no person named 'absent'"),
+        (("namespaces", "default", "Not_A_Namespace"), "'Not_A_Namespace' is not a namespace"),
     ],
 )
 def test_bad_team_commands_say_what_is_wrong_and_change_nothing(

@@ -19,7 +19,7 @@ from contextsvc.core.errors import AlreadyExists, Conflict, InvalidRequest, clus
 from contextsvc.core.models import default_team_pk
 from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import audit_record
-from contextsvc.core.teams import Reach
+from contextsvc.core.teams import Reach, check_team_namespace
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import labels_of
@@ -106,10 +106,11 @@ def workspace_ensure(
     maximum = max_size or settings.CS_WORKSPACE_MAX_SIZE
     storage_class = storage_class or settings.CS_WORKSPACE_STORAGE_CLASS or ""
     _check_request(agent_type, namespace, initial, maximum, storage_class)
+    owner = team_id if team_id is not None else default_team_pk()
+    check_team_namespace(owner, namespace)
     existing = AgentWorkspace.objects.filter(
         agent_type=agent_type, namespace=namespace, status__in=LIVE
     ).first()
-    owner = team_id if team_id is not None else default_team_pk()
     if existing is not None:
         if existing.team_id != owner:
             raise _workspace_taken(agent_type, namespace)

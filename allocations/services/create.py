@@ -26,7 +26,7 @@ from contextsvc.core.errors import AlreadyExists, InvalidRequest, Unavailable, c
 from contextsvc.core.models import default_team_pk
 from contextsvc.core.services import audit_record
 from contextsvc.core.storage import check_storage_classes
-from contextsvc.core.teams import team_lock
+from contextsvc.core.teams import check_team_namespace, team_lock
 from contextsvc.kube import client as kube
 from contextsvc.kube import podsecurity
 from contextsvc.kube.objects.blueprint import builtin_blueprint
@@ -228,6 +228,8 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
     """Validate against the cluster, record the allocation (the team's, the default team's
     without one) within the team's quotas, reconcile it after commit."""
     namespace = namespaces.check_requested(request.namespace)
+    team_id = team_id if team_id is not None else default_team_pk()
+    check_team_namespace(team_id, namespace)
     caps = capabilities.current()
     problem = caps.core_problem()
     if problem:
@@ -269,7 +271,7 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
         artifacts_access_mode=request.artifacts.access_mode if request.artifacts else "",
         artifacts_storage_class=request.artifacts.storage_class if request.artifacts else "",
         artifacts_retain=bool(request.artifacts and request.artifacts.retain),
-        team_id=team_id if team_id is not None else default_team_pk(),
+        team_id=team_id,
     )
     allocation.requested_storage = requested_storage(provisioning.pool_spec(allocation))
     allocation.full_clean(validate_constraints=False)

@@ -174,3 +174,33 @@ def test_scale_resume_and_storage_are_held_to_the_quota(namespace: str) -> None:
     for name in ("wide", "shared-one"):
         assert api.delete(f"/v1/sandbox-pools/{name}").status_code == 204
         wait_for_phase(name, Phase.RELEASED, timeout=90)
+
+
+def test_a_team_makes_objects_only_in_its_namespaces(namespace: str, other_namespace: str) -> None:
+    fenced = team("fenced")
+    services.team_set_namespaces(team=fenced, namespaces=[namespace], actor="system:test")
+    api = ApiClient(issue_token("fenced-harness", ["allocations"], team=fenced))
+    refusal = {
+        "error": "forbidden",
+        "message": f'team "fenced" may not use namespace "{other_namespace}" '
+        f"(its namespaces: {namespace})",
+    }
+    context = {
+        "name": "fenced-memory",
+        "namespace": other_namespace,
+        "type": "memory",
+        "storage": {"backend": "pvc", "size": "1Gi", "accessMode": "ReadWriteOnce"},
+    }
+    workspace = {"agentType": "weather-service", "namespace": other_namespace}
+    with kept(namespace, other_namespace):
+        for answer in (
+            api.post("/v1/sandbox-pools", pool("elsewhere", other_namespace)),
+            api.post("/v1/contexts", context),
+            api.post("/v1/agent-workspaces", workspace),
+        ):
+            assert (answer.status_code, answer.json()) == (403, refusal)
+
+    assert api.post("/v1/sandbox-pools", pool("at-home", namespace)).status_code == 201
+    wait_for_phase("at-home", Phase.READY, timeout=90)
+    assert api.delete("/v1/sandbox-pools/at-home").status_code == 204
+    wait_for_phase("at-home", Phase.RELEASED, timeout=90)

@@ -78,6 +78,9 @@ class Team(models.Model):
     # allocations (a caller's own existing PVC is not ours, and is not counted).
     max_storage_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     max_pending_approvals = models.PositiveIntegerField(null=True, blank=True)
+    # The managed namespaces the team's pools, contexts and workspaces may be made in
+    # (CS_ALLOWED_NAMESPACES still bounds them); empty: any managed namespace.
+    namespaces = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["name"]

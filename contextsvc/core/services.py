@@ -256,6 +256,28 @@ def team_set_quotas(*, team: Team, actor: str, **limits: int | None) -> Team:
 
 
 @transaction.atomic
+def team_set_namespaces(*, team: Team, namespaces: Iterable[str], actor: str) -> Team:
+    """The namespaces the team may make objects in (none: every managed one). Objects made
+    before stay where they are."""
+    chosen = sorted({name.strip() for name in namespaces if name.strip()})
+    bad = [name for name in chosen if not is_dns1123_label(name)]
+    if bad:
+        raise ValidationError({"namespaces": f"{bad[0]!r} is not a namespace name"})
+    locked = Team.objects.select_for_update().get(pk=team.pk)
+    before, locked.namespaces = locked.namespaces, chosen
+    locked.save(update_fields=["namespaces"])
+    if before != chosen:
+        audit_record(
+            actor=actor,
+            action="team.namespaces",
+            target_type="team",
+            target=locked.name,
+            payload={"from": before, "to": chosen},
+        )
+    return locked
+
+
+@transaction.atomic
 def api_client_set_team(*, client: ApiClient, team: Team, actor: str) -> ApiClient:
     """Move a client to another team: from its next request it reaches that team's objects
     (a web process's token cache hears of the change from the database trigger of migration

@@ -129,6 +129,22 @@ def limits_shown(team: Team) -> str:
     return ", ".join(shown) or "no limits"
 
 
+def check_team_namespace(team_id: int | None, namespace: str) -> None:
+    """Refuse (403) a namespace the team may not make objects in; a team with no list may
+    use every namespace the service manages."""
+    team = (
+        Team.objects.filter(pk=team_id).only("name", "namespaces").first()
+        if team_id is not None
+        else None
+    )
+    if team is None or not team.namespaces or namespace in team.namespaces:
+        return
+    raise Forbidden(
+        f'team "{team.name}" may not use namespace "{namespace}" '
+        f"(its namespaces: {', '.join(team.namespaces)})"
+    )
+
+
 def team_lock(team_id: int | None) -> Team:
     """The team's row, locked until the transaction ends: call it first in a transaction
     that checks a quota, so that whatever it counts stays true until it commits."""

@@ -28,6 +28,7 @@ def _row(team: Team) -> dict[str, Any]:
     return {
         "team": team,
         "limits": limits_shown(team),
+        "namespaces": ", ".join(team.namespaces) or "every managed namespace",
         "use": {
             "live allocations": use.allocations,
             "live sandboxes": use.sandboxes,

@@ -3,6 +3,8 @@
 manage.py team create research --description "Research agents"
 manage.py team quota research --live-sandboxes 40 --storage 500Gi --pending-approvals 20
 manage.py team quota research --live-sandboxes none          # no limit
+manage.py team namespaces research team-research team-shared  # where it may make objects
+manage.py team namespaces research                           # anywhere managed again
 manage.py team client research research-harness              # move an API client
 manage.py team person research alice                         # move a person
 manage.py team list
@@ -49,6 +51,11 @@ class Command(BaseCommand):
         quota.add_argument("name")
         for option in LIMITS:
             quota.add_argument(f"--{option.replace('_', '-')}", dest=option, default=None)
+        where = sub.add_parser(
+            "namespaces", help="the namespaces a team may make objects in (none: every one)"
+        )
+        where.add_argument("name")
+        where.add_argument("namespaces", nargs="*")
         client = sub.add_parser("client", help="move an API client to a team")
         client.add_argument("name")
         client.add_argument("client")
@@ -75,6 +82,11 @@ class Command(BaseCommand):
                     raise CommandError("name at least one limit to set")
                 team = services.team_set_quotas(team=_team(options["name"]), actor=ACTOR, **limits)
                 self.stdout.write(f"{team.name}: {limits_shown(team)}")
+            elif action == "namespaces":
+                team = services.team_set_namespaces(
+                    team=_team(options["name"]), namespaces=options["namespaces"], actor=ACTOR
+                )
+                self.stdout.write(f"{team.name}: {_where(team)}")
             elif action == "client":
                 found = ApiClient.objects.filter(name=options["client"]).first()
                 if found is None:
@@ -92,7 +104,15 @@ class Command(BaseCommand):
                     clients = ", ".join(c.name for c in team.api_clients.all()) or "none"
                     people = ", ".join(m.user.username for m in team.members.all()) or "none"
                     self.stdout.write(f"{team.name}: {limits_shown(team)}")
+                    if team.namespaces:
+                        self.stdout.write(f"  {_where(team)}")
                     self.stdout.write(f"  API clients: {clients}")
                     self.stdout.write(f"  people: {people}")
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+
+
+def _where(team: Team) -> str:
+    if not team.namespaces:
+        return "every managed namespace"
+    return f"namespaces {', '.join(team.namespaces)}"
