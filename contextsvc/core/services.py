@@ -243,15 +243,7 @@ def team_set_quotas(*, team: Team, actor: str, **limits: int | None) -> Team:
         setattr(locked, field, value)
     locked.full_clean()
     locked.save()
-    after = _quota_payload(locked)
-    if after != before:
-        audit_record(
-            actor=actor,
-            action="team.quotas",
-            target_type="team",
-            target=locked.name,
-            payload={"from": before, "to": after},
-        )
+    _audit_team_change(locked, "team.quotas", before, _quota_payload(locked), actor)
     return locked
 
 
@@ -266,15 +258,20 @@ def team_set_namespaces(*, team: Team, namespaces: Iterable[str], actor: str) ->
     locked = Team.objects.select_for_update().get(pk=team.pk)
     before, locked.namespaces = locked.namespaces, chosen
     locked.save(update_fields=["namespaces"])
-    if before != chosen:
+    _audit_team_change(locked, "team.namespaces", before, chosen, actor)
+    return locked
+
+
+def _audit_team_change(team: Team, action: str, before: Any, after: Any, actor: str) -> None:
+    """A team's setting changed from ``before`` to ``after`` (nothing when it did not)."""
+    if after != before:
         audit_record(
             actor=actor,
-            action="team.namespaces",
+            action=action,
             target_type="team",
-            target=locked.name,
-            payload={"from": before, "to": chosen},
+            target=team.name,
+            payload={"from": before, "to": after},
         )
-    return locked
 
 
 @transaction.atomic

@@ -16,7 +16,7 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from approvals.tests.factories import ApprovalRequestFactory
-from contextsvc.core import events
+from contextsvc.core import events, services
 from contextsvc.core.users import ensure_role_groups
 from frontend.tests.support import client_for
 from profiles.tests.factories import SandboxProfileFactory
@@ -193,3 +193,32 @@ def test_a_requests_page_hears_its_decision_and_its_run_and_the_queue_not_its_ru
         ("approval.ran", asked["id"], "approved"),
     ]
     assert [m["type"] for m in on_queue] == ["approval.decided", "snapshot"]
+
+
+def test_with_two_teams_only_people_who_reach_every_team_watch_live(web_server: str) -> None:
+    viewer = session_cookie("viewer")
+    admin = session_cookie("admin")
+    # With one team (the default), a viewer watches as before.
+    with connect(
+        socket_url(web_server, "approvals"),
+        origin=Origin(web_server),
+        additional_headers={"Cookie": viewer},
+    ) as socket:
+        assert json.loads(socket.recv(timeout=10))["type"] == "snapshot"
+
+    # A second team: live events carry every team's rows, so the viewer (of the default
+    # team) is refused, and the admin still watches.
+    services.team_create(name="research", actor="system:test")
+    with pytest.raises(InvalidStatus) as excinfo:
+        connect(
+            socket_url(web_server, "approvals"),
+            origin=Origin(web_server),
+            additional_headers={"Cookie": viewer},
+        )
+    assert excinfo.value.response.status_code == 403
+    with connect(
+        socket_url(web_server, "approvals"),
+        origin=Origin(web_server),
+        additional_headers={"Cookie": admin},
+    ) as socket:
+        assert json.loads(socket.recv(timeout=10))["type"] == "snapshot"
