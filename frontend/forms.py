@@ -177,6 +177,9 @@ class QuotaForm(forms.Form):
     live_sandboxes = forms.CharField(max_length=20, required=False)
     storage = forms.CharField(max_length=32, required=False, help_text="A quantity, e.g. 500Gi")
     pending_approvals = forms.CharField(max_length=20, required=False)
+    requests_per_minute = forms.CharField(
+        max_length=20, required=False, help_text="API requests of the team's tokens"
+    )
 
     def limits(self) -> dict[str, int | None]:
         """The Team fields and their new values; a problem is a form error of its field."""

@@ -41,9 +41,16 @@ def test_a_team_gets_limits_clients_and_people() -> None:
     assert run("namespaces", "research", "team-b", "team-a", "team-a") == (
         "research: namespaces team-a, team-b\n"
     )
-    assert run("quota", "research", "--live-sandboxes", "none", "--pending-approvals", "5") == (
-        "research: storage 500Gi, pending approvals 5\n"
-    )
+    assert run(
+        "quota",
+        "research",
+        "--live-sandboxes",
+        "none",
+        "--pending-approvals",
+        "5",
+        "--requests-per-minute",
+        "600",
+    ) == ("research: storage 500Gi, pending approvals 5, requests per minute 600\n")
 
     research = Team.objects.get(name="research")
     assert (
@@ -51,14 +58,15 @@ def test_a_team_gets_limits_clients_and_people() -> None:
         research.max_storage_bytes,
         research.max_pending_approvals,
         research.max_live_allocations,
-    ) == (None, 500 * GIB, 5, None)
+        research.max_requests_per_minute,
+    ) == (None, 500 * GIB, 5, None, 600)
     assert ApiClient.objects.get(name="research-harness").team == research
     alice = User.objects.get(username="alice")
     assert TeamMember.objects.get(user=alice).team == research
     assert (team_id_of(alice), reach_of(alice).team_id) == (research.pk, research.pk)
     assert run("list") == (
         "default: no limits\n  API clients: none\n  people: none\n"
-        "research: storage 500Gi, pending approvals 5\n"
+        "research: storage 500Gi, pending approvals 5, requests per minute 600\n"
         "  namespaces team-a, team-b\n"
         "  API clients: research-harness\n  people: alice\n"
     )
@@ -76,12 +84,14 @@ def test_a_team_gets_limits_clients_and_people() -> None:
                     "max_live_sandboxes": None,
                     "max_storage_bytes": None,
                     "max_pending_approvals": None,
+                    "max_requests_per_minute": None,
                 },
                 "to": {
                     "max_live_allocations": None,
                     "max_live_sandboxes": 40,
                     "max_storage_bytes": 500 * GIB,
                     "max_pending_approvals": None,
+                    "max_requests_per_minute": None,
                 },
             },
         ),
@@ -93,12 +103,14 @@ def test_a_team_gets_limits_clients_and_people() -> None:
                     "max_live_sandboxes": 40,
                     "max_storage_bytes": 500 * GIB,
                     "max_pending_approvals": None,
+                    "max_requests_per_minute": None,
                 },
                 "to": {
                     "max_live_allocations": None,
                     "max_live_sandboxes": None,
                     "max_storage_bytes": 500 * GIB,
                     "max_pending_approvals": 5,
+                    "max_requests_per_minute": 600,
                 },
             },
         ),

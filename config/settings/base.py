@@ -319,6 +319,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["contextsvc.core.auth.ScopeRequired"],
+    # A team's request rate (Team.max_requests_per_minute), counted in PostgreSQL.
+    "DEFAULT_THROTTLE_CLASSES": ["contextsvc.core.ratelimit.TeamRateThrottle"],
     "EXCEPTION_HANDLER": "contextsvc.core.api.exception_handler",
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

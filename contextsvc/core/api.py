@@ -15,6 +15,7 @@ from contextsvc.core.auth import BearerTokenAuthentication, ScopeRequired
 from contextsvc.core.errors import (
     DATABASE_RETRY_AFTER_SECONDS,
     DATABASE_UNAVAILABLE,
+    RateLimited,
     ServiceError,
     error_body,
     is_database_unavailable,
@@ -59,7 +60,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             # 503 is a known state of the cluster (a missing CRD), not a fault of ours.
             log = logger.warning if exc.status == 503 else logger.error
             log("request failed: %s", exc.message)
-        return Response(service_error_body(exc), status=exc.status)
+        response = Response(service_error_body(exc), status=exc.status)
+        if isinstance(exc, RateLimited):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, Http404):
         return error_response(404, "not_found", "not found")
     if is_database_unavailable(exc):

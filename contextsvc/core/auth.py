@@ -65,6 +65,10 @@ class ApiPrincipal:
     team_id: int
     scopes: frozenset[str] = field(default_factory=frozenset)
     agent_types: frozenset[str] = field(default_factory=frozenset)
+    # The team's name and request rate (Team.max_requests_per_minute; None: no limit), read
+    # with the token so that a request of an unlimited team costs nothing more.
+    team_name: str = ""
+    requests_per_minute: int | None = None
     is_authenticated: bool = True
     is_active: bool = True
 
@@ -157,8 +161,9 @@ def request_token(*, authorization: str, sh_auth: str) -> str | None:
 # request, which cost more than running it (docs/performance.md, "Where a GET's time goes").
 _CREDENTIAL_SQL = """
 SELECT t.id, t.last_used_at, t.expires_at, c.id, c.name, c.team_id, c.scopes::text,
-  c.agent_types::text
+  c.agent_types::text, m.name, m.max_requests_per_minute
 FROM core_apitoken t JOIN core_apiclient c ON c.id = t.client_id
+  JOIN core_team m ON m.id = c.team_id
 WHERE t.token_hash = %s AND t.revoked_at IS NULL AND c.is_active
   AND (t.expires_at IS NULL OR t.expires_at > %s)
 """
@@ -176,7 +181,9 @@ def principal_from_token(token: str) -> tuple[ApiPrincipal, ApiToken]:
             row = cursor.fetchone()
         if row is None:
             raise InvalidCredentials("invalid or revoked token")
-        token_id, last_used_at, expires_at, client_id, name, team_id, scopes, agent_types = row
+        (token_id, last_used_at, expires_at, client_id, name, team_id, scopes, agent_types) = row[
+            :8
+        ]
         entry = tokencache.Entry(
             ApiPrincipal(
                 client_id=client_id,
@@ -184,6 +191,8 @@ def principal_from_token(token: str) -> tuple[ApiPrincipal, ApiToken]:
                 team_id=team_id,
                 scopes=frozenset(json.loads(scopes)),
                 agent_types=frozenset(json.loads(agent_types)),
+                team_name=row[8],
+                requests_per_minute=row[9],
             ),
             token_id,
             client_id,

@@ -53,6 +53,17 @@ class Conflict(ServiceError):
     code = "conflict"
 
 
+class RateLimited(ServiceError):
+    """Too many requests for now; ``retry_after`` (whole seconds) is sent as Retry-After."""
+
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Unavailable(ServiceError):
     """A dependency the request needs is missing (e.g. the cluster lacks a CRD)."""
 

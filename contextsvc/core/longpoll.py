@@ -13,13 +13,14 @@ from typing import Any, NamedTuple
 from channels.db import DatabaseSyncToAsync
 from channels.generic.http import AsyncHttpConsumer
 
+from contextsvc.core import ratelimit
 from contextsvc.core.auth import (
     InvalidCredentials,
     actor_of,
     principal_from_headers,
     principal_scopes,
 )
-from contextsvc.core.errors import error_body
+from contextsvc.core.errors import RateLimited, error_body
 from contextsvc.core.teams import Reach, reach_of
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,10 @@ class WaitConsumer(AsyncHttpConsumer):
             status, payload = 200, await self.answer()
         except Refused as refused:
             status, payload = refused.status, refused.body
-        await self.send_response(status, encode(payload), headers=headers_for(status))
+            headers = headers_for(status) + refused.headers
+        else:
+            headers = headers_for(status)
+        await self.send_response(status, encode(payload), headers=headers)
 
     async def answer(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -49,10 +53,19 @@ class WaitConsumer(AsyncHttpConsumer):
 class Refused(Exception):
     """An answer other than the one asked for: (status, error body)."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        details: dict[str, object] | None = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
-        self.body = error_body(code, message)
+        self.body = error_body(code, message, details)
+        self.headers = headers or []
 
 
 def in_thread(function: Any) -> Any:
@@ -73,6 +86,7 @@ def _principal(authorization: str, sh_auth: str) -> Caller | None:
     if found is None:
         return None
     principal, _ = found
+    ratelimit.take_for(principal)  # a long-poll is a request like any other
     return Caller(actor_of(principal), principal_scopes(principal), reach_of(principal))
 
 
@@ -86,6 +100,9 @@ async def authenticate(scope: dict[str, Any], needs: AbstractSet[str]) -> Caller
         found = await _principal(authorization, sh_auth) if authorization or sh_auth else None
     except InvalidCredentials as exc:
         raise Refused(401, "unauthorized", str(exc)) from None
+    except RateLimited as exc:
+        retry = [(b"Retry-After", str(exc.retry_after).encode())]
+        raise Refused(429, exc.code, exc.message, details=exc.details, headers=retry) from None
     if found is None:
         raise Refused(401, "unauthorized", "Authentication credentials were not provided.")
     if not found.scopes & needs:

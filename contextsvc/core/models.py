@@ -78,6 +78,9 @@ class Team(models.Model):
     # allocations (a caller's own existing PVC is not ours, and is not counted).
     max_storage_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     max_pending_approvals = models.PositiveIntegerField(null=True, blank=True)
+    # Requests of the team's API tokens, a burst of this many and then this many a minute
+    # (contextsvc/core/ratelimit.py); past it, a 429. The dashboard's people are not counted.
+    max_requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     # The managed namespaces the team's pools, contexts and workspaces may be made in
     # (CS_ALLOWED_NAMESPACES still bounds them); empty: any managed namespace.
     namespaces = models.JSONField(default=list, blank=True)
@@ -98,6 +101,18 @@ def default_team_pk() -> int:
     if found is None:
         found = Team.objects.get_or_create(name=DEFAULT_TEAM)[0].pk
     return found
+
+
+class TeamRequestRate(models.Model):
+    """Where a team's request rate stands: the time at which its bucket of requests would be
+    empty again (the "theoretical arrival time" of the generic cell rate algorithm). One
+    row per team that has been limited; written only by ``ratelimit.take``."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, primary_key=True)
+    tat = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.team_id} until {self.tat}"
 
 
 class TeamMember(models.Model):

@@ -62,14 +62,16 @@ ERROR_DESCRIPTIONS = {
     "limit and the current use)",
     404: "No such object (another team's is answered as absent)",
     409: "The name is taken, or the object is no longer in a state that allows this",
+    429: "The caller's team has used its API request rate (`rate_limited`, with the limit, "
+    "the use and `retryAfter`); retry after `Retry-After` seconds",
     500: "A Kubernetes or service failure",
     503: "A dependency is unavailable: the database (retry after `Retry-After`), or the "
     "cluster lacks a CRD this needs",
 }
 
-# Any operation: a NUL in its URL is a 400, every one needs a credential with a scope, and
-# any may meet a fault or an unavailable dependency.
-ALWAYS = (400, 401, 403, 500, 503)
+# Any operation: a NUL in its URL is a 400, every one needs a credential with a scope, is
+# counted in its team's request rate, and may meet a fault or an unavailable dependency.
+ALWAYS = (400, 401, 403, 429, 500, 503)
 
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:

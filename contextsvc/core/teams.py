@@ -97,6 +97,7 @@ LIMITS = {
     "live_sandboxes": "max_live_sandboxes",
     "storage": "max_storage_bytes",
     "pending_approvals": "max_pending_approvals",
+    "requests_per_minute": "max_requests_per_minute",  # a rate: contextsvc/core/ratelimit.py
 }
 STORAGE_LIMIT = "storage"  # the one written as a quantity (500Gi)
 

@@ -1,14 +1,15 @@
-"""API tokens already looked up, kept in the web process until anything about any token or
-client changes.
+"""API tokens already looked up, kept in the web process until anything about any token,
+client or team changes.
 
 Authentication was a third of a GET's cost (docs/performance.md). A cache of it must
 never let a revoked token through, so it is not kept for a time but for as long as
-PostgreSQL has not said otherwise: a trigger on the token and client tables
-(``core/migrations/0008``) sends ``NOTIFY cs_tokens`` in the transaction that revokes a
-token, deactivates a client or changes its scopes or agent types (delivered when it
-commits), and a thread here that ``LISTEN``s empties the cache when one arrives. While that
-thread is not listening — before it first connects, after its connection is lost, until
-it listens again — the cache is off and every request asks the database.
+PostgreSQL has not said otherwise: triggers on the token, client and team tables
+(``core/migrations/0006`` and ``0011``) send ``NOTIFY cs_tokens`` in the transaction that
+revokes a token, deactivates a client, changes its scopes, agent types or team, or changes
+a team's name or request rate (delivered when it commits), and a thread here that
+``LISTEN``s empties the cache when one arrives. While that thread is not listening —
+before it first connects, after its connection is lost, until it listens again — the
+cache is off and every request asks the database.
 
 A lookup that started before a notification must not put its (possibly stale) answer in
 the cache after it: each entry is only stored if no notification came in between
