@@ -129,6 +129,7 @@ def adopt(key: PoolKey, pool: PoolObjects, *, dry_run: bool = False) -> Allocati
             )
             audit_record(
                 actor=ADOPTION_ACTOR,
+                team_id=found.team_id,
                 action="allocation.adopt",
                 target_type="allocation",
                 target=found.name,
@@ -178,6 +179,7 @@ def adopt_context(
             context.save()
             audit_record(
                 actor=ADOPTION_ACTOR,
+                team_id=context.team_id,
                 action="context.adopt",
                 target_type="context",
                 target=str(context),

@@ -10,6 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 
 from allocations import selectors
 from contextsvc.core.metrics import histogram
+from contextsvc.core.teams import EVERY_TEAM
 
 
 class AllocationCollector:
@@ -17,7 +18,7 @@ class AllocationCollector:
         phases = GaugeMetricFamily(
             "contextsvc_allocations", "Allocations by phase.", labels=["phase"]
         )
-        for phase, count in selectors.allocation_phase_counts().items():
+        for phase, count in selectors.allocation_phase_counts(reach=EVERY_TEAM).items():
             phases.add_metric([phase], count)
         yield phases
 

@@ -25,7 +25,7 @@ from contextsvc.core.errors import InvalidRequest, NotFound
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.retention import Kept, kept
 from contextsvc.core.tallies import with_retired
-from contextsvc.core.teams import Reach
+from contextsvc.core.teams import Reach, storage_in_use
 
 V1_STATUS_PHASES = {
     "provisioning": (Phase.REQUESTED, Phase.PROVISIONING),
@@ -171,13 +171,21 @@ class TeamUse(NamedTuple):
 
 def team_use(*, team_id: int) -> TeamUse:
     """The team's live (not released, not releasing) allocations, the sandboxes they run
-    (a suspended pool runs none; its volumes stay) and the storage they request."""
+    (a suspended pool runs none; its volumes stay) and the storage the team's objects
+    request (its pools', named contexts' and agent workspaces')."""
     found = Allocation.objects.filter(team_id=team_id, phase__in=VISIBLE_PHASES).aggregate(
         allocations=Count("id"),
         sandboxes=Sum("replicas", filter=~Q(phase=Phase.SUSPENDED)),
-        storage=Sum("requested_storage"),
     )
-    return TeamUse(found["allocations"], found["sandboxes"] or 0, found["storage"] or 0)
+    return TeamUse(found["allocations"], found["sandboxes"] or 0, storage_in_use(team_id))
+
+
+def allocation_storage(team_id: int) -> int:
+    """The bytes the team's live pools' PVCs request (the pools' part of its storage)."""
+    found = Allocation.objects.filter(team_id=team_id, phase__in=VISIBLE_PHASES).aggregate(
+        storage=Sum("requested_storage")
+    )
+    return int(found["storage"] or 0)
 
 
 def allocation_list_visible(
@@ -196,10 +204,10 @@ def allocation_list_visible(
 # --- Dashboard reads ----------------------------------------------------------------------
 
 
-def allocation_phase_counts() -> dict[str, int]:
+def allocation_phase_counts(*, reach: Reach) -> dict[str, int]:
     """Allocations per phase (released ones are history and not counted)."""
     counts = dict(
-        Allocation.objects.exclude(phase=Phase.RELEASED)
+        reach.narrow(Allocation.objects.exclude(phase=Phase.RELEASED))
         .values_list("phase")
         .annotate(n=Count("id"))
         .values_list("phase", "n")
@@ -208,18 +216,22 @@ def allocation_phase_counts() -> dict[str, int]:
 
 
 def allocation_needs_attention(
-    *, stuck_after_seconds: int, limit: int = 20
+    *, stuck_after_seconds: int, reach: Reach, limit: int = 20
 ) -> list[dict[str, Any]]:
     """Failed allocations and those provisioning for longer than they should, with why."""
     cutoff = timezone.now() - timedelta(seconds=stuck_after_seconds)
     provisioning = (Phase.REQUESTED, Phase.PROVISIONING)
-    found = Allocation.objects.filter(
-        Q(phase=Phase.FAILED)
-        | Q(phase__in=provisioning, requested_at__lt=cutoff)
-        # The controller says why it is not ready: worth a look at once, not in 5 minutes.
-        | (Q(phase__in=provisioning) & ~Q(reason=""))
-        | Q(phase=Phase.RELEASING, release_requested_at__lt=cutoff)
-    ).order_by("requested_at")[:limit]
+    found = (
+        reach.narrow(Allocation.objects.all())
+        .filter(
+            Q(phase=Phase.FAILED)
+            | Q(phase__in=provisioning, requested_at__lt=cutoff)
+            # The controller says why it is not ready: worth a look at once, not in 5 minutes.
+            | (Q(phase__in=provisioning) & ~Q(reason=""))
+            | Q(phase=Phase.RELEASING, release_requested_at__lt=cutoff)
+        )
+        .order_by("requested_at")[:limit]
+    )
     items = []
     for allocation in found:
         if allocation.phase == Phase.FAILED:

@@ -10,6 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 
 from approvals import selectors
 from contextsvc.core.metrics import histogram
+from contextsvc.core.teams import EVERY_TEAM
 
 
 class ApprovalCollector:
@@ -60,7 +61,7 @@ def _analytics() -> Iterator[Any]:
         "Operations each grant (approve and allow similar) allowed.",
         labels=["grant", "agent_type", "scope", "rule"],
     )
-    for grant in selectors.grants_by_hits():
+    for grant in selectors.grants_by_hits(reach=EVERY_TEAM):
         grants.add_metric([str(grant.pk), grant.agent_type, grant.scope, grant.rule], grant.hits)
     yield grants
     escalations = CounterMetricFamily(

@@ -239,9 +239,9 @@ def approval_review_json(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
-def approval_pending_summary(*, near_seconds: int = 60) -> dict[str, Any]:
+def approval_pending_summary(*, reach: Reach, near_seconds: int = 60) -> dict[str, Any]:
     """How many requests wait, since when, and which are about to expire."""
-    pending = ApprovalRequest.objects.filter(status=Status.PENDING)
+    pending = reach.narrow(ApprovalRequest.objects.all()).filter(status=Status.PENDING)
     summary = pending.aggregate(count=Count("id"), oldest=Min("created_at"))
     near = list(
         pending.filter(deadline__lte=timezone.now() + timedelta(seconds=near_seconds)).order_by(
@@ -383,9 +383,9 @@ def rule_decision_counts(*, limit: int | None = None) -> QuerySet[RuleDecisionCo
     return found[:limit] if limit else found
 
 
-def grants_by_hits(*, limit: int | None = None) -> QuerySet[Grant]:
+def grants_by_hits(*, reach: Reach, limit: int | None = None) -> QuerySet[Grant]:
     """Grants that allowed something, the busiest first."""
-    found = Grant.objects.filter(hits__gt=0).order_by("-hits", "pk")
+    found = reach.narrow(Grant.objects.filter(hits__gt=0)).order_by("-hits", "pk")
     return found[:limit] if limit else found
 
 

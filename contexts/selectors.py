@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from contexts.models import ContextResource
 from contextsvc.core.errors import NotFound
 from contextsvc.core.teams import Reach
+from contextsvc.quantity import parse_quantity
 
 VISIBLE_CONTEXT_STATUSES = (
     ContextResource.Status.PROVISIONING,
@@ -35,3 +36,14 @@ def context_list_visible(*, namespace: str, reach: Reach) -> QuerySet[ContextRes
     return reach.narrow(
         ContextResource.objects.filter(namespace=namespace, status__in=VISIBLE_CONTEXT_STATUSES)
     ).order_by("name")
+
+
+def context_storage(team_id: int) -> int:
+    """The bytes the team's named contexts' PVCs request, until they are deleted (the
+    contexts' part of its storage quota)."""
+    sizes = (
+        ContextResource.objects.filter(team_id=team_id)
+        .exclude(status=ContextResource.Status.DELETED)
+        .values_list("size", flat=True)
+    )
+    return sum(int(parse_quantity(size)) for size in sizes)

@@ -24,12 +24,13 @@ from contextsvc.core.models import default_team_pk
 from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.core.storage import check_storage_classes
-from contextsvc.core.teams import Reach, check_team_namespace
+from contextsvc.core.teams import Reach, check_team_namespace, storage_check, team_lock
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import name_of
 from contextsvc.kube.objects.kinds import PVC
 from contextsvc.kube.objects.names import context_pvc_name
 from contextsvc.kube.objects.pvc import context_manifest_of, is_context_pvc, pvc_is_bound
+from contextsvc.quantity import parse_quantity
 
 # A PVC leaves through its controller: poll that long at most before leaving the rest to
 # the watcher and the periodic resync (as an allocation's release does).
@@ -71,6 +72,7 @@ def context_keep_artifacts(
         )
         audit_record(
             actor=SERVICE_ACTOR,
+            team_id=context.team_id,
             action="context.create",
             target_type="context",
             target=f"{namespace}/{name}",
@@ -141,9 +143,12 @@ def context_create(
         # The worker meets the same cluster later; the row is worth writing.
     try:
         with transaction.atomic():
+            # Locked first: a burst of one team's creates is counted one after the other.
+            storage_check(team_lock(team_id), more=int(parse_quantity(context.size)))
             context.save()
             audit_record(
                 actor=actor,
+                team_id=context.team_id,
                 action="context.create",
                 target_type="context",
                 target=f"{context.namespace}/{context.name}",
@@ -222,6 +227,7 @@ def _context_drop(context: ContextResource, *, reason: str) -> None:
         if updated:
             audit_record(
                 actor=SERVICE_ACTOR,
+                team_id=context.team_id,
                 action="context.fail",
                 target_type="context",
                 target=f"{context.namespace}/{context.name}",
@@ -248,6 +254,7 @@ def context_delete(*, namespace: str, name: str, actor: str, reach: Reach) -> Co
         context.save(update_fields=["status", "updated_at"])
         audit_record(
             actor=actor,
+            team_id=context.team_id,
             action="context.delete",
             target_type="context",
             target=f"{namespace}/{name}",
@@ -324,6 +331,7 @@ def context_fail(*, context_id: int, message: str) -> None:
             context = ContextResource.objects.get(pk=context_id)
             audit_record(
                 actor=SERVICE_ACTOR,
+                team_id=context.team_id,
                 action="context.fail",
                 target_type="context",
                 target=f"{context.namespace}/{context.name}",

@@ -11,8 +11,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth.models import User
 
 from contextsvc.core.auth import Role
-from contextsvc.core.models import Team
-from contextsvc.core.teams import EVERY_TEAM, reach_of
+from contextsvc.core.teams import reach_of, sees_every_team
 from contextsvc.core.users import has_role
 from frontend import live
 
@@ -77,4 +76,4 @@ def _may_watch(user_id: int | None) -> bool:
     person = User.objects.filter(pk=user_id, is_active=True).first()
     if person is None or not has_role(person, Role.VIEWER):
         return False
-    return reach_of(person) == EVERY_TEAM or Team.objects.count() == 1
+    return sees_every_team(reach_of(person))

@@ -66,7 +66,8 @@ def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
         return {"request": approval_review_json(request) if request else None}
     if topic == "overview":
         return {
-            "counts": allocation_phase_counts(),
+            # Live events go only to who sees every team (frontend/consumers.py).
+            "counts": allocation_phase_counts(reach=EVERY_TEAM),
             "pending": approvals_pending_count(),
             "charts": overview_charts(),
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from contextsvc.core.errors import NotFound
@@ -81,3 +81,12 @@ def contexts_active() -> QuerySet[WorkspaceContext]:
 def workspace_live_for(*, namespace: str, agent_type: str) -> AgentWorkspace | None:
     """The agent type's live shared workspace in ``namespace``, with ``active_contexts``."""
     return workspace_list_live(namespace, reach=EVERY_TEAM).filter(agent_type=agent_type).first()
+
+
+def workspace_storage(team_id: int) -> int:
+    """The bytes the team's live agent workspaces' PVCs request now, grown ones at their
+    grown size (the workspaces' part of its storage quota)."""
+    found = AgentWorkspace.objects.filter(team_id=team_id, status__in=LIVE).aggregate(
+        storage=Sum("requested_bytes")
+    )
+    return int(found["storage"] or 0)

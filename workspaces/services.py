@@ -19,7 +19,7 @@ from contextsvc.core.errors import AlreadyExists, Conflict, InvalidRequest, clus
 from contextsvc.core.models import default_team_pk
 from contextsvc.core.queue import RetryLater, backoff
 from contextsvc.core.services import audit_record
-from contextsvc.core.teams import Reach, check_team_namespace
+from contextsvc.core.teams import Reach, check_team_namespace, storage_check, team_lock
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import labels_of
@@ -143,9 +143,12 @@ def workspace_ensure(
         _observe_pvc(workspace, pvc)
     try:
         with transaction.atomic():
+            # An adopted PVC is the team's from now on (expanded, deleted): it counts too.
+            storage_check(team_lock(owner), more=workspace.requested_bytes)
             workspace.save()
             audit_record(
                 actor=actor,
+                team_id=workspace.team_id,
                 action="workspace.adopt" if workspace.adopted else "workspace.create",
                 target_type="workspace",
                 target=f"{namespace}/{agent_type}",
@@ -209,6 +212,7 @@ def workspace_fail(*, workspace_id: int, message: str) -> bool:
         workspace.save(update_fields=["status", "message", "updated_at"])
         audit_record(
             actor=SYSTEM_ACTOR,
+            team_id=workspace.team_id,
             action="workspace.fail",
             target_type="workspace",
             target=str(workspace),
@@ -238,6 +242,7 @@ def workspace_delete(
         workspace.save(update_fields=["status", "updated_at"])
         audit_record(
             actor=actor,
+            team_id=workspace.team_id,
             action="workspace.delete",
             target_type="workspace",
             target=f"{namespace}/{agent_type}",
@@ -314,6 +319,7 @@ def context_touch(
         if created:
             audit_record(
                 actor=actor,
+                team_id=workspace.team_id,
                 action="context.register",
                 target_type="workspace-context",
                 target=f"{namespace}/{agent_type}/{context_id}",
@@ -399,6 +405,7 @@ def workspace_expand(workspace_id: int) -> str:
             return "already expanded"
         audit_record(
             actor=SYSTEM_ACTOR,
+            team_id=workspace.team_id,
             action="workspace.expand",
             target_type="workspace",
             target=str(workspace),
@@ -439,6 +446,7 @@ def _start_cleanup(context: WorkspaceContext) -> None:
             return  # touched again, or another worker took it
         audit_record(
             actor=SYSTEM_ACTOR,
+            team_id=workspace.team_id,
             action="context.expire",
             target_type="workspace-context",
             target=f"{workspace}/{context.context_id}",
@@ -487,6 +495,7 @@ def cleanup_jobs_observe() -> int:
                 )
             audit_record(
                 actor=SYSTEM_ACTOR,
+                team_id=context.workspace.team_id,
                 action=f"context.cleanup.{result}",
                 target_type="workspace-context",
                 target=f"{context.workspace}/{context.context_id}",

@@ -298,6 +298,7 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
             )
             audit_record(
                 actor=actor,
+                team_id=allocation.team_id,
                 action="allocation.create",
                 target_type="allocation",
                 target=allocation.name,

@@ -119,6 +119,7 @@ def allocation_update(*, name: str, update: PoolUpdate, actor: str, reach: Reach
         allocation.save()
         audit_record(
             actor=actor,
+            team_id=allocation.team_id,
             action="allocation.update",
             target_type="allocation",
             target=allocation.name,
@@ -171,6 +172,7 @@ def _set_suspended(*, name: str, actor: str, reach: Reach, suspended: bool) -> A
         record_event(allocation, kind, f"{done} by {actor}")
         audit_record(
             actor=actor,
+            team_id=allocation.team_id,
             action=f"allocation.{action}",
             target_type="allocation",
             target=allocation.name,

@@ -1,5 +1,6 @@
 """A team's share of the cluster (docs/operations.md, "Teams and quotas"): how many live
-allocations, running sandboxes and bytes of requested storage it may hold.
+allocations, running sandboxes and bytes of requested storage it may hold (the storage of
+its named contexts and agent workspaces included: ``teams.storage_in_use``).
 
 Called inside the transaction that makes the change, which locks the team's row first
 (``team_lock``): two callers of one team count one after the other, each seeing what the
@@ -10,12 +11,10 @@ from __future__ import annotations
 
 from allocations import selectors
 from contextsvc.core.models import Team
-from contextsvc.core.teams import Quota, quota_check
-from contextsvc.quantity import format_bytes
+from contextsvc.core.teams import STORAGE, Quota, quota_check
 
 LIVE_ALLOCATIONS = Quota("max_live_allocations", "live allocations")
 LIVE_SANDBOXES = Quota("max_live_sandboxes", "live sandboxes")
-STORAGE = Quota("max_storage_bytes", "of requested storage", show=format_bytes)
 
 
 def quotas_check(team: Team, *, allocations: int = 0, sandboxes: int = 0, storage: int = 0) -> None:

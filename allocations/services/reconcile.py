@@ -148,6 +148,7 @@ def allocation_fail(
         record_event(allocation, AllocationEvent.Kind.FAILED, message, reason=reason)
         audit_record(
             actor=actor,
+            team_id=allocation.team_id,
             action="allocation.fail",
             target_type="allocation",
             target=allocation.name,

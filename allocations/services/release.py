@@ -53,6 +53,7 @@ def allocation_release(*, name: str, actor: str, reach: Reach, expired: bool = F
             )
         audit_record(
             actor=actor,
+            team_id=allocation.team_id,
             action="allocation.release",
             target_type="allocation",
             target=allocation.name,
@@ -87,6 +88,7 @@ def allocation_mark_released(*, allocation_id: int, actor: str = SERVICE_ACTOR) 
         record_event(allocation, AllocationEvent.Kind.RELEASED, "all objects deleted")
         audit_record(
             actor=actor,
+            team_id=allocation.team_id,
             action="allocation.released",
             target_type="allocation",
             target=allocation.name,

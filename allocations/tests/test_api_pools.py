@@ -16,6 +16,7 @@ from allocations.services.reconcile import allocation_fail
 from allocations.tasks import reconcile_allocation, rollback_allocation
 from allocations.tests.factories import AllocationFactory
 from contextsvc.core.models import AuditEntry
+from contextsvc.core.teams import EVERY_TEAM
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import (
     NETWORK_POLICY,
@@ -863,7 +864,7 @@ def test_what_the_controller_reports_reaches_the_caller_and_a_lasting_problem_fa
     assert "a-port-name-too-long" in body["message"]
     allocation = Allocation.objects.get(name="stuck")
     assert allocation.reason == "ReconcilerError"
-    [attention] = allocation_needs_attention(stuck_after_seconds=300)
+    [attention] = allocation_needs_attention(stuck_after_seconds=300, reach=EVERY_TEAM)
     assert attention["allocation"].name == "stuck"
     assert attention["why"].startswith(
         "0/1 ready after 0 min; ReconcilerError: Sandbox sandbox-stuck-0"

@@ -77,6 +77,10 @@ def test_another_teams_pool_is_absent_for_every_verb(web_server: str, namespace:
     allocation = Allocation.objects.get(name="theirs")
     assert (allocation.team_id, allocation.requester) == (research.pk, "api:research-harness")
     assert AuditEntry.objects.get(action="allocation.create").payload["team"] == "research"
+    # Its audit entries are the team's (its people read them; the other team's do not).
+    assert set(AuditEntry.objects.filter(target="theirs").values_list("team_id", flat=True)) == {
+        research.pk
+    }
     assert owner.delete("/v1/sandbox-pools/theirs").status_code == 204
     wait_for_phase("theirs", Phase.RELEASED, timeout=90)
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.resync import resync_all
 from allocations.selectors import allocation_needs_attention
+from contextsvc.core.teams import EVERY_TEAM
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import EVENT, STORAGE_CLASS
 from contextsvc.kube.objects.pvc import PVC_EVENTS_SELECTOR
@@ -168,7 +169,7 @@ def test_a_volume_nothing_provisions_says_why_and_fails_past_the_deadline(
     assert (shown["status"], shown["readyReplicas"], shown["message"]) == ("provisioning", 0, why)
     (attention,) = [
         item["why"]
-        for item in allocation_needs_attention(stuck_after_seconds=300)
+        for item in allocation_needs_attention(stuck_after_seconds=300, reach=EVERY_TEAM)
         if item["allocation"].name == "stuck"
     ]
     assert attention == f"0/1 ready after 0 min; ExternalProvisioning: {why}"

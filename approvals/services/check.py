@@ -100,6 +100,7 @@ class _Judged:
     agent_type: str
     workspace: str
     execution: dict[str, Any]
+    team_id: int
 
 
 PENDING_APPROVALS = Quota("max_pending_approvals", "pending approval requests")
@@ -147,6 +148,7 @@ def approval_check(
         agent_type=agent_type,
         workspace=workspace,
         execution=_execution(policy, workspace, evaluation),
+        team_id=team_id,
     )
     if evaluation.decision in (Decision.ALLOW, Decision.DENY):
         return _record_rule_decision(judged, actor=actor)
@@ -184,6 +186,7 @@ def _record_rule_decision(judged: _Judged, *, actor: str) -> CheckResult:
     with transaction.atomic():
         entry = audit_record(
             actor=actor,
+            team_id=judged.team_id,
             action="approval.allow" if allowed else "approval.refuse",
             target_type="context",
             target=judged.context_id,
@@ -250,6 +253,7 @@ def _queue_for_human(
         )
         audit_record(
             actor=actor,
+            team_id=request.team_id,
             action="approval.request",
             target_type="approval",
             target=str(request.pk),

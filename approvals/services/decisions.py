@@ -151,6 +151,7 @@ def _approve(request: ApprovalRequest, *, actor: str, reason: str, via: str) -> 
     if len(approvers) < request.approvals_required:
         audit_record(
             actor=actor,
+            team_id=request.team_id,
             action="approval.signoff",
             target_type="approval",
             target=str(request.pk),
@@ -303,6 +304,7 @@ def approval_approve_edited(
         request.save(update_fields=["edit", "approvals_required"])
         audit_record(
             actor=actor,
+            team_id=request.team_id,
             action="approval.edit",
             target_type="approval",
             target=str(request.pk),

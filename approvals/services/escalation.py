@@ -41,6 +41,7 @@ def escalate_if_due(request_id: UUID) -> bool:
         made = notifications.notify(request, NotificationEvent.ESCALATED, people=group)
         audit_record(
             actor=SYSTEM_ACTOR,
+            team_id=request.team_id,
             action="approval.escalate",
             target_type="approval",
             target=str(request.pk),

@@ -121,6 +121,7 @@ def grant_create(
     ApprovalRequest.objects.filter(pk=source.pk).update(grant=grant)
     audit_record(
         actor=actor,
+        team_id=grant.team_id,
         action="grant.create",
         target_type="grant",
         target=str(grant.pk),
@@ -147,6 +148,7 @@ def grant_revoke(*, grant_id: int, actor: str, reach: Reach) -> Grant:
         grant.save(update_fields=["revoked_at", "revoked_by"])
         audit_record(
             actor=actor,
+            team_id=grant.team_id,
             action="grant.revoke",
             target_type="grant",
             target=str(grant.pk),

@@ -48,6 +48,7 @@ def finish(
     request = ApprovalRequest.objects.get(pk=request_id)
     audit_record(
         actor=actor,
+        team_id=request.team_id,
         action=action,
         target_type="approval",
         target=str(request.pk),

@@ -118,6 +118,7 @@ def run_record(
     if operation_digest({"kind": "shell", "command": command}) != judged:
         audit_record(
             actor=actor,
+            team_id=request.team_id if request is not None else team_id,
             action="operation.run_mismatch",
             target_type=target_type,
             target=target,
@@ -149,6 +150,7 @@ def run_record(
             )
             audit_record(
                 actor=actor,
+                team_id=run.team_id,
                 action="operation.run",
                 target_type=target_type,
                 target=target,

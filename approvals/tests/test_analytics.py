@@ -17,6 +17,7 @@ from approvals.models import ApprovalRequest, Grant, RuleDecisionCount
 from approvals.services.check import approval_check
 from approvals.services.decisions import approval_approve_similar
 from approvals.tests.factories import ApprovalRequestFactory
+from contextsvc.core.teams import EVERY_TEAM
 from contextsvc.core.users import ensure_role_groups, user_set_role
 from tests.support.api import issue_token
 
@@ -102,7 +103,7 @@ def test_a_grant_counts_what_it_allowed_and_the_profiles_own_rules_do_not() -> N
         (grant.pk, 2),
         (duplicate.pk, 0),
     ]
-    assert [g.pk for g in selectors.grants_by_hits()] == [grant.pk]
+    assert [g.pk for g in selectors.grants_by_hits(reach=EVERY_TEAM)] == [grant.pk]
     assert RuleDecisionCount.objects.get(rule="shell(pip install pandas:*)").count == 2
 
 

@@ -96,6 +96,12 @@ def test_a_burst_past_the_pending_quota_is_refused_at_exactly_the_limit() -> Non
     # At the limit, a rule still decides at once (only what waits for a human is counted).
     agent = ApiClient(token)
     assert ask(agent, "ls -la").json()["decision"] == "allow"
+    # Every entry of these is the team's: the queued requests and the rule's decision.
+    assert list(
+        AuditEntry.objects.filter(action__in=["approval.request", "approval.allow"])
+        .order_by("id")
+        .values_list("action", "team_id")
+    ) == [("approval.request", small.pk)] * 2 + [("approval.allow", small.pk)]
 
 
 def test_a_grant_allows_only_its_teams_agents_and_runs_are_read_by_their_team() -> None:

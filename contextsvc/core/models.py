@@ -74,8 +74,9 @@ class Team(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     max_live_allocations = models.PositiveIntegerField(null=True, blank=True)
     max_live_sandboxes = models.PositiveIntegerField(null=True, blank=True)
-    # The sum of the workspace and artifacts PVCs the service requests for the team's
-    # allocations (a caller's own existing PVC is not ours, and is not counted).
+    # The sum of the PVCs the service requests for the team: its allocations' workspace and
+    # artifacts volumes, its named contexts', its agent workspaces' (teams.storage_in_use;
+    # a caller's own existing PVC is not ours, and is not counted).
     max_storage_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     max_pending_approvals = models.PositiveIntegerField(null=True, blank=True)
     # Requests of the team's API tokens, a burst of this many and then this many a minute
@@ -187,6 +188,11 @@ class AuditEntry(models.Model):
     # Wide enough for the longest target: namespace (63) / agent type (54) / context id (253).
     target = models.CharField(max_length=512)
     payload = models.JSONField(default=dict, blank=True)
+    # The team whose object changed; None for the platform's own (profiles, teams, API
+    # clients, people, channels, retention), which only those who reach every team see.
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["-at", "-id"]

@@ -8,6 +8,7 @@ from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Quer
 from django.utils import timezone
 
 from contextsvc.core.models import AuditEntry, ProcessHeartbeat
+from contextsvc.core.teams import Reach, sees_every_team
 
 HEARTBEAT_FRESH = timedelta(minutes=2)
 # Every operation a rule allows is audited; on the overview they would bury the rest.
@@ -19,9 +20,16 @@ def heartbeat_list_recent(*, within: timedelta = HEARTBEAT_FRESH) -> QuerySet[Pr
     return ProcessHeartbeat.objects.filter(last_seen__gte=timezone.now() - within)
 
 
-def audit_recent(*, limit: int) -> QuerySet[AuditEntry]:
+def audit_entries(*, reach: Reach) -> QuerySet[AuditEntry]:
+    """The audit log as a caller may read it, newest first: a caller of one team of several
+    reads its team's entries only; the platform's (no team) are for who reaches every team."""
+    entries = AuditEntry.objects.order_by("-at", "-id")
+    return entries if sees_every_team(reach) else reach.narrow(entries)
+
+
+def audit_recent(*, limit: int, reach: Reach) -> QuerySet[AuditEntry]:
     """The newest entries worth a glance: what people, clients and the service changed."""
-    return AuditEntry.objects.exclude(action__in=ROUTINE_ACTIONS).order_by("-at", "-id")[:limit]
+    return audit_entries(reach=reach).exclude(action__in=ROUTINE_ACTIONS)[:limit]
 
 
 def audit_of_actions(

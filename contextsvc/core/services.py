@@ -34,11 +34,24 @@ SERVICE_ACTOR = "system:context-service"
 
 
 def audit_record(
-    *, actor: str, action: str, target_type: str, target: str, payload: dict[str, Any] | None = None
+    *,
+    actor: str,
+    action: str,
+    target_type: str,
+    target: str,
+    payload: dict[str, Any] | None = None,
+    team_id: int | None = None,
 ) -> AuditEntry:
-    """Append one audit entry. Call it inside the transaction that makes the change."""
+    """Append one audit entry. Call it inside the transaction that makes the change.
+    ``team_id`` is the team whose object changed; without one the entry is the platform's
+    (profiles, teams, clients, people, channels), shown only to who reaches every team."""
     return AuditEntry.objects.create(
-        actor=actor, action=action, target_type=target_type, target=target, payload=payload or {}
+        actor=actor,
+        action=action,
+        target_type=target_type,
+        target=target,
+        payload=payload or {},
+        team_id=team_id,
     )
 
 

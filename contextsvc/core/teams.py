@@ -45,6 +45,13 @@ class Reach:
 
 EVERY_TEAM = Reach(None)
 
+
+def sees_every_team(reach: Reach) -> bool:
+    """Whether a caller sees every row, the platform's included (an audit entry without a
+    team, a live event of any team's row): it reaches every team, or there is only one."""
+    return reach.team_id is None or Team.objects.count() == 1
+
+
 MEMBERSHIP_CACHE = "_cs_team_id"
 
 
@@ -128,6 +135,30 @@ def limits_shown(team: Team) -> str:
             amount = format_bytes(value) if limit == STORAGE_LIMIT else str(value)
             shown.append(f"{limit.replace('_', ' ')} {amount}")
     return ", ".join(shown) or "no limits"
+
+
+STORAGE = Quota("max_storage_bytes", "of requested storage", show=format_bytes)
+
+# The bytes of storage a team's objects request, one counter per app that makes PVCs for
+# a team (sandbox pools, named contexts, agent workspaces), each added in its AppConfig's
+# ready(): the storage quota is their sum, and this layer knows none of those models.
+StorageCounter = Callable[[int], int]
+_storage_counters: dict[str, StorageCounter] = {}
+
+
+def storage_counter(app: str, count: StorageCounter) -> None:
+    _storage_counters[app] = count
+
+
+def storage_in_use(team_id: int) -> int:
+    """Every byte of storage the team's live objects request, over every kind."""
+    return sum(count(team_id) for count in _storage_counters.values())
+
+
+def storage_check(team: Team, *, more: int) -> None:
+    """Refuse (403) ``more`` bytes of storage past the team's limit (``team`` is locked)."""
+    if team.max_storage_bytes is not None and more > 0:
+        quota_check(team, STORAGE, in_use=storage_in_use(team.pk), more=more)
 
 
 def check_team_namespace(team_id: int | None, namespace: str) -> None:

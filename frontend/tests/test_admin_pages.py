@@ -310,3 +310,56 @@ def test_a_person_sees_only_their_teams_allocations_and_requests() -> None:
     assert viewer.get(f"/allocations/{mine.pk}/").status_code == 200
     assert viewer.get(f"/approvals/{request.pk}/").status_code == 404
     assert client_for("admin").get(f"/allocations/{theirs.pk}/").status_code == 200
+
+
+def test_a_person_of_one_team_of_several_reads_only_its_audit_and_overview() -> None:
+    viewer, admin = client_for("viewer"), client_for("admin")
+    default = Team.objects.get()
+    research = Team.objects.create(name="research")
+    mine = AllocationFactory.create(name="mine", team=research, phase="failed")
+    theirs = AllocationFactory.create(name="not-theirs", phase="failed")  # the default team's
+    for allocation in (mine, theirs):
+        services.audit_record(
+            actor="api:harness",
+            action="allocation.create",
+            target_type="allocation",
+            target=allocation.name,
+            team_id=allocation.team_id,
+        )
+    services.audit_record(  # the platform's own: no team
+        actor="user:admin", action="profile.update", target_type="profile", target="coder"
+    )
+
+    def audit_targets(client: Client) -> list[str]:
+        return [entry.target for entry in client.get("/audit/").context["page"].object_list]
+
+    def overview(client: Client) -> tuple[list[str], list[str], int]:
+        context = client.get("/").context
+        return (
+            [entry.target for entry in context["recent"]],
+            sorted(item["allocation"].name for item in context["attention"]),
+            context["counts"]["failed"],
+        )
+
+    # The viewer is in the default team, one of two: its entries and rows only.
+    assert audit_targets(viewer) == ["not-theirs"]
+    assert overview(viewer) == (["not-theirs"], ["not-theirs"], 1)
+    services.person_set_team(
+        user=User.objects.get(username="user-viewer"), team=research, actor="user:admin"
+    )
+    assert audit_targets(viewer) == ["mine"]
+    assert overview(viewer) == (["mine"], ["mine"], 1)
+    # An admin reads every team's and the platform's (the move of a person is one).
+    # (The people's own creation by client_for are the platform's entries too.)
+    everything = list(AuditEntry.objects.values_list("target", flat=True))
+    assert everything[:4] == ["user-viewer", "coder", "not-theirs", "mine"]
+    assert AuditEntry.objects.filter(team=None).count() == len(everything) - 2
+    assert audit_targets(admin) == everything
+    assert overview(admin) == (everything, ["mine", "not-theirs"], 2)
+    # With one team again, everyone reads everything, as before there were teams.
+    AuditEntry.objects.filter(team=research).update(team=default)
+    mine.team = default
+    mine.save(update_fields=["team"])
+    TeamMember.objects.all().delete()
+    research.delete()
+    assert audit_targets(viewer) == everything

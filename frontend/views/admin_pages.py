@@ -16,9 +16,9 @@ from approvals.selectors import retention_kept as approvals_kept
 from contextsvc.core import capabilities, services, users
 from contextsvc.core.auth import user_role
 from contextsvc.core.errors import ServiceError
-from contextsvc.core.models import ApiClient, ApiToken, AuditEntry
+from contextsvc.core.models import ApiClient, ApiToken
 from contextsvc.core.retention import retention_kept as audit_kept
-from contextsvc.core.selectors import heartbeat_list_recent
+from contextsvc.core.selectors import audit_entries, heartbeat_list_recent
 from contextsvc.core.teams import reach_of
 from contextsvc.kube.objects.kinds import (
     SANDBOX,
@@ -149,7 +149,7 @@ def user_email(request: HttpRequest, user_id: int) -> HttpResponse:
 @viewer_required
 def audit_log(request: HttpRequest) -> HttpResponse:
     filters = {key: request.GET.get(key, "").strip() for key in ("actor", "action", "target")}
-    entries = AuditEntry.objects.order_by("-at", "-id")
+    entries = audit_entries(reach=reach_of(request.user))
     if filters["actor"]:
         entries = entries.filter(actor__icontains=filters["actor"])
     if filters["action"]:

@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from approvals import selectors
+from contextsvc.core.teams import reach_of
 from frontend.access import viewer_required
 from frontend.charts import approval_analytics as charts
 
@@ -30,7 +31,8 @@ def approval_analytics(request: HttpRequest) -> HttpResponse:
             "expired_share": round(100 * totals["expired"] / finished) if finished else 0,
             "outcomes": outcomes,
             "rules": selectors.rule_decision_counts(limit=TOP),
-            "grants": selectors.grants_by_hits(limit=TOP),
+            # The grants are objects of a team; the counts are the platform's, every team's.
+            "grants": selectors.grants_by_hits(reach=reach_of(request.user), limit=TOP),
             "escalations": selectors.escalation_counts_all(),
             "deliveries": selectors.delivery_counts_all(),
         },
