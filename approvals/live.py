@@ -23,7 +23,8 @@ def request_group(request_id: UUID) -> str:
 
 def announce(request: ApprovalRequest, event_type: str) -> None:
     page = events.approval_page_group(request.pk)
-    reviewers = (page,) if event_type == RAN else (events.APPROVALS, page)
+    queues = (events.APPROVALS, events.team_group(events.APPROVALS, request.team_id))
+    reviewers = (page,) if event_type == RAN else (*queues, page)
     events.publish(*reviewers, event_type=event_type, data=approval_review_json(request))
     if event_type in (CREATED, DECIDED):
         events.publish(

@@ -11,7 +11,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth.models import User
 
 from contextsvc.core.auth import Role
-from contextsvc.core.teams import reach_of, sees_every_team
+from contextsvc.core.teams import EVERY_TEAM, Reach, reach_of, sees_every_team
 from contextsvc.core.users import has_role
 from frontend import live
 
@@ -20,16 +20,21 @@ FORBIDDEN = 4403
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
     groups_joined: list[str]
+    reach: Reach | None
 
     async def connect(self) -> None:
         self.groups_joined = []
         user = self.scope.get("user")
-        allowed = await database_sync_to_async(_may_watch)(getattr(user, "pk", None))
+        self.reach = await database_sync_to_async(_watching)(getattr(user, "pk", None))
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.topic = (query.get("topic") or [""])[0]
         self.ids = [int(i) for i in (query.get("ids") or [""])[0].split(",") if i.isdigit()]
-        groups = live.groups_for(self.topic)
-        if not allowed or not groups:
+        groups = (
+            await database_sync_to_async(live.groups_for)(self.topic, self.reach)
+            if self.reach is not None
+            else []
+        )
+        if not groups:
             await self.close(code=FORBIDDEN)
             return
         for group in groups:
@@ -39,7 +44,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         await self.send_snapshot()
 
     async def send_snapshot(self) -> None:
-        data = await database_sync_to_async(live.snapshot)(self.topic, self.ids)
+        if self.reach is None:  # refused at connect: nothing to send
+            return
+        data = await database_sync_to_async(live.snapshot)(self.topic, self.ids, self.reach)
         await self.send_json({"type": "snapshot", "topic": self.topic, "data": data})
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
@@ -56,24 +63,26 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(message["event"])
 
     async def _still_allowed(self) -> bool:
-        """The person is looked at again before anything is sent: one demoted or
-        deactivated since the socket opened hears nothing more, and the socket closes
-        (4403, as at connect)."""
+        """The person is looked at again before anything is sent: one demoted,
+        deactivated or moved to another team since the socket opened, or narrowed to one
+        team because a second team was made, hears nothing more, and the socket closes
+        (4403, as at connect; the page's script opens a new one, with the groups it may
+        hear now)."""
         user = self.scope.get("user")
-        allowed = await database_sync_to_async(_may_watch)(getattr(user, "pk", None))
-        if not allowed:
+        now = await database_sync_to_async(_watching)(getattr(user, "pk", None))
+        if now is None or now != self.reach:
             await self.close(code=FORBIDDEN)
-        return allowed
+            return False
+        return True
 
 
-def _may_watch(user_id: int | None) -> bool:
-    """A viewer, who reaches every team's objects: an admin, or anyone while there is one
-    team. The live events go to every watcher of a page, whatever the team of the row they
-    carry, so a person limited to one team of several gets the pages (narrowed to the team)
-    without live updates, rather than other teams' rows."""
+def _watching(user_id: int | None) -> Reach | None:
+    """Whose rows a person may hear of live: every team's (an admin, or anyone while there
+    is one team), their own team's, or nothing (None: not a viewer)."""
     if user_id is None:
-        return False
+        return None
     person = User.objects.filter(pk=user_id, is_active=True).first()
     if person is None or not has_role(person, Role.VIEWER):
-        return False
-    return sees_every_team(reach_of(person))
+        return None
+    reach = reach_of(person)
+    return EVERY_TEAM if sees_every_team(reach) else reach

@@ -18,25 +18,37 @@ from approvals.selectors import (
 )
 from contextsvc.core import events
 from contextsvc.core.errors import NotFound
-from contextsvc.core.teams import EVERY_TEAM
+from contextsvc.core.teams import Reach
 from frontend.charts import overview_charts
 
 SNAPSHOT_ROWS = 500
 
 
-def groups_for(topic: str) -> list[str]:
-    """Channel-layer groups a page listens to; unknown topics get none."""
+def groups_for(topic: str, reach: Reach) -> list[str]:
+    """Channel-layer groups a page listens to, for a watcher who reaches ``reach``: one
+    team's groups when it is one team, an object's own page only when it is that team's;
+    unknown topics, and other teams' objects, get none."""
+
+    def queue(group: str) -> str:
+        return group if reach.team_id is None else events.team_group(group, reach.team_id)
+
     if topic == "allocations":
-        return [events.ALLOCATIONS]
+        return [queue(events.ALLOCATIONS)]
     if topic.startswith("allocation:") and topic.split(":", 1)[1].isdigit():
-        return [events.allocation_group(int(topic.split(":", 1)[1]))]
+        allocation_id = int(topic.split(":", 1)[1])
+        mine = reach.narrow(Allocation.objects.filter(pk=allocation_id)).exists()
+        return [events.allocation_group(allocation_id)] if mine else []
     if topic == "approvals":
-        return [events.APPROVALS]
+        return [queue(events.APPROVALS)]
     if topic.startswith("approval:"):
         request_id = _request_id(topic)
-        return [events.approval_page_group(request_id)] if request_id else []
+        mine = (
+            request_id is not None
+            and reach.narrow(ApprovalRequest.objects.filter(pk=request_id)).exists()
+        )
+        return [events.approval_page_group(request_id)] if mine else []
     if topic == "overview":
-        return [events.ALLOCATIONS, events.APPROVALS]
+        return [queue(events.ALLOCATIONS), queue(events.APPROVALS)]
     return []
 
 
@@ -47,28 +59,31 @@ def _request_id(topic: str) -> UUID | None:
         return None
 
 
-def snapshot(topic: str, ids: list[int] | None = None) -> dict[str, Any]:
+def snapshot(topic: str, ids: list[int] | None, reach: Reach) -> dict[str, Any]:
+    """The page's rows as the watcher may see them (``reach``, as for ``groups_for``)."""
+    allocations = reach.narrow(Allocation.objects.all())
     if topic == "allocations":
-        found = Allocation.objects.filter(phase__in=VISIBLE_PHASES)
+        found = allocations.filter(phase__in=VISIBLE_PHASES)
         if ids:
-            found = Allocation.objects.filter(pk__in=ids[:SNAPSHOT_ROWS])
+            found = allocations.filter(pk__in=ids[:SNAPSHOT_ROWS])
         rows = found.order_by("-requested_at", "-id")[:SNAPSHOT_ROWS]
         return {"rows": {str(row.pk): allocation_row(row) for row in rows}}
     if topic.startswith("allocation:"):
-        allocation = Allocation.objects.filter(pk=int(topic.split(":", 1)[1])).first()
+        allocation = allocations.filter(pk=int(topic.split(":", 1)[1])).first()
         return {"rows": {str(allocation.pk): allocation_row(allocation)} if allocation else {}}
     if topic == "approvals":
-        pending = approval_list_pending(reach=EVERY_TEAM)  # admins only (consumers._may_watch)
+        pending = approval_list_pending(reach=reach)
         return {"pending": {str(r.pk): approval_review_json(r) for r in pending}}
     if topic.startswith("approval:"):
         request_id = _request_id(topic)
-        request = ApprovalRequest.objects.filter(pk=request_id).first() if request_id else None
+        requests = reach.narrow(ApprovalRequest.objects.all())
+        request = requests.filter(pk=request_id).first() if request_id else None
         return {"request": approval_review_json(request) if request else None}
     if topic == "overview":
         return {
-            # Live events go only to who sees every team (frontend/consumers.py).
-            "counts": allocation_phase_counts(reach=EVERY_TEAM),
-            "pending": approvals_pending_count(),
+            "counts": allocation_phase_counts(reach=reach),
+            "pending": approvals_pending_count(team_id=reach.team_id),
+            # Timings over every team's rows, as on the page itself (docs/dashboard.md).
             "charts": overview_charts(),
         }
     return {}

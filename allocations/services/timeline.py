@@ -14,6 +14,7 @@ from contextsvc.core import events
 def announce(allocation: Allocation, event_type: str = "allocation.changed") -> None:
     events.publish(
         events.ALLOCATIONS,
+        events.team_group(events.ALLOCATIONS, allocation.team_id),
         events.allocation_group(allocation.pk),
         event_type=event_type,
         data=allocation_row(allocation),

@@ -1,7 +1,8 @@
 """The one place live events leave the service: channel-layer groups, after commit.
 
 Browsers subscribe to groups (``allocations``, ``allocation.<id>``, ``approvals``,
-``approval-page.<id>``) through the dashboard's WebSocket consumers; a change that rolls
+``approval-page.<id>``, and a team's ``allocations.team-<id>`` and ``approvals.team-<id>``)
+through the dashboard's WebSocket consumers; a change that rolls
 back never announces anything.
 
 Sending happens on one long-lived event loop per process, fed by a queue: the caller (a
@@ -25,6 +26,13 @@ logger = logging.getLogger(__name__)
 
 ALLOCATIONS = "allocations"
 APPROVALS = "approvals"
+
+
+def team_group(group: str, team_id: int | None) -> str:
+    """``group``'s events about one team's rows, which a person who reaches only that team
+    listens to (``group`` itself carries every team's, for who sees every team). A row
+    always has a team; were it None, the group would be one nobody listens to."""
+    return f"{group}.team-{team_id}"
 
 
 def allocation_group(allocation_id: int) -> str:

@@ -195,30 +195,96 @@ def test_a_requests_page_hears_its_decision_and_its_run_and_the_queue_not_its_ru
     assert [m["type"] for m in on_queue] == ["approval.decided", "snapshot"]
 
 
-def test_with_two_teams_only_people_who_reach_every_team_watch_live(web_server: str) -> None:
-    viewer = session_cookie("viewer")
-    admin = session_cookie("admin")
-    # With one team (the default), a viewer watches as before.
-    with connect(
-        socket_url(web_server, "approvals"),
-        origin=Origin(web_server),
-        additional_headers={"Cookie": viewer},
-    ) as socket:
-        assert json.loads(socket.recv(timeout=10))["type"] == "snapshot"
+def test_with_two_teams_a_person_hears_only_their_teams_rows(web_server: str) -> None:
+    viewer_cookie, admin_cookie = session_cookie("viewer"), session_cookie("admin")
+    SandboxProfileFactory.create(name="data-agent")
+    research = services.team_create(name="research", actor="system:test")
+    services.person_set_team(
+        user=User.objects.get(username="user-viewer"), team=research, actor="system:test"
+    )
+    ours = ApiClient(issue_token("research-agent", ["agent"], team=research))
+    theirs = ApiClient(issue_token("default-agent", ["agent"]))
 
-    # A second team: live events carry every team's rows, so the viewer (of the default
-    # team) is refused, and the admin still watches.
-    services.team_create(name="research", actor="system:test")
-    with pytest.raises(InvalidStatus) as excinfo:
+    def ask(agent: ApiClient, command: str) -> Any:
+        return agent.post(
+            "/v1/approvals",
+            {
+                "contextId": "ctx-1",
+                "agentType": "data-agent",
+                "operation": {"kind": "shell", "command": command},
+            },
+        ).json()
+
+    before = ask(theirs, "pip install requests")  # the default team's, already waiting
+    origin = Origin(web_server)
+    with (
         connect(
             socket_url(web_server, "approvals"),
-            origin=Origin(web_server),
-            additional_headers={"Cookie": viewer},
+            origin=origin,
+            additional_headers={"Cookie": viewer_cookie},
+        ) as viewer,
+        connect(
+            socket_url(web_server, "approvals"),
+            origin=origin,
+            additional_headers={"Cookie": admin_cookie},
+        ) as admin,
+    ):
+        seen = json.loads(viewer.recv(timeout=10))
+        everything = json.loads(admin.recv(timeout=10))
+        other = ask(theirs, "pip install numpy")
+        mine = ask(ours, "pip install pandas")
+        heard = json.loads(viewer.recv(timeout=10))
+        admin_heard: list[Any] = []
+        while len(admin_heard) < 2:
+            message = json.loads(admin.recv(timeout=10))
+            # (The first request's own announcement may come after the socket opened.)
+            if message["data"]["id"] != before["id"]:
+                admin_heard.append(message)
+        # Anything the viewer had been sent about the other team's request would come
+        # before the answer to this.
+        viewer.send(json.dumps({"type": "resync"}))
+        again = json.loads(viewer.recv(timeout=10))
+
+    assert list(seen["data"]["pending"]) == []
+    assert list(everything["data"]["pending"]) == [before["id"]]
+    assert (heard["type"], heard["data"]["id"]) == ("approval.created", mine["id"])
+    assert [(m["type"], m["data"]["id"]) for m in admin_heard] == [
+        ("approval.created", other["id"]),
+        ("approval.created", mine["id"]),
+    ]
+    assert (again["type"], list(again["data"]["pending"])) == ("snapshot", [mine["id"]])
+
+    # Another team's request page is refused, as an unknown topic is; their own opens.
+    with pytest.raises(InvalidStatus) as refused:
+        connect(
+            socket_url(web_server, f"approval:{other['id']}"),
+            origin=origin,
+            additional_headers={"Cookie": viewer_cookie},
         )
-    assert excinfo.value.response.status_code == 403
+    assert refused.value.response.status_code == 403
+    with connect(
+        socket_url(web_server, f"approval:{mine['id']}"),
+        origin=origin,
+        additional_headers={"Cookie": viewer_cookie},
+    ) as page:
+        assert json.loads(page.recv(timeout=10))["data"]["request"]["id"] == mine["id"]
+
+
+def test_a_socket_opened_with_one_team_closes_when_a_second_is_made(web_server: str) -> None:
     with connect(
         socket_url(web_server, "approvals"),
         origin=Origin(web_server),
-        additional_headers={"Cookie": admin},
+        additional_headers={"Cookie": session_cookie("viewer")},
     ) as socket:
         assert json.loads(socket.recv(timeout=10))["type"] == "snapshot"
+        # It listens to every team's group; from now on the viewer may hear only the
+        # default team's, so the next event closes it (the page then reopens it, narrowed).
+        services.team_create(name="research", actor="system:test")
+        async_to_sync(get_channel_layer().group_send)(
+            events.APPROVALS,
+            {"type": "live.event", "event": {"type": "approval.created", "data": {"id": "x"}}},
+        )
+        with pytest.raises(ConnectionClosed) as closed:
+            socket.recv(timeout=10)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4403
