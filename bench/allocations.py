@@ -1,6 +1,8 @@
 """Allocation benchmarks (issue: allocation engine).
 
-1. GET /v1/sandbox-pools/{name} latency with 1,000 allocations in the database.
+1. GET /v1/sandbox-pools/{name} latency with 1,000 allocations in the database, and the
+   same GET by a team with a request rate (a rate it never reaches: what counting costs),
+   the two interleaved in one run.
 2. 200 one-replica allocations: burst POST → all ``ready``, next to creating the same
    objects (PVC + Sandbox each) directly with the Python client, in the same run.
 3. Readiness propagation: the moment this process sees a Pod turn Ready (its own watch)
@@ -38,23 +40,37 @@ BURST_CONCURRENCY = 8
 READY_TIMEOUT = 600.0
 
 
-def _token() -> str:
+def _token(team: Any = None) -> str:
     # Imported here: models load only once service_stack() has set Django up.
     from contextsvc.core import services
 
     client = services.api_client_create(
-        name=f"bench-{uuid.uuid4().hex[:6]}", scopes=["allocations"], actor="system:bench"
+        name=f"bench-{uuid.uuid4().hex[:6]}",
+        scopes=["allocations"],
+        actor="system:bench",
+        team=team,
     )
     return services.api_token_issue(client=client, actor="system:bench")[1]
 
 
-def bench_get(web_url: str, token: str) -> list[float]:
+# A rate no run reaches (the GETs come one at a time): each request is counted, none refused.
+UNREACHED_RATE = 1_000_000
+
+
+def bench_get(web_url: str, token: str) -> tuple[list[float], list[float]]:
+    """GETs by the default team's token and by a rate-limited team's, interleaved at
+    random so that the machine's noise falls on both alike."""
     # Imported here: models load only once service_stack() has set Django up.
     from allocations.models import Allocation
+    from contextsvc.core import services
 
+    rated = services.team_create(name=f"bench-rated-{uuid.uuid4().hex[:6]}", actor="system:bench")
+    services.team_set_quotas(
+        team=rated, actor="system:bench", max_requests_per_minute=UNREACHED_RATE
+    )
     Allocation.objects.bulk_create(
         Allocation(
-            name=f"get-{i:04d}",
+            name=f"{prefix}-{i:04d}",
             namespace="bench-get",
             replicas=1,
             strategy="dedicated",
@@ -63,24 +79,28 @@ def bench_get(web_url: str, token: str) -> list[float]:
             phase="ready",
             ready_replicas=1,
             requester="system:bench",
+            **({"team": rated} if prefix == "rated" else {}),
         )
+        for prefix in ("get", "rated")
         for i in range(GET_ALLOCATIONS)
     )
-    http = Http(web_url, token)
-    names = [f"get-{i:04d}" for i in range(GET_ALLOCATIONS)]
+    callers = {"get": Http(web_url, token), "rated": Http(web_url, _token(rated))}
     rng = random.Random(7)
-    for _ in range(300):  # warm up connections, caches, the token's last_used_at
-        http.request("GET", f"/v1/sandbox-pools/{rng.choice(names)}")
-    samples = []
-    for _ in range(GET_SAMPLES):
-        name = rng.choice(names)
+    for _ in range(300):  # warm up connections, caches, the tokens' last_used_at
+        for prefix, http in callers.items():
+            http.request("GET", f"/v1/sandbox-pools/{prefix}-{rng.randrange(GET_ALLOCATIONS):04d}")
+    samples: dict[str, list[float]] = {"get": [], "rated": []}
+    for _ in range(2 * GET_SAMPLES):
+        prefix = rng.choice(["get", "rated"])
+        name = f"{prefix}-{rng.randrange(GET_ALLOCATIONS):04d}"
         started = time.perf_counter()
-        status, body = http.request("GET", f"/v1/sandbox-pools/{name}")
-        samples.append(time.perf_counter() - started)
+        status, body = callers[prefix].request("GET", f"/v1/sandbox-pools/{name}")
+        samples[prefix].append(time.perf_counter() - started)
         assert status == 200 and body["name"] == name, (status, body)
-    http.close()
+    for http in callers.values():
+        http.close()
     Allocation.objects.filter(namespace="bench-get").delete()
-    return samples
+    return samples["get"], samples["rated"]
 
 
 class PodReadyClock:
@@ -221,7 +241,7 @@ def run() -> None:
             database="contextsvc_bench", kubeconfig=str(cluster.kubeconfig)
         ) as stack:
             token = _token()
-            get_samples = bench_get(stack.web_url, token)
+            get_samples, rated_samples = bench_get(stack.web_url, token)
             burst = bench_burst(stack.web_url, token)
             direct = bench_direct()
     finally:
@@ -238,19 +258,26 @@ agent-sandbox controller). Command: `make bench` (`python -m bench allocations`)
 | what | result | target |
 |---|---|---|
 | GET `/v1/sandbox-pools/{{name}}`, {GET_ALLOCATIONS} allocations, one keep-alive client | {summary_ms(get_samples)} | p99 ≤ 20 ms |
+| the same GET by a team with a request rate (counted, never reached), interleaved | {summary_ms(rated_samples)}; p50 {percentile(rated_samples, 50) / percentile(get_samples, 50):.2f}× the unrated GET's | — |
 | {BURST} one-replica allocations, burst POST ({BURST_CONCURRENCY} concurrent callers) → all `ready` | {burst["service"]:.1f} s (POSTs took {burst["posted"]:.1f} s) | — |
 | the same {BURST} PVCs + Sandboxes created directly with the Python client → all Pods Ready | {direct:.1f} s | — |
 | ratio service / direct | {ratio:.2f}× | ≤ 2× |
 | readiness propagation, Pod Ready seen → API reports ready ({len(propagation)} pods) | p50 {percentile(propagation, 50) * 1000:.0f} ms, p99 {percentile(propagation, 99) * 1000:.0f} ms, max {max(propagation) * 1000:.0f} ms | p99 ≤ 1 s |
 | release of the {BURST} allocations: DELETEs → all `released` | {burst["release"]:.1f} s | — |
 
+A team with a request rate (`max_requests_per_minute`) pays one more statement per
+request, the upsert of its rate row (contextsvc/core/ratelimit.py); a team without one
+pays nothing, its rate (none) coming with the cached token. Both GETs are interleaved at
+random in one run, so the ratio is the cost, whatever the machine did meanwhile.
+
 Readiness propagation compares this benchmark's own watch of the Pods with `ready_at`,
 written by the watcher's UPDATE (the value GET serves from then on); both clocks are this
 machine's. A negative value means the service saw the Pod before the benchmark's watch did.
 
 Each POST checks the name against the cluster before answering (labelled leftovers, and
-somebody else's object under any name it would create: 7 API calls for one replica), so
-that a collision is the contract's 409 rather than a failed allocation later. An earlier run
+somebody else's object under any name it would create: 3 API calls for one replica, the
+leftovers being read from the watcher's view), so that a collision is the contract's 409
+rather than a failed allocation later. An earlier run
 with 3 calls per POST (before that check, 2026-11-29 09:05): POSTs 28.9 s, ratio 1.29×;
 the direct path's time varies between runs on this machine (27.7–51.4 s), which moves the
 ratio more than the POSTs do.

@@ -9,7 +9,9 @@ revokes a token, deactivates a client, changes its scopes, agent types or team, 
 a team's name or request rate (delivered when it commits), and a thread here that
 ``LISTEN``s empties the cache when one arrives. While that thread is not listening —
 before it first connects, after its connection is lost, until it listens again — the
-cache is off and every request asks the database.
+cache is off and every request asks the database. A lost connection is noticed when the
+thread next runs (at once, unless the cores are busy), one that died silently within
+``PROBE_SECONDS``: that is how long a change made meanwhile can go unheard.
 
 A lookup that started before a notification must not put its (possibly stale) answer in
 the cache after it: each entry is only stored if no notification came in between
