@@ -140,3 +140,27 @@ def test_production_logs_are_json_lines_and_readyz_names_postgres() -> None:
     warning = next(line for line in lines if line["message"].startswith("readiness check postgres"))
     assert (warning["level"], warning["logger"]) == ("WARNING", "contextsvc.health")
     assert set(warning) >= {"time", "level", "logger", "message"}
+
+
+SKIPPED_TREES = {".git", ".venv", "node_modules", "staticfiles", ".mypy_cache", ".ruff_cache"}
+
+
+def test_every_directory_with_tests_is_collected() -> None:
+    """A test module pytest never collects is a test that cannot fail: each top-level
+    directory holding ``tests/test_*.py`` is in pyproject.toml's testpaths (usage/ once
+    was not, and its tests ran only when named)."""
+    import tomllib
+
+    config = tomllib.loads((REPO_DIR / "pyproject.toml").read_text())
+    collected = set(config["tool"]["pytest"]["ini_options"]["testpaths"])
+    holding = set()
+    for top in REPO_DIR.iterdir():
+        if not top.is_dir() or top.name in SKIPPED_TREES:
+            continue
+        for module in top.rglob("test_*.py"):
+            parts = module.relative_to(REPO_DIR).parts
+            if "tests" in parts and not SKIPPED_TREES & set(parts):
+                holding.add(top.name)
+                break
+    assert "usage" in holding
+    assert sorted(holding - collected) == []
