@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextsvc.core.queue import after_commit
 
 RECONCILE = "allocations.tasks.reconcile_allocation"
+OBSERVE = "allocations.tasks.observe_allocation"
 RELEASE = "allocations.tasks.release_allocation"
 ROLLBACK = "allocations.tasks.rollback_allocation"
 RESYNC = "allocations.tasks.resync"
@@ -15,6 +16,10 @@ RETENTION = "allocations.tasks.retention"
 
 def reconcile(allocation_id: int, *, countdown: float = 0) -> None:
     after_commit(RECONCILE, allocation_id, countdown=countdown)
+
+
+def observe(allocation_id: int) -> None:
+    after_commit(OBSERVE, allocation_id)
 
 
 def release(allocation_id: int) -> None:

@@ -10,6 +10,7 @@ from allocations import queue as named
 from allocations import resync as resync_service
 from allocations.services.create import warm_pools_scale
 from allocations.services.lifecycle import allocations_expire_due
+from allocations.services.observed import allocation_observe_now
 from allocations.services.reconcile import allocation_reconcile
 from allocations.services.release import allocation_release_objects, allocation_rollback_objects
 from allocations.services.retention import allocations_retention
@@ -26,6 +27,17 @@ def reconcile_allocation(self: Task, allocation_id: int) -> str:
         self.request.retries,
         lock=(locks.ALLOCATION, allocation_id),
     )
+
+
+@shared_task(bind=True, name=named.OBSERVE, max_retries=3)
+def observe_allocation(self: Task, allocation_id: int) -> str:
+    recorded = queue.run(
+        self,
+        allocation_observe_now,
+        allocation_id,
+        lock=(locks.ALLOCATION, allocation_id),
+    )
+    return str(recorded or "nothing to do")
 
 
 @shared_task(bind=True, name=named.RELEASE, max_retries=None)

@@ -16,16 +16,25 @@ from django.db.models.functions import Least, Now
 from django.utils import timezone
 
 from allocations import queue
-from allocations.models import OBSERVED_PHASES, Allocation, AllocationEvent, Phase, PoolPresence
+from allocations.models import (
+    OBSERVED_PHASES,
+    Allocation,
+    AllocationEvent,
+    Phase,
+    PoolPresence,
+    Strategy,
+)
 from allocations.observe import (
     MILESTONES,
     Milestones,
     Observation,
     PoolObjects,
     Seen,
+    group_by_pool,
     milestones,
     observe,
 )
+from allocations.selectors import seen_of
 from allocations.services.reconcile import (
     allocation_fail,
     locked_while_observed,
@@ -33,6 +42,9 @@ from allocations.services.reconcile import (
 )
 from allocations.services.release import allocation_mark_released
 from allocations.services.timeline import announce, record_event
+from contextsvc.kube import client as kube
+from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX, SANDBOX_CLAIM, ApiKind
+from contextsvc.kube.objects.labels import pool_selector
 
 
 class Recorded(StrEnum):
@@ -56,6 +68,34 @@ def _changes_nothing(phase: str, seen: Seen, observation: Observation) -> bool:
         seen.ready_replicas == min(observation.ready, seen.replicas)
         and (seen.replicas <= observation.ready) == (phase == Phase.READY)
         and reported
+    )
+
+
+def allocation_observe_now(allocation_id: int) -> Recorded | None:
+    """Record one live allocation's objects as the API server holds them now (its watch
+    cache, as the resync reads it): for a pool whose objects no event will bring up again
+    (allocation_reconcile says when). None when it has moved on meanwhile."""
+    allocation = Allocation.objects.filter(pk=allocation_id, phase__in=OBSERVED_PHASES).first()
+    if allocation is None:
+        return None
+    namespace, selector = allocation.namespace, pool_selector(allocation.name)
+
+    def listed(kind: ApiKind) -> list[dict[str, Any]]:
+        return kube.list_objects(kind, namespace, selector, cached=True)
+
+    found = group_by_pool(
+        sandboxes=listed(SANDBOX),
+        claims=listed(SANDBOX_CLAIM) if allocation.strategy == Strategy.WARMPOOL else (),
+        pods=listed(POD),
+        pvcs=listed(PVC),
+    ).get((namespace, allocation.name), PoolObjects())
+    return allocation_record_observed(
+        allocation_id=allocation.pk,
+        phase=allocation.phase,
+        strategy=allocation.strategy,
+        requested_at=allocation.requested_at,
+        pool=found,
+        seen=seen_of(allocation),
     )
 
 

@@ -71,6 +71,12 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
     if synced.waiting:
         # Nothing else would notice: the watcher records what is there, and makes nothing.
         queue.reconcile(allocation_id, countdown=WAITING_COUNTDOWN)
+    elif not synced.changed() and allocation.phase == Phase.PROVISIONING and allocation.ready_at:
+        # It had been ready, waits to be again, and its objects needed nothing: resumed
+        # before its suspension reached the cluster, its Pods never stopped, and no watch
+        # event will say they are ready. Read them once (rare: new pools have no ready_at,
+        # and a scale or a resume that changes objects brings its own events).
+        queue.observe(allocation_id)
     return (
         f"created {len(synced.created)}, patched {len(synced.patched)}, "
         f"deleted {len(synced.deleted)}, waiting {len(synced.waiting)}"

@@ -9,15 +9,22 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import Allocation, AllocationEvent, Phase
 from allocations.resync import resync_all
-from allocations.services.lifecycle import NOT_SUSPENDABLE, allocations_expire_due
+from allocations.services.lifecycle import (
+    NOT_SUSPENDABLE,
+    allocation_resume,
+    allocation_suspend,
+    allocations_expire_due,
+)
 from allocations.services.reconcile import allocation_reconcile
 from allocations.services.release import allocation_release_objects
 from contexts.models import ContextResource
 from contextsvc.core.models import AuditEntry
+from contextsvc.core.teams import EVERY_TEAM
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import annotations_of, is_deleting, labels_of
 from contextsvc.kube.objects.kinds import PVC, SANDBOX, SANDBOX_CLAIM, SANDBOX_TEMPLATE, ApiKind
@@ -238,6 +245,42 @@ def test_suspend_keeps_the_workspace_and_resume_makes_it_ready_again(
     )
     assert kinds.count(AllocationEvent.Kind.SUSPENDED) == 1
     assert kinds.count(AllocationEvent.Kind.RESUMED) == 1
+
+
+def test_a_pool_resumed_before_its_suspension_reached_the_cluster_is_ready_again(
+    api: ApiClient, namespace: str
+) -> None:
+    """Suspend and resume in one transaction: the reconciles both run after it, find the
+    Sandboxes already as the row wants them (running) and change nothing, so no Pod event
+    follows. The pool must still become ready again (it stayed "provisioning" for good)."""
+    created(api, body("blink", namespace, replicas=2, mode="ReadWriteMany"))
+    wait_for_phase("blink", Phase.READY, timeout=90)
+    pods = pool_objects(namespace, "blink")["pods"]
+
+    with transaction.atomic():
+        allocation_suspend(name="blink", actor="system:test", reach=EVERY_TEAM)
+        resumed = allocation_resume(name="blink", actor="system:test", reach=EVERY_TEAM)
+    assert (resumed.phase, resumed.ready_replicas) == (Phase.PROVISIONING, 0)
+
+    assert wait_for_phase("blink", Phase.READY, timeout=30).ready_replicas == 2
+    # Never suspended in the cluster: the same Pods, the Sandboxes running throughout.
+    assert (
+        pool_objects(namespace, "blink")["pods"] == pods == ["sandbox-blink-0", "sandbox-blink-1"]
+    )
+    assert [operating_mode(sandbox(namespace, "blink", i)) for i in (0, 1)] == [
+        "Running",
+        "Running",
+    ]
+    kinds = list(
+        AllocationEvent.objects.filter(allocation__name="blink")
+        .order_by("at", "id")
+        .values_list("kind", flat=True)
+    )
+    assert kinds[-3:] == [
+        AllocationEvent.Kind.SUSPENDED,
+        AllocationEvent.Kind.RESUMED,
+        AllocationEvent.Kind.READY,
+    ]
 
 
 def test_a_warm_pool_allocation_cannot_be_suspended(api: ApiClient, namespace: str) -> None:
