@@ -181,9 +181,8 @@ def principal_from_token(token: str) -> tuple[ApiPrincipal, ApiToken]:
             row = cursor.fetchone()
         if row is None:
             raise InvalidCredentials("invalid or revoked token")
-        (token_id, last_used_at, expires_at, client_id, name, team_id, scopes, agent_types) = row[
-            :8
-        ]
+        token_id, last_used_at, expires_at, client_id, name, team_id, *rights = row
+        scopes, agent_types, team_name, requests_per_minute = rights
         entry = tokencache.Entry(
             ApiPrincipal(
                 client_id=client_id,
@@ -191,8 +190,8 @@ def principal_from_token(token: str) -> tuple[ApiPrincipal, ApiToken]:
                 team_id=team_id,
                 scopes=frozenset(json.loads(scopes)),
                 agent_types=frozenset(json.loads(agent_types)),
-                team_name=row[8],
-                requests_per_minute=row[9],
+                team_name=team_name,
+                requests_per_minute=requests_per_minute,
             ),
             token_id,
             client_id,
