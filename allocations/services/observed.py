@@ -42,6 +42,7 @@ from allocations.services.reconcile import (
 )
 from allocations.services.release import allocation_mark_released
 from allocations.services.timeline import announce, record_event
+from contextsvc.core.queue import RetryLater
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX, SANDBOX_CLAIM, ApiKind
 from contextsvc.kube.objects.labels import pool_selector
@@ -71,6 +72,9 @@ def _changes_nothing(phase: str, seen: Seen, observation: Observation) -> bool:
     )
 
 
+OBSERVE_RETRY_SECONDS = 2.0
+
+
 def allocation_observe_now(allocation_id: int) -> Recorded | None:
     """Record one live allocation's objects as the API server holds them now (its watch
     cache, as the resync reads it): for a pool whose objects no event will bring up again
@@ -83,12 +87,17 @@ def allocation_observe_now(allocation_id: int) -> Recorded | None:
     def listed(kind: ApiKind) -> list[dict[str, Any]]:
         return kube.list_objects(kind, namespace, selector, cached=True)
 
-    found = group_by_pool(
-        sandboxes=listed(SANDBOX),
-        claims=listed(SANDBOX_CLAIM) if allocation.strategy == Strategy.WARMPOOL else (),
-        pods=listed(POD),
-        pvcs=listed(PVC),
-    ).get((namespace, allocation.name), PoolObjects())
+    try:
+        found = group_by_pool(
+            sandboxes=listed(SANDBOX),
+            claims=listed(SANDBOX_CLAIM) if allocation.strategy == Strategy.WARMPOOL else (),
+            pods=listed(POD),
+            pvcs=listed(PVC),
+        ).get((namespace, allocation.name), PoolObjects())
+    except kube.KubeError as exc:
+        if exc.transient:
+            raise RetryLater(OBSERVE_RETRY_SECONDS) from exc
+        raise
     return allocation_record_observed(
         allocation_id=allocation.pk,
         phase=allocation.phase,

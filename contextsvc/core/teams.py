@@ -182,7 +182,11 @@ def team_lock(team_id: int | None) -> Team:
     that checks a quota, so that whatever it counts stays true until it commits."""
     if team_id is None:
         raise ValueError("an object without a team has no quota to check")
-    return Team.objects.select_for_update().get(pk=team_id)
+    # NO KEY UPDATE: it still queues the team's quota checks one after the other, but not
+    # the key-share lock every insert of a row naming the team takes at commit (an audit
+    # entry's deferred foreign key). FOR UPDATE made a scale waiting for an allocation's
+    # row and a release holding it, auditing, wait for each other: a deadlock.
+    return Team.objects.select_for_update(no_key=True).get(pk=team_id)
 
 
 def quota_check(team: Team, quota: Quota, *, in_use: int, more: int) -> None:
