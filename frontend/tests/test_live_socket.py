@@ -15,6 +15,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
+from allocations.tests.factories import AllocationFactory
 from approvals.tests.factories import ApprovalRequestFactory
 from contextsvc.core import events, services
 from contextsvc.core.users import ensure_role_groups
@@ -268,6 +269,34 @@ def test_with_two_teams_a_person_hears_only_their_teams_rows(web_server: str) ->
         additional_headers={"Cookie": viewer_cookie},
     ) as page:
         assert json.loads(page.recv(timeout=10))["data"]["request"]["id"] == mine["id"]
+
+
+def test_with_two_teams_a_persons_allocation_pages_are_their_teams(web_server: str) -> None:
+    viewer_cookie = session_cookie("viewer")
+    research = services.team_create(name="research", actor="system:test")
+    services.person_set_team(
+        user=User.objects.get(username="user-viewer"), team=research, actor="system:test"
+    )
+    mine = AllocationFactory.create(name="mine", team=research, phase="ready")
+    theirs = AllocationFactory.create(name="not-theirs", phase="ready")  # the default team's
+    origin, headers = Origin(web_server), {"Cookie": viewer_cookie}
+
+    with connect(
+        socket_url(web_server, "allocations"), origin=origin, additional_headers=headers
+    ) as socket:
+        listed = json.loads(socket.recv(timeout=10))
+    assert list(listed["data"]["rows"]) == [str(mine.pk)]
+    with pytest.raises(InvalidStatus) as refused:
+        connect(
+            socket_url(web_server, f"allocation:{theirs.pk}"),
+            origin=origin,
+            additional_headers=headers,
+        )
+    assert refused.value.response.status_code == 403
+    with connect(
+        socket_url(web_server, f"allocation:{mine.pk}"), origin=origin, additional_headers=headers
+    ) as page:
+        assert list(json.loads(page.recv(timeout=10))["data"]["rows"]) == [str(mine.pk)]
 
 
 def test_a_socket_opened_with_one_team_closes_when_a_second_is_made(web_server: str) -> None:

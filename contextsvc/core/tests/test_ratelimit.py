@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 
 from allocations.tests.test_consumers import pool
@@ -19,6 +20,7 @@ from contextsvc.core import ratelimit, services
 from contextsvc.core.errors import RateLimited
 from contextsvc.core.models import ApiClient, AuditEntry, Team, TeamRequestRate
 from contextsvc.core.tests.test_tokencache import cache_listening
+from frontend.tests.support import client_for
 from tests.support.api import issue_token
 from tests.support.processes import wait_until
 from tests.support.unchanged import kept
@@ -179,4 +181,15 @@ def test_a_rate_of_zero_lets_nothing_through_and_writes_nothing() -> None:
         'team "closed" is limited to 0 API requests per minute; '
         "0 used in the last minute, retry in 60 s"
     )
+    assert not TeamRequestRate.objects.exists()
+
+
+def test_the_dashboards_people_are_not_counted() -> None:
+    viewer = client_for("viewer")
+    counted = team("counted", 1)
+    services.person_set_team(
+        user=User.objects.get(username="user-viewer"), team=counted, actor="system:test"
+    )
+    # A person's session may read the API; a person's team's rate does not apply to it.
+    assert [viewer.get("/v1/sandbox-pools").status_code for _ in range(3)] == [200] * 3
     assert not TeamRequestRate.objects.exists()
