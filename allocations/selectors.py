@@ -169,15 +169,20 @@ class TeamUse(NamedTuple):
     storage: int
 
 
-def team_use(*, team_id: int) -> TeamUse:
-    """The team's live (not released, not releasing) allocations, the sandboxes they run
-    (a suspended pool runs none; its volumes stay) and the storage the team's objects
-    request (its pools', named contexts' and agent workspaces')."""
+def team_pools(*, team_id: int) -> tuple[int, int]:
+    """The team's live (not released, not releasing) allocations, and the sandboxes they
+    run (a suspended pool runs none; its volumes stay)."""
     found = Allocation.objects.filter(team_id=team_id, phase__in=VISIBLE_PHASES).aggregate(
         allocations=Count("id"),
         sandboxes=Sum("replicas", filter=~Q(phase=Phase.SUSPENDED)),
     )
-    return TeamUse(found["allocations"], found["sandboxes"] or 0, storage_in_use(team_id))
+    return found["allocations"], found["sandboxes"] or 0
+
+
+def team_use(*, team_id: int) -> TeamUse:
+    """``team_pools`` and the storage the team's objects request (its pools', named
+    contexts' and agent workspaces')."""
+    return TeamUse(*team_pools(team_id=team_id), storage_in_use(team_id))
 
 
 def allocation_storage(team_id: int) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from allocations import selectors
 from contextsvc.core.models import Team
-from contextsvc.core.teams import STORAGE, Quota, quota_check
+from contextsvc.core.teams import Quota, quota_check, storage_check
 
 LIVE_ALLOCATIONS = Quota("max_live_allocations", "live allocations")
 LIVE_SANDBOXES = Quota("max_live_sandboxes", "live sandboxes")
@@ -20,13 +20,8 @@ LIVE_SANDBOXES = Quota("max_live_sandboxes", "live sandboxes")
 def quotas_check(team: Team, *, allocations: int = 0, sandboxes: int = 0, storage: int = 0) -> None:
     """Refuse a change that adds ``allocations``, ``sandboxes`` and ``storage`` (bytes) to
     what the team holds, when it would pass one of its limits (the first, in this order)."""
-    if (
-        team.max_live_allocations is None
-        and team.max_live_sandboxes is None
-        and team.max_storage_bytes is None
-    ):
-        return  # no limits: nothing to count
-    use = selectors.team_use(team_id=team.pk)
-    quota_check(team, LIVE_ALLOCATIONS, in_use=use.allocations, more=allocations)
-    quota_check(team, LIVE_SANDBOXES, in_use=use.sandboxes, more=sandboxes)
-    quota_check(team, STORAGE, in_use=use.storage, more=storage)
+    if team.max_live_allocations is not None or team.max_live_sandboxes is not None:
+        live, running = selectors.team_pools(team_id=team.pk)
+        quota_check(team, LIVE_ALLOCATIONS, in_use=live, more=allocations)
+        quota_check(team, LIVE_SANDBOXES, in_use=running, more=sandboxes)
+    storage_check(team, more=storage)  # counted only when the team has a storage limit
