@@ -55,8 +55,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from cs_agent import sandbox
+from cs_agent import sandbox, seccomp
 from cs_agent.client import ApprovalClient, ApprovalError, Verdict
+from cs_agent.egress import MAX_REFUSALS as MAX_REFUSED
+from cs_agent.egress import Connect, EgressPolicy, EgressProxy
 from cs_agent.environment import command_environment
 from cs_agent.limits import (
     DEFAULT_MAX_PROCESSES,
@@ -66,7 +68,8 @@ from cs_agent.limits import (
     Limits,
     limited_argv,
 )
-from cs_agent.sandbox import Plan, SandboxError
+from cs_agent.sandbox import Plan, RunDirectory, SandboxError
+from cs_agent.seccomp import SeccompError
 
 # Exit codes of ``python -m cs_agent run`` that are not the command's own (which, as in a
 # shell, is its status, or 128 + the signal that killed it).
@@ -96,8 +99,11 @@ class RunResult:
     isolation: str | None = None
     memory_enforcement: str | None = None  # cgroup | rlimit
     process_enforcement: str | None = None  # cgroup | rlimit
-    network: str | None = None  # pod | none: what the command could reach
-    # What the sandbox refused, as the program reported it: {"action", "path", "error"}.
+    # What the command could reach: proxy (the egress proxy, by host), none, or pod (the
+    # Pod's network: isolation none only).
+    network: str | None = None
+    # What was refused: {"action", "path", "error", "reportedBy"}, where reportedBy is
+    # "executor" (the egress proxy's record) or "program" (read from its error output).
     refused_effects: tuple[dict[str, str], ...] = ()
     message: str = ""
     run_id: str | None = None  # the service's record of this run
@@ -151,9 +157,12 @@ class Executor:
         approval_timeout: float = 300.0,
         allow_no_isolation: bool = False,
         memory_cgroups: bool = True,
+        memory_rlimit: bool = False,
         max_processes: int = DEFAULT_MAX_PROCESSES,
         environ: Mapping[str, str] | None = None,
         system_dirs: tuple[str, ...] = sandbox.SYSTEM_DIRS,
+        egress_pinned: Mapping[str, tuple[str, int]] | None = None,
+        egress_connect: Connect | None = None,
     ) -> None:
         self.client = client
         self.workspace_root = Path(workspace_root)
@@ -162,22 +171,31 @@ class Executor:
         self.allow_no_isolation = allow_no_isolation
         # False: rlimits only, even where a cgroup could be made (tests of that path).
         self.memory_cgroups = memory_cgroups
+        # Without a memory cgroup the limit holds per process only (RLIMIT_AS: each of N
+        # processes may use all of it): refused unless the agent accepts that.
+        self.memory_rlimit = memory_rlimit
         self.max_processes = max_processes
         self.environ = dict(os.environ if environ is None else environ)
         # What is bound read-only inside the sandbox (the image's system directories).
         self.system_dirs = system_dirs
+        # The egress proxy's name overrides and dialler (EgressProxy): the tests' loopback
+        # stand-ins for real hosts.
+        self.egress_pinned = dict(egress_pinned or {})
+        self.egress_connect = egress_connect
 
     @classmethod
     def from_env(cls, client: ApprovalClient | None = None) -> Executor:
         """The client's settings (``CS_URL``, ``CS_TOKEN``, ``CS_AGENT_TYPE``…) and
         ``CS_WORKSPACE_ROOT`` (default /workspace), ``CS_EXECUTOR_OUTPUT_LIMIT`` (bytes),
         ``CS_EXECUTOR_ALLOW_NONE=1`` (accept profiles whose isolation is ``none``),
-        ``CS_EXECUTOR_MAX_PROCESSES`` (default 256)."""
+        ``CS_EXECUTOR_MEMORY_RLIMIT=1`` (where no memory cgroup can be made, accept a limit
+        per process), ``CS_EXECUTOR_MAX_PROCESSES`` (default 256)."""
         return cls(
             client or ApprovalClient.from_env(),
             workspace_root=os.environ.get("CS_WORKSPACE_ROOT", "/workspace"),
             output_limit=int(os.environ.get("CS_EXECUTOR_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT)),
             allow_no_isolation=os.environ.get("CS_EXECUTOR_ALLOW_NONE") == "1",
+            memory_rlimit=os.environ.get("CS_EXECUTOR_MEMORY_RLIMIT") == "1",
             max_processes=int(os.environ.get("CS_EXECUTOR_MAX_PROCESSES", DEFAULT_MAX_PROCESSES)),
         )
 
@@ -274,20 +292,19 @@ class Executor:
                 f"contexts in {context} (set CS_WORKSPACE_ROOT, or the profile's "
                 "context_workspace)"
             )
-        if isolation == "namespaces":
-            if context.parts[1:2] == ("tmp",):
-                raise ExecutorError(
-                    f"the workspace root {self.workspace_root} is under /tmp, which the "
-                    "sandbox replaces with its own: put the workspace elsewhere"
-                )
-            try:
+        try:
+            sandbox.refuse_importable_workspace(self.workspace_root)
+            if isolation == "namespaces":
+                if context.parts[1:2] == ("tmp",):
+                    raise ExecutorError(
+                        f"the workspace root {self.workspace_root} is under /tmp, which the "
+                        "sandbox replaces with its own: put the workspace elsewhere"
+                    )
                 sandbox.bwrap_path()
                 sandbox.sandbox_python()
-            except SandboxError as exc:
-                raise ExecutorError(str(exc)) from None
-        try:
+                seccomp.program()
             context_fd = sandbox.open_context(self.workspace_root, context_id)
-        except SandboxError as exc:
+        except (SandboxError, SeccompError) as exc:
             raise ExecutorError(str(exc)) from None
         try:
             return self._execute_in(command, context, context_fd, isolation, limits, verdict)
@@ -304,14 +321,13 @@ class Executor:
         verdict: Verdict,
     ) -> RunResult:
         execution = verdict.execution or {}
-        if _pip_installs(verdict) and not (context / ".venv").exists():
+        if _pip_installs(verdict) and not sandbox.has_venv(context_fd):
             # The executor's own step, the same for every context (seed 001), with limits of
             # its own: ensurepip takes longer and more memory than many commands may.
             made = self._spawn(
                 "python3 -m venv .venv",
-                _Run(context, context_fd, isolation, {"write": [f"{context}/**"]}, False),
+                _Run(context, context_fd, isolation, {"write": [f"{context}/**"]}, None),
                 VENV_LIMITS,
-                venv=False,
             )
             if made.outcome != "exited" or made.exit_status != 0:
                 raise ExecutorError(
@@ -323,31 +339,99 @@ class Executor:
             # Fail closed: an answer that does not say what was judged gets the context and
             # no network.
             effects = {"read": [f"{context}/**"], "write": [f"{context}/**"], "network": []}
-        network = execution.get("network", "pod") == "pod" and bool(effects.get("network"))
-        run = _Run(context, context_fd, isolation, effects, network)
-        result = self._spawn(command, run, limits, venv=True)
+        egress = None
+        if execution.get("network", "pod") == "pod" and effects.get("network"):
+            egress = EgressPolicy.for_run(effects["network"], execution.get("egress"))
+        run = _Run(context, context_fd, isolation, effects, egress)
+        result = self._spawn(command, run, limits)
         return _replace(result, verdict=verdict)
 
-    def _spawn(self, command: str, run: _Run, limits: Limits, *, venv: bool) -> RunResult:
+    def _spawn(self, command: str, run: _Run, limits: Limits) -> RunResult:
         memory = limits.memory_mb * 1024 * 1024
         cgroups = Cgroups.create(memory, self.max_processes) if self.memory_cgroups else Cgroups()
-        env = command_environment(self.environ, run.context, venv=venv)
-        plan: Plan | None = None
+        if cgroups.memory is None and not self.memory_rlimit:
+            cgroups.remove()
+            raise ExecutorError(
+                f"the memory limit ({limits.memory_mb} MB) cannot be held here: the executor "
+                "cannot make a memory cgroup of its own (docs/agent-client.md, 'Limits'); set "
+                "CS_EXECUTOR_MEMORY_RLIMIT=1 to accept it per process (RLIMIT_AS), where each "
+                "process the command starts may use it all"
+            )
         if run.isolation == "none":
-            inner = ["/bin/bash", "-c", command]
-        else:
+            venv = sandbox.has_venv(run.context_fd)
+            env = command_environment(self.environ, run.context, sandboxed=False, venv=venv)
+            return self._wait(command, run, limits, cgroups, ["/bin/bash", "-c", command], env)
+        try:
+            directory = RunDirectory(
+                run.context, sandbox.venv_programs(run.context_fd), sandbox.image_git()
+            )
+        except OSError as exc:
+            cgroups.remove()
+            raise ExecutorError(f"could not prepare the run's directory: {exc}") from None
+        proxy = None
+        filter_fd = -1
+        try:
+            if run.egress is not None and run.egress.reaches_anything:
+                proxy = EgressProxy(
+                    run.egress,
+                    directory.socket,
+                    pinned=self.egress_pinned,
+                    connect=self.egress_connect,
+                )
+                proxy.start()
+            env = command_environment(
+                self.environ,
+                run.context,
+                sandboxed=True,
+                venv=sandbox.has_venv(run.context_fd),
+                proxy=proxy is not None,
+            )
+            filter_fd = seccomp.program_fd()
             plan = Plan(
                 context=run.context,
                 context_fd=run.context_fd,
                 grants=sandbox.grants_for(run.effects, run.context),
-                network=run.network,
+                run_directory=directory,
+                seccomp_fd=filter_fd,
+                bridge=proxy is not None,
                 # Half the memory limit: tmpfs pages count against a memory cgroup too, and
                 # a full /tmp should fail a write (ENOSPC), not kill the command.
                 tmp_bytes=memory // 2,
                 environment=env,
                 system_dirs=self.system_dirs,
             )
-            inner = sandbox.bwrap_argv(plan, command)
+            result = self._wait(
+                command, run, limits, cgroups, sandbox.bwrap_argv(plan, command), env, filter_fd
+            )
+        except OSError as exc:
+            cgroups.remove()
+            raise ExecutorError(f"could not start the sandbox: {exc}") from None
+        finally:
+            if filter_fd >= 0:
+                os.close(filter_fd)
+            if proxy is not None:
+                proxy.stop()
+            directory.remove()
+        refused = sandbox.refused_effects(result.stderr, plan)
+        return _replace(
+            result,
+            network="proxy" if proxy is not None else "none",
+            refused_effects=tuple([*(proxy.refused if proxy else []), *refused][:MAX_REFUSED]),
+        )
+
+    def _wait(
+        self,
+        command: str,
+        run: _Run,
+        limits: Limits,
+        cgroups: Cgroups,
+        inner: list[str],
+        env: Mapping[str, str],
+        *fds: int,
+    ) -> RunResult:
+        """Start ``inner`` behind the limits, wait for it (to the time limit), and say what
+        happened."""
+        memory = limits.memory_mb * 1024 * 1024
         # The limits apply before anything of the command starts: a shell joins the
         # cgroups (or lowers its own rlimits) and then becomes the sandbox.
         limited = limited_argv(cgroups, memory, self.max_processes, inner)
@@ -362,7 +446,7 @@ class Executor:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # one process group to kill
-                pass_fds=(run.context_fd,),
+                pass_fds=(run.context_fd, *fds),
             )
         except OSError as exc:
             cgroups.remove()
@@ -373,13 +457,21 @@ class Executor:
         ]
         for reader in readers:
             reader.start()
-        timed_out = False
-        try:
-            process.wait(timeout=limits.time_seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        # A timer kills the group at the limit; the wait itself blocks in waitpid (a wait
+        # with a timeout polls, and noticed the end up to 50 ms late).
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
             _kill_group(process.pid)
+
+        timer = threading.Timer(limits.time_seconds, expire)
+        timer.start()
+        try:
             process.wait()
+        finally:
+            timer.cancel()
+        timed_out = expired.is_set()
         # Whatever the command left behind in its group goes with it.
         _kill_group(process.pid)
         for reader in readers:
@@ -399,7 +491,6 @@ class Executor:
             outcome = "killed"
         else:
             outcome = "exited"
-        err = bytes(stderr.data)
         return RunResult(
             outcome,
             Verdict(False, "pending"),
@@ -410,25 +501,24 @@ class Executor:
             signal=killed_by or signal.SIGKILL if outcome in ("memory", "timed_out") else killed_by,
             duration=duration,
             stdout=bytes(stdout.data),
-            stderr=err,
+            stderr=bytes(stderr.data),
             truncated=stdout.total > len(stdout.data) or stderr.total > len(stderr.data),
             isolation=run.isolation,
             memory_enforcement="cgroup" if cgroups.memory is not None else "rlimit",
             process_enforcement="cgroup" if cgroups.pids is not None else "rlimit",
-            network="pod" if run.isolation == "none" or run.network else "none",
-            refused_effects=tuple(sandbox.refused_effects(err, plan)) if plan else (),
+            network="pod",
         )
 
 
 @dataclass(frozen=True)
 class _Run:
-    """Where and how one command runs."""
+    """Where and how one command runs: ``egress`` None is no network at all."""
 
     context: Path
     context_fd: int
     isolation: str
     effects: Mapping[str, Any]
-    network: bool
+    egress: EgressPolicy | None
 
 
 def _kill_group(pgid: int) -> None:

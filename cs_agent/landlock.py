@@ -1,16 +1,12 @@
 """Landlock for the executor: hold a command to the file accesses that were judged.
 
-Run inside the bubblewrap sandbox, after its mounts are made (a Landlock-restricted process
-may no longer mount anything, so bwrap itself cannot be restricted first), as
-
-    python3 -I -S landlock.py GRANTS_JSON PROGRAM ARGS...
-
-where GRANTS_JSON is ``[[path, rights], ...]`` with rights from ``RIGHTS``' names. The
-script restricts itself (no-new-privs, then one ruleset with every file-system right the
-kernel knows handled), and ``exec``s the program, which inherits the restriction with
-everything it starts. A path that does not exist, or is a symbolic link (its target was
-not judged), grants nothing. Any failure to restrict
-exits 126 before the program starts: the command never runs unrestricted.
+Applied inside the bubblewrap sandbox by its launcher (``cs_agent/launcher.py``), after
+the mounts are made (a Landlock-restricted process may no longer mount anything, so bwrap
+itself cannot be restricted first): grants are ``[[path, rights], ...]`` with rights from
+``RIGHTS``' names; :func:`restrict` sets no-new-privs, then one ruleset with every
+file-system right the kernel knows handled, and everything the process then starts
+inherits it. A path that does not exist, or is a symbolic link (its target was not
+judged), grants nothing.
 
 It is also imported by the executor, for ``abi()`` and the names of the rights; it uses
 the standard library only, because inside the sandbox only the image's Python is there.
@@ -19,9 +15,7 @@ the standard library only, because inside the sandbox only the image's Python is
 from __future__ import annotations
 
 import ctypes
-import json
 import os
-import sys
 
 _SYS_CREATE_RULESET = 444  # the same number on every architecture Linux has
 _SYS_ADD_RULE = 445
@@ -127,20 +121,3 @@ def restrict(grants: list[tuple[str, list[str]]]) -> int:
     finally:
         os.close(ruleset)
     return version
-
-
-def main(argv: list[str]) -> None:
-    if len(argv) < 3:
-        print("usage: landlock.py GRANTS_JSON PROGRAM [ARGS...]", file=sys.stderr)
-        sys.exit(126)
-    try:
-        grants = [(str(path), list(names)) for path, names in json.loads(argv[1])]
-        restrict(grants)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"cs-executor: could not restrict the command with Landlock: {exc}", file=sys.stderr)
-        sys.exit(126)
-    os.execv(argv[2], argv[2:])  # noqa: S606 - the command, as judged, once restricted
-
-
-if __name__ == "__main__":
-    main(sys.argv)

@@ -99,12 +99,18 @@ class Cgroup:
         return False
 
     def remove(self) -> None:
-        for _ in range(50):
+        # The last processes may still be leaving (EBUSY): try again soon, then less often,
+        # for about a second (a fixed 20 ms sleep cost every run that much).
+        delay = 0.001
+        for _ in range(60):
             try:
                 self.path.rmdir()
                 return
+            except FileNotFoundError:
+                return
             except OSError:
-                time.sleep(0.02)  # the last process is still leaving
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
 
 
 @dataclass

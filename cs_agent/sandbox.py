@@ -31,20 +31,34 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cs_agent import landlock
+from cs_agent.egress import BRIDGE_PORT
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The image's programs, libraries and configuration: read-only inside, readable and
 # runnable. A merged-/usr image has /bin, /lib… as links into /usr: they stay links.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-LAUNCHER = "/.cs-executor/landlock.py"  # where landlock.py is inside the sandbox
 LANDLOCK_SCRIPT = Path(landlock.__file__).resolve()
 
+# Inside the sandbox: the executor's files, read-only.
+INSIDE = "/.cs-executor"
+RUN_INSIDE = f"{INSIDE}/run"
+RUN_BIN = f"{RUN_INSIDE}/bin"  # first on PATH
+PROXY_SOCKET = f"{RUN_INSIDE}/proxy.sock"
+HOME = "/tmp/home"  # noqa: S108 - the sandbox's own tmpfs: a run's home is its own
+HELPERS = {
+    f"{INSIDE}/launcher.py": Path(__file__).with_name("launcher.py").resolve(),
+    f"{INSIDE}/landlock.py": LANDLOCK_SCRIPT,
+    f"{INSIDE}/gitguard.py": Path(__file__).with_name("gitguard.py").resolve(),
+}
+REAL_GIT = f"{INSIDE}/git"
 READ = ("read_file", "read_dir")
 RUN = ("read_file", "read_dir", "execute")
 # Everything below a directory: what "anywhere in the context" and /tmp get.
@@ -137,8 +151,13 @@ def grants_for(effects: Mapping[str, Any], context: Path) -> list[tuple[str, lis
         ("/proc", list(READ)),
         ("/dev", ["read_file", "write_file", "ioctl_dev"]),
         ("/tmp", list(EVERYTHING)),  # noqa: S108 - the sandbox's own tmpfs
+        # POSIX shared memory and semaphores (multiprocessing's locks): a tmpfs of its own.
+        ("/dev/shm", list(EVERYTHING)),  # noqa: S108 - the sandbox's own tmpfs
         # The context's virtualenv is the executor's (seed 001): its programs run.
         (f"{ctx}/.venv", list(RUN)),
+        # The executor's own: the launcher, git's guard, the run's PATH entries and the
+        # egress proxy's socket (read-only mounts).
+        (INSIDE, list(RUN)),
     ]
     for raw in effects.get("read") or ():
         path, tree = _tree(str(raw))
@@ -198,12 +217,28 @@ def _split(path: str, rights: list[str], hidden: Sequence[str]) -> list[tuple[st
 
 
 def grants_cover(grants: Iterable[tuple[str, Sequence[str]]], path: str, rights: set[str]) -> bool:
-    """Whether some grant gives one of ``rights`` on ``path`` (itself, or below a directory)."""
-    return any(
-        rights & set(names)
-        and (granted == path or (_inside(path, granted) and os.path.isdir(granted)))
-        for granted, names in grants
-    )
+    """Whether some grant gives one of ``rights`` on ``path`` (itself, or below it): by
+    the paths' words alone, nothing is looked up."""
+    return any(rights & set(names) and _inside(path, granted) for granted, names in grants)
+
+
+# --- The agent's own imports ----------------------------------------------------------------
+
+
+def refuse_importable_workspace(root: Path) -> None:
+    """Refuse to work when Python could import from the workspace root: an agent started
+    there (or with it on ``sys.path``) would import a context named ``cs_agent``, ``json``
+    or ``os`` — a directory any contained run may fill — as its own code. The agent's
+    image starts it elsewhere, with ``PYTHONSAFEPATH=1`` (deploy/agent/Dockerfile)."""
+    where = os.path.realpath(root)
+    for entry in sys.path:
+        if os.path.realpath(entry or os.getcwd()) == where:
+            shown = entry or f"the working directory ({os.getcwd()})"
+            raise SandboxError(
+                f"the agent imports Python code from the workspace root {root} ({shown} is "
+                "on sys.path), where a context could stand in for one of its modules: start "
+                "it from another directory, with PYTHONSAFEPATH=1"
+            )
 
 
 # --- Availability -----------------------------------------------------------------------------
@@ -253,6 +288,80 @@ def sandbox_python() -> str:
     raise SandboxError("namespaces isolation needs python3 in the image's /usr (for Landlock)")
 
 
+# --- The run's own directory -------------------------------------------------------------------
+
+# The virtualenv's entries a command may start by name: its interpreter and pip. Anything
+# else in .venv/bin (a console script, or a program a run wrote there) is not on PATH.
+_VENV_PROGRAM = re.compile(r"^(?:python|pip)(?:3(?:\.[0-9]+)?)?$")
+
+
+def venv_programs(context_fd: int) -> list[str]:
+    """The context's virtualenv's interpreter and pip (``.venv/bin/python3``…), looked up
+    below the context's descriptor without following links: a ``.venv`` or ``bin`` that is
+    a link is no virtualenv, and an entry that is not the venv's own is never listed."""
+    try:
+        venv = os.open(".venv", os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=context_fd)
+    except OSError:
+        return []
+    try:
+        binaries = os.open("bin", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=venv)
+    except OSError:
+        return []
+    finally:
+        os.close(venv)
+    try:
+        return sorted(name for name in os.listdir(binaries) if _VENV_PROGRAM.match(name))
+    finally:
+        os.close(binaries)
+
+
+def has_venv(context_fd: int) -> bool:
+    """Whether the context has a ``.venv`` directory (a link is not one)."""
+    try:
+        found = os.stat(".venv", dir_fd=context_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISDIR(found.st_mode)
+
+
+class RunDirectory:
+    """The run's directory outside the sandbox (private to the agent's user), bound
+    read-only at ``/.cs-executor/run``: the programs first on ``PATH`` — git's guard
+    (``cs_agent/gitguard.py``) and, once the context has a virtualenv, its interpreter and
+    pip, each a two-line script that starts the venv's own by its absolute path — and the
+    egress proxy's socket. Removed when the run ends."""
+
+    def __init__(self, context: Path, venv: list[str], git: str | None) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="cs-run-"))
+        self.git = git
+        binaries = self.path / "bin"
+        binaries.mkdir()
+        scripts = {name: f'exec {context}/.venv/bin/{name} "$@"' for name in venv}
+        if git is not None:
+            scripts["git"] = f'exec {sandbox_python()} -I -S {INSIDE}/gitguard.py {REAL_GIT} "$@"'
+        for name, line in scripts.items():
+            script = binaries / name
+            script.write_text(f"#!/bin/sh\n{line}\n")
+            script.chmod(0o755)
+
+    @property
+    def socket(self) -> str:
+        return str(self.path / "proxy.sock")
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def image_git() -> str | None:
+    """The image's git (a regular file in a system directory), which the guard stands in
+    for; None when the image has none."""
+    found = shutil.which("git", path=SYSTEM_PATH)
+    if found is None:
+        return None
+    real = os.path.realpath(found)
+    return real if any(_inside(real, system) for system in SYSTEM_DIRS) else None
+
+
 # --- The command line -------------------------------------------------------------------------
 
 
@@ -261,8 +370,10 @@ class Plan:
     context: Path  # the path the context has inside (and outside)
     context_fd: int  # opened by open_context
     grants: list[tuple[str, list[str]]]
-    network: bool  # False: a network namespace with loopback only
-    tmp_bytes: int  # the size of /tmp
+    run_directory: RunDirectory
+    seccomp_fd: int  # the filter (cs_agent.seccomp), for bwrap to read
+    bridge: bool  # the run has a network: through the egress proxy
+    tmp_bytes: int  # the size of /tmp (and half of it, of /dev/shm)
     environment: Mapping[str, str] = field(default_factory=dict)
     system_dirs: tuple[str, ...] = SYSTEM_DIRS
 
@@ -271,18 +382,21 @@ def bwrap_argv(plan: Plan, command: str) -> list[str]:
     argv = [
         bwrap_path(),
         "--unshare-user",
+        # No nested user namespace (bwrap's own, below the seccomp filter's refusal).
+        "--disable-userns",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
+        # Always a network namespace of its own, with loopback only: what leaves, leaves
+        # through the egress proxy's socket (cs_agent/egress.py).
+        "--unshare-net",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
         "ALL",
         "--clearenv",
     ]
-    if not plan.network:
-        argv.append("--unshare-net")
     for name, value in plan.environment.items():
         argv += ["--setenv", name, value]
     for directory in plan.system_dirs:
@@ -292,33 +406,45 @@ def bwrap_argv(plan: Plan, command: str) -> list[str]:
             # --ro-bind binds recursively and makes every sub-mount read-only too.
             argv += ["--ro-bind", directory, directory]
     argv += ["--proc", "/proc", "--dev", "/dev"]
-    argv += ["--size", str(plan.tmp_bytes), "--tmpfs", "/tmp"]  # noqa: S108 - its own
+    argv += ["--size", str(plan.tmp_bytes // 2), "--tmpfs", "/dev/shm"]  # noqa: S108 - its own
+    argv += ["--size", str(plan.tmp_bytes), "--tmpfs", "/tmp", "--dir", HOME]  # noqa: S108
     argv += ["--dir", str(plan.context.parent)]
     argv += ["--bind-fd", str(plan.context_fd), str(plan.context)]
-    argv += ["--ro-bind", str(LANDLOCK_SCRIPT), LAUNCHER]
+    for inside, outside in HELPERS.items():
+        argv += ["--ro-bind", str(outside), inside]
+    argv += ["--ro-bind", str(plan.run_directory.path), RUN_INSIDE]
+    git = plan.run_directory.git
+    if git is not None:
+        # The image's git by its own path is the guard too; the real one is beside it.
+        argv += ["--ro-bind", git, REAL_GIT, "--ro-bind", f"{plan.run_directory.path}/bin/git", git]
+    argv += ["--seccomp", str(plan.seccomp_fd)]
     # After this, nothing but the context, /tmp and /dev is writable: a stray write fails
     # ("Read-only file system") instead of landing on a tmpfs nobody sees.
     argv += ["--remount-ro", "/", "--chdir", str(plan.context), "--"]
-    argv += [sandbox_python(), "-I", "-S", LAUNCHER, json.dumps(plan.grants)]
+    config = {
+        "grants": plan.grants,
+        "bridge": {"port": BRIDGE_PORT, "socket": PROXY_SOCKET} if plan.bridge else None,
+    }
+    argv += [sandbox_python(), "-I", "-S", f"{INSIDE}/launcher.py", json.dumps(config)]
     argv += ["/bin/bash", "-c", command]
     return argv
 
 
 # --- What was refused -------------------------------------------------------------------------
 
-_NETWORK = re.compile(
-    r"Network is unreachable|Temporary failure in name resolution|"
-    r"Could not resolve host|Name or service not known|No address associated with hostname"
-)
 _ERRORS = ("Permission denied", "Read-only file system", "Operation not permitted")
 
 
 def refused_effects(stderr: bytes, plan: Plan, *, limit: int = 20) -> list[dict[str, str]]:
-    """The effects the sandbox refused, as the program's own error output names them: one
-    ``{"action": read|write|network, "path": …, "error": …}`` per distinct one.
+    """The file accesses the sandbox refused, as the program's own error output names
+    them: one ``{"action": read|write, "path": …, "error": …, "reportedBy": "program"}``
+    per distinct one.
 
     The kernel does not tell a process's parent what Landlock refused, so this reads what
-    the program printed; a program that swallows its errors leaves only its exit status."""
+    the program printed: a program that swallows its errors leaves only its exit status,
+    and one that prints such a line without a refusal is believed — hence "reported by the
+    program". Nothing the program names is looked up outside the sandbox. (Network
+    refusals are the egress proxy's own record, not read from here.)"""
     text = stderr.decode(errors="replace")
     found: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
@@ -335,12 +461,10 @@ def refused_effects(stderr: bytes, plan: Plan, *, limit: int = 20) -> list[dict[
             key = (action, absolute)
             if key not in seen:
                 seen.add(key)
-                found.append({"action": action, "path": absolute, "error": error})
+                found.append(
+                    {"action": action, "path": absolute, "error": error, "reportedBy": "program"}
+                )
             break
-        network = None if plan.network else _NETWORK.search(line)
-        if network is not None and ("network", "") not in seen:
-            seen.add(("network", ""))
-            found.append({"action": "network", "path": "", "error": network.group(0)})
         if len(found) >= limit:
             break
     return found
@@ -368,14 +492,13 @@ def _refused_in(line: str) -> tuple[str, str] | None:
 
 def _action(verb: str, path: str, plan: Plan, error: str) -> str:
     """Which effect a refusal was: what the message says ("for reading", "cannot create");
-    else a write when the file system is read-only or the path is not there (refused, so
-    never created); else a read unless the path was readable (then it was a write)."""
+    else a write when the file system is read-only; else a write where the path was
+    granted to be read (so reading it was not what failed), a read elsewhere. Decided
+    from the words and the grants alone."""
     if verb.endswith("reading"):
         return "read"
-    if (
-        error == "Read-only file system"
-        or not os.path.lexists(path)
-        or any(word in verb for word in ("create", "touch", "remove", "writ", "move"))
+    if error == "Read-only file system" or any(
+        word in verb for word in ("create", "touch", "remove", "writ", "move")
     ):
         return "write"
     return "write" if grants_cover(plan.grants, path, {"read_file", "read_dir"}) else "read"

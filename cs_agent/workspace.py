@@ -4,8 +4,10 @@ usage so that Context Service can expire, measure and grow the workspace."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,18 +15,43 @@ from urllib.parse import quote
 
 from cs_agent.client import ServiceClient, _require_env
 from cs_agent.sandbox import open_context as open_directory
+from cs_agent.sandbox import refuse_importable_workspace
 
 
 def directory_size(path: Path) -> int:
-    """Bytes used under ``path``, without following symbolic links."""
+    """Bytes of disk used under ``path``: the blocks each file holds (a sparse file's holes
+    are not used, whatever its length says), each file once however many links it has,
+    without following symbolic links."""
     total = 0
+    seen: set[tuple[int, int]] = set()
     for root, _, files in os.walk(path, followlinks=False):
         for name in files:
             try:
-                total += (Path(root) / name).lstat().st_size
+                found = (Path(root) / name).lstat()
             except OSError:
                 continue
+            if (found.st_dev, found.st_ino) not in seen:
+                seen.add((found.st_dev, found.st_ino))
+                total += found.st_blocks * 512
     return total
+
+
+def _replace_file(directory: int, name: str, text: str) -> None:
+    """Write ``name`` in ``directory`` (a descriptor) as a new regular file renamed over
+    whatever is there: a link, a FIFO or a device a contained run left in its place is
+    replaced, never followed or opened (opening a FIFO to write would wait for a reader
+    for ever)."""
+    temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    out = os.open(temporary, flags, 0o644, dir_fd=directory)
+    try:
+        with os.fdopen(out, "w") as file:
+            file.write(text)
+        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
 
 
 class WorkspaceClient(ServiceClient):
@@ -64,6 +91,7 @@ class WorkspaceClient(ServiceClient):
         """Register (or touch) the context and make sure its directory exists, with an
         up-to-date ``.context.json``. Returns the directory. No context id, no workspace:
         call this only when the A2A request carries one."""
+        refuse_importable_workspace(self.root)
         _, answer = self._call("POST", f"{self._base}/contexts", {"contextId": context_id})
         # The service validated the id as a safe path segment; the path it returns is
         # /workspace/<id>, re-rooted here at the mount point.
@@ -72,20 +100,14 @@ class WorkspaceClient(ServiceClient):
         # symbolic link is refused (SandboxError), never followed to write elsewhere.
         fd = open_directory(self.root, name)
         try:
-            out = os.open(
-                ".context.json",
-                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o644,
-                dir_fd=fd,
-            )
+            _replace_file(fd, ".context.json", json.dumps(answer["contextJson"], indent=2) + "\n")
         finally:
             os.close(fd)
-        with os.fdopen(out, "w") as file:
-            file.write(json.dumps(answer["contextJson"], indent=2) + "\n")
         return self.root / name
 
     def report_usage(self, context_id: str | None = None) -> dict[str, Any]:
-        """Send the context's directory size (when given) and the whole volume's usage."""
+        """Send the context's disk use (when given) and the whole volume's usage."""
+        refuse_importable_workspace(self.root)
         if context_id is not None:
             used = directory_size(self.root / context_id)
             self._call(
