@@ -7,7 +7,9 @@ install that cannot reach any index). Corpus and attack strings are never execut
 
 from __future__ import annotations
 
+import http.server
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -106,7 +108,8 @@ def test_an_allowed_command_runs_in_its_context_and_what_ran_is_recorded(
 
     context = workspace_root / "ctx-a"
     assert (result.outcome, result.exit_status, result.exit_code) == ("exited", 0, 0)
-    assert result.stdout == f"out.txt\n{context}\n".encode()
+    # The run's home is its own (a directory of the sandbox's /tmp), not the context.
+    assert result.stdout == b"out.txt\n/tmp/home\n"
     assert (result.stderr, result.truncated, result.isolation) == (b"", False, "namespaces")
     assert (context / "out.txt").read_text() == "hello\n"
     assert result.command == command
@@ -189,7 +192,12 @@ def test_what_the_rules_did_not_judge_is_refused_at_run_time_and_reported(
     }
     assert (result.outcome, result.exit_status, result.stdout) == ("exited", 1, b"")
     assert result.stderr == b"head: cannot open 'notes.txt' for reading: Permission denied\n"
-    refused = {"action": "read", "path": f"{context}/notes.txt", "error": "Permission denied"}
+    refused = {
+        "action": "read",
+        "path": f"{context}/notes.txt",
+        "error": "Permission denied",
+        "reportedBy": "program",
+    }
     assert result.refused_effects == (refused,)
     run = OperationRun.objects.get()
     assert (run.refused_effects, run.sandbox) == (
@@ -200,14 +208,16 @@ def test_what_the_rules_did_not_judge_is_refused_at_run_time_and_reported(
     html = client_for("viewer").get(f"/approvals/{result.verdict.request_id}/").content.decode()
     assert (
         f'<li><span class="badge warn">read</span> <code>{context}/notes.txt</code> '
-        '<span class="muted">Permission denied</span></li>'
+        '<span class="muted">Permission denied</span> '
+        '<span class="reported-by">reported by the program</span></li>'
     ) in html
     assert "network: none, memory by cgroup, processes by cgroup" in html
     metrics = Client().get(
         "/metrics", headers={"Authorization": f"Bearer {issue_token('prom', ['read'])}"}
     )
     assert (
-        'contextsvc_executor_refused_effects_total{action="read",agent_type="exec-agent"} 1.0'
+        "contextsvc_executor_refused_effects_total"
+        '{action="read",agent_type="exec-agent",reported_by="program"} 1.0'
         in metrics.content.decode()
     )
 
@@ -229,10 +239,14 @@ def test_the_memory_limit_stops_it(executor: Executor, reviewer: Reviewer) -> No
 
     killed = executor.run(allocate, context_id="ctx-a", on_pending=reviewer)
     executor.memory_cgroups = False  # where the executor may not make a cgroup
+    not_held = executor.run(allocate, context_id="ctx-a", on_pending=reviewer)
+    executor.memory_rlimit = True  # the agent accepts a limit per process
     refused_memory = executor.run(allocate, context_id="ctx-a", on_pending=reviewer)
 
     assert (killed.outcome, killed.signal, killed.memory_enforcement) == ("memory", 9, "cgroup")
     assert killed.exit_code == EXIT_MEMORY
+    assert (not_held.outcome, not_held.exit_code) == ("error", 122)
+    assert not_held.message.startswith("the memory limit (64 MB) cannot be held here")
     assert (refused_memory.outcome, refused_memory.exit_status) == ("exited", 1)
     assert refused_memory.memory_enforcement == "rlimit"
     assert refused_memory.stderr.rstrip().endswith(b"MemoryError")
@@ -284,6 +298,105 @@ def test_the_first_pip_install_creates_the_context_virtualenv(
     assert b"cs-no-such-package" in install.stderr
     assert (venv / "bin" / "pip").exists()
     assert after.stdout == f"{venv}\n".encode()
+
+
+class _PyPIStandIn(http.server.BaseHTTPRequestHandler):
+    """pypi.org for this test: a small index page on loopback."""
+
+    def do_GET(self) -> None:
+        body = b"<a href='pandas'>pandas</a>"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_contained_run_reaches_its_sources_json_hosts_through_the_proxy_and_reports_the_rest(
+    web_server: str, workspace_root: Path
+) -> None:
+    """A data agent's contained ``python3 fetch.py`` (its rules allow python3; its
+    sources.json lets it reach pypi.org): the executor's proxy connects it to pypi.org (a
+    loopback stand-in the test maps the name to) and refuses another loopback port, a
+    private address and a host sources.json does not list; the run report, /metrics and
+    the audit log name each refusal as the executor's own."""
+    SandboxProfileFactory.create(
+        name="fetch-agent",
+        rules={
+            "context_workspace": f"{workspace_root}/${{CONTEXT_ID}}",
+            "permissions": {"allow": ["shell(python3:*)"], "deny": []},
+        },
+        sources={"web_access": {"enabled": True, "allowed_domains": ["pypi.org"]}},
+    )
+    stand_in = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _PyPIStandIn)
+    threading.Thread(target=stand_in.serve_forever, daemon=True).start()
+    unjudged = socket.socket()
+    unjudged.bind(("127.0.0.1", 0))
+    unjudged.listen()
+    unjudged.setblocking(False)
+    other = unjudged.getsockname()[1]
+    context = workspace_root / "ctx-a"
+    context.mkdir()
+    (context / "fetch.py").write_text(
+        "import urllib.request\n"
+        f"for url in ('http://pypi.org/simple/', 'http://127.0.0.1:{other}/', "
+        "'http://10.1.2.3/', 'http://example.org/'):\n"
+        "    try:\n"
+        "        print(url, urllib.request.urlopen(url, timeout=10).read()[:9])\n"
+        "    except Exception as exc:\n"
+        "        print(url, exc)\n"
+    )
+    client = ApprovalClient(web_server, issue_token("agent-9", ["agent"]), agent_type="fetch-agent")
+    executor = Executor(
+        client,
+        workspace_root=str(workspace_root),
+        egress_pinned={"pypi.org:80": ("127.0.0.1", stand_in.server_address[1])},
+    )
+    try:
+        result = executor.run("python3 fetch.py", context_id="ctx-a")
+    finally:
+        stand_in.shutdown()
+        stand_in.server_close()
+
+    assert result.verdict.status == "allow"
+    assert result.verdict.evaluation["contained"] is True
+    assert result.verdict.execution["egress"] == {
+        "hosts": ["pypi.org"],
+        "blocked": [],
+        "ports": [80, 443],
+    }
+    assert result.stdout.decode().splitlines() == [
+        'http://pypi.org/simple/ b"<a href=\'"',
+        f"http://127.0.0.1:{other}/ HTTP Error 403: Forbidden",
+        "http://10.1.2.3/ HTTP Error 403: Forbidden",
+        "http://example.org/ HTTP Error 403: Forbidden",
+    ]
+    with pytest.raises(BlockingIOError):
+        unjudged.accept()
+    unjudged.close()
+    refused = [
+        {"action": "network", "path": path, "error": f"{host} is not a host the agent type "
+         "may reach (sources.json)", "reportedBy": "executor"}
+        for host, path in (("127.0.0.1", f"127.0.0.1:{other}"), ("10.1.2.3", "10.1.2.3:80"),
+                           ("example.org", "example.org:80"))
+    ]  # fmt: skip
+    assert list(result.refused_effects) == refused
+    run = OperationRun.objects.get()
+    assert (run.refused_effects, run.sandbox) == (
+        refused,
+        {"network": "proxy", "memory": "cgroup", "processes": "cgroup"},
+    )
+    assert AuditEntry.objects.get(action="operation.run").payload["refused_effects"] == refused
+    metrics = Client().get(
+        "/metrics", headers={"Authorization": f"Bearer {issue_token('prom', ['read'])}"}
+    )
+    assert (
+        "contextsvc_executor_refused_effects_total"
+        '{action="network",agent_type="fetch-agent",reported_by="executor"} 3.0'
+        in metrics.content.decode()
+    )
 
 
 def test_a_profile_without_isolation_needs_the_agents_consent(

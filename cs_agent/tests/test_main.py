@@ -97,6 +97,8 @@ def test_client_blocks_until_approved(web_server: str) -> None:
             "memoryLimitMb": None,
             "workspace": "/workspace/ctx-abc123",
             "network": "pod",
+            # No sources.json and no network allow rule: no run of it reaches any host.
+            "egress": {"hosts": [], "blocked": [], "ports": [80, 443]},
             "effects": {
                 "read": [],
                 "write": ["/workspace/ctx-abc123/**"],
