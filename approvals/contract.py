@@ -15,7 +15,13 @@ from rest_framework import serializers
 
 from approvals.models import Status
 from approvals.services.grants import MAX_GRANT_SECONDS
-from approvals.services.runs import MAX_REFUSED, MAX_REFUSED_PATH, REFUSED_ACTIONS
+from approvals.services.runs import (
+    MAX_REFUSED,
+    MAX_REFUSED_PATH,
+    REFUSED_ACTIONS,
+    REPORTED_BY,
+    SANDBOX_NETWORKS,
+)
 from contextsvc.core import openapi
 from contextsvc.core.contract import Body, Field, Query
 from rules.model import MAX_OPERATION_TEXT
@@ -146,15 +152,21 @@ REFUSED_EFFECT = Body(
         Field("action", required=True, schema={"enum": list(REFUSED_ACTIONS)}),
         Field("path", required=True, schema={"maxLength": MAX_REFUSED_PATH}),
         Field("error", required=True, schema={"maxLength": 200}),
+        Field(
+            "reportedBy",
+            schema={"enum": list(REPORTED_BY)},
+            help="executor: the executor's own record (its egress proxy); program (the "
+            "default): read from the program's error output",
+        ),
     ),
-    "One thing the sandbox refused the command, as the program reported it.",
+    "One thing the sandbox refused the command.",
 )
 _LIMIT = {"enum": ["cgroup", "rlimit"]}
 # Each key optional, none null (the service's _sandbox).
 SANDBOX = Body(
     "Sandbox",
     (
-        Field("network", schema={"enum": ["pod", "none"]}),
+        Field("network", schema={"enum": list(SANDBOX_NETWORKS)}),
         Field("memory", schema=_LIMIT),
         Field("processes", schema=_LIMIT),
     ),

@@ -44,16 +44,11 @@ from requests.adapters import HTTPAdapter
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.util import parse_url
 
+from cs_agent.egress import public_address
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-# Where IPv6 carries IPv4 in its last 32 bits: NAT64's well-known prefix (RFC 6052) and
-# IPv4-compatible addresses (::a.b.c.d, RFC 4291; :: and ::1 are themselves).
-NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-COMPATIBLE = ipaddress.IPv6Network("::/96")
-# NAT64's local-use prefix (RFC 8215) places IPv4 where the operator's prefix length says;
-# it is never globally reachable (Python >= 3.12.4 agrees; the 3.11 here calls it global).
-NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
 
 _NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
 # A last label that resolvers read as a number: "127.1", "0x7f.1", "2130706433".
@@ -91,41 +86,11 @@ class Target:
         return host if self.port == DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
 
 
-def _carried_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 address stands for (Lib/ipaddress.py: ipv4_mapped,
-    sixtofour = bits 16..48, teredo = (server, client with its bits inverted))."""
-    if address.ipv4_mapped is not None:
-        return [address.ipv4_mapped]
-    if address.sixtofour is not None:
-        return [address.sixtofour]
-    if address.teredo is not None:
-        return list(address.teredo)
-    if address in NAT64 or (address in COMPATIBLE and int(address) > 1):
-        return [ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)]
-    return []
-
-
-def _named(address: Address) -> bool:
-    return any(address in network for network in settings.CS_NOTIFY_ALLOW_NETWORKS)
-
-
-def _permitted(address: Address) -> bool:
-    return _named(address) or (address.is_global and not address.is_multicast)
-
-
 def allowed(address: Address) -> bool:
     """Public (``is_global``, not multicast), or inside a network the operator allows; an
-    IPv6 address that carries IPv4 is judged by the IPv4 address(es) it carries."""
-    if isinstance(address, ipaddress.IPv6Address):
-        if address in NAT64_LOCAL:
-            return _named(address)
-        carried = _carried_ipv4(address)
-        if carried:
-            # ::ffff:10.0.0.1, 64:ff9b::a00:1, 2002:a00:1:: are 10.0.0.1 on the wire. Teredo
-            # (2001::/32) is not global: it passes only if the operator names it too.
-            passes = all(_permitted(ipv4) for ipv4 in carried)
-            return passes and (address.teredo is None or _named(address))
-    return _permitted(address)
+    IPv6 address that carries IPv4 is judged by the IPv4 address(es) it carries. The same
+    rule as the agent executor's egress proxy (cs_agent.egress.public_address)."""
+    return public_address(address, settings.CS_NOTIFY_ALLOW_NETWORKS)
 
 
 def _refuse_unless(condition: bool, message: str) -> None:

@@ -75,11 +75,13 @@ def _analytics() -> Iterator[Any]:
     refused = CounterMetricFamily(
         selectors.REFUSED_EFFECTS,
         "Effects an executor's sandbox refused a command (a read, write or network access it "
-        "was not judged to have), by agent type and action: evidence of a rule-engine misreading.",
-        labels=["agent_type", "action"],
+        "was not judged to have), by agent type, action and who reported it (executor: its "
+        "egress proxy's record; program: read from the program's error output): evidence of "
+        "a rule-engine misreading.",
+        labels=["agent_type", "action", "reported_by"],
     )
-    for agent_type, action, count in selectors.refused_effect_counts_all():
-        refused.add_metric([agent_type, action], count)
+    for agent_type, action, reported_by, count in selectors.refused_effect_counts_all():
+        refused.add_metric([agent_type, action, reported_by], count)
     yield refused
     deliveries = GaugeMetricFamily(
         selectors.DELIVERIES,

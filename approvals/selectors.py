@@ -403,20 +403,22 @@ def escalation_counts(rows: QuerySet[ApprovalRequest] | None = None) -> list[tup
 
 def refused_effect_counts(
     requests: QuerySet[ApprovalRequest] | None = None,
-) -> list[tuple[str, str, int]]:
-    """(agent type, action, count) of the effects executors' sandboxes refused (in the runs
-    of ``requests`` only, when given): counted in the database (a jsonb array per run), so
-    a scrape reads one row per group."""
+) -> list[tuple[str, str, str, int]]:
+    """(agent type, action, reported by, count) of the effects executors' sandboxes refused
+    (in the runs of ``requests`` only, when given): counted in the database (a jsonb array
+    per run), so a scrape reads one row per group. A refusal reported before executors
+    said who reported it was read from the program's output."""
     ids = None if requests is None else [str(pk) for pk in requests.values_list("pk", flat=True)]
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT agent_type, effect->>'action', count(*)"
+            "SELECT agent_type, effect->>'action', coalesce(effect->>'reportedBy', 'program'),"
+            " count(*)"
             " FROM approvals_operationrun, jsonb_array_elements(refused_effects) AS effect"
             " WHERE %s::uuid[] IS NULL OR request_id = ANY(%s::uuid[])"
-            " GROUP BY 1, 2 ORDER BY 1, 2",
+            " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
             [ids, ids],
         )
-        return [(agent_type, action, count) for agent_type, action, count in cursor.fetchall()]
+        return [(agent, action, by, count) for agent, action, by, count in cursor.fetchall()]
 
 
 # The /metrics series that count from request and run rows, and what retention folds into
@@ -444,12 +446,12 @@ def escalation_counts_all() -> list[tuple[str, int]]:
     return [(agent, int(count)) for (agent,), count in with_retired(ESCALATIONS, kept)]
 
 
-def refused_effect_counts_all() -> list[tuple[str, str, int]]:
+def refused_effect_counts_all() -> list[tuple[str, str, str, int]]:
     """``refused_effect_counts`` over every run ever, removed ones included."""
-    kept = (((agent, action), count) for agent, action, count in refused_effect_counts())
+    kept = (((agent, action, by), n) for agent, action, by, n in refused_effect_counts())
     return [
-        (agent, action, int(count))
-        for (agent, action), count in with_retired(REFUSED_EFFECTS, kept)
+        (agent, action, by, int(count))
+        for (agent, action, by), count in with_retired(REFUSED_EFFECTS, kept)
     ]
 
 

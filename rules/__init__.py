@@ -4,6 +4,7 @@ an agent's shell, file or network operation is allowed, denied, or asked of a hu
 Pure Python (no Django). See docs/rules.md.
 """
 
+from rules.effects import egress_ceiling
 from rules.engine import evaluate, propose_allow_rule, rule_matches
 from rules.model import (
     Decision,
@@ -43,6 +44,7 @@ __all__ = [
     "ShellOperation",
     "Sources",
     "SourcesError",
+    "egress_ceiling",
     "evaluate",
     "operation_from_dict",
     "parse_rule",

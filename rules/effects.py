@@ -21,6 +21,7 @@ from __future__ import annotations
 import posixpath
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from rules.invocations import Decomposition, FileAccess, HeldFiles
 from rules.model import Direction, FileAction, Kind, Rule, RuleSet, host_of_url
@@ -190,6 +191,47 @@ def contained_hosts(rules: RuleSet, sources: Sources | None) -> list[str]:
     if sources.git is not None and sources.git.enabled:
         hosts.update(h for remote in sources.git.allowed_remotes if (h := host_of_url(remote)))
     return sorted(hosts)
+
+
+# Registries whose index links to files on another host of theirs: pip, told the index is
+# pypi.org, downloads from files.pythonhosted.org.
+REGISTRY_FILE_HOSTS = {"pypi.org": ("files.pythonhosted.org",)}
+DEFAULT_PORTS = (80, 443)
+
+
+def egress_ceiling(rules: RuleSet, sources: Sources | None) -> dict[str, list[Any]]:
+    """Where any run of the agent type may connect, for the executor's egress proxy
+    (``execution.egress``; cs_agent/egress.py): the hosts a contained run may reach
+    (:func:`contained_hosts`, with the file hosts of a known registry), the domains that are
+    never reached (sources.json's ``blocked_domains``; without a sources.json, the network
+    deny rules' hosts) and the ports: 80, 443 and any a registry or git remote names. A
+    run reaches a host only when it is also one judged for it (``effects.network``)."""
+    hosts = set(contained_hosts(rules, sources))
+    ports = set(DEFAULT_PORTS)
+    blocked: set[str] = set()
+    if sources is None:
+        blocked.update(
+            rule.pattern or ANYWHERE
+            for rule in rules.deny
+            if rule.kind is Kind.NETWORK and rule.direction in (None, Direction.OUTBOUND)
+        )
+    else:
+        if sources.web_access is not None:
+            blocked.update(sources.web_access.blocked_domains)
+        urls = [r.url for m in sources.package_managers if m.enabled for r in m.registries]
+        for url in urls:
+            hosts.update(REGISTRY_FILE_HOSTS.get(host_of_url(url) or "", ()))
+        if sources.git is not None and sources.git.enabled:
+            urls.extend(sources.git.allowed_remotes)
+        ports.update(port for url in urls if (port := _port_of(url)) is not None)
+    return {"hosts": sorted(hosts), "blocked": sorted(blocked), "ports": sorted(ports)}
+
+
+def _port_of(url: str) -> int | None:
+    try:
+        return urlsplit(url.replace("*", "x")).port
+    except ValueError:
+        return None
 
 
 def _runs_pip(invocation: Any) -> bool:

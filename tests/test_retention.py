@@ -258,8 +258,9 @@ def test_finished_requests_past_the_policy_go_with_their_runs_and_every_count_st
         ("data-agent", "denied", 1),
     ]
     refused = "contextsvc_executor_refused_effects_total"
-    assert after[(refused, (("action", "read"), ("agent_type", "data-agent")))] == 1
-    assert after[(refused, (("action", "write"), ("agent_type", "data-agent")))] == 1
+    program = ("reported_by", "program")
+    assert after[(refused, (("action", "read"), ("agent_type", "data-agent"), program))] == 1
+    assert after[(refused, (("action", "write"), ("agent_type", "data-agent"), program))] == 1
     latency = "contextsvc_approval_decision_latency_seconds"
     assert (after[(f"{latency}_count", ())], after[(f"{latency}_sum", ())]) == (4, 490)
     deliveries = "contextsvc_notification_deliveries"

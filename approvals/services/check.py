@@ -26,7 +26,15 @@ from contextsvc.core.models import default_team_pk
 from contextsvc.core.services import audit_record
 from contextsvc.core.teams import Quota, quota_check, team_lock
 from contextsvc.core.users import people_with_role
-from rules import Decision, Evaluation, Operation, OperationError, evaluate, operation_from_dict
+from rules import (
+    Decision,
+    Evaluation,
+    Operation,
+    OperationError,
+    egress_ceiling,
+    evaluate,
+    operation_from_dict,
+)
 from rules.model import check_context_id
 from rules.risk import assess
 
@@ -80,9 +88,15 @@ def _grants_hit(policy: Policy, evaluation: Evaluation) -> list[int]:
 
 def _execution(policy: Policy, workspace: str, evaluation: Evaluation) -> dict[str, Any]:
     """How the executor runs what is allowed: the profile's settings, the directory the
-    rules judged paths against (it runs there or not at all) and, for a shell command,
-    the effects it was judged to have, which it is held to (rules.effects)."""
-    execution = {**policy.execution, "workspace": workspace}
+    rules judged paths against (it runs there or not at all), the agent type's egress
+    ceiling (where any run of it may connect, through the executor's proxy) and, for a
+    shell command, the effects it was judged to have, which it is held to
+    (rules.effects)."""
+    execution = {
+        **policy.execution,
+        "workspace": workspace,
+        "egress": egress_ceiling(policy.rules, policy.sources),
+    }
     if evaluation.effects is not None:
         execution["effects"] = evaluation.effects
     return execution

@@ -92,5 +92,8 @@ def _fold(rows: QuerySet[ApprovalRequest]) -> None:
     )
     tallies_add(
         selectors.REFUSED_EFFECTS,
-        (((agent, action), n) for agent, action, n in selectors.refused_effect_counts(rows)),
+        (
+            ((agent, action, by), n)
+            for agent, action, by, n in selectors.refused_effect_counts(rows)
+        ),
     )

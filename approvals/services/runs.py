@@ -51,9 +51,14 @@ def _allowed_operation(
 
 
 REFUSED_ACTIONS = ("read", "write", "delete", "network")
+# Who says it was refused: the executor's own record (its egress proxy), or the program's
+# error output, which the executor reads but cannot vouch for (the default: older agents).
+REPORTED_BY = ("executor", "program")
 MAX_REFUSED = 20
 MAX_REFUSED_PATH = 4096
-_SANDBOX_VALUES = {"network": ("pod", "none"), "memory": ("cgroup", "rlimit"),
+# proxy: by host, through the executor's egress proxy; pod: the Pod's (isolation none).
+SANDBOX_NETWORKS = ("proxy", "none", "pod")
+_SANDBOX_VALUES = {"network": SANDBOX_NETWORKS, "memory": ("cgroup", "rlimit"),
                    "processes": ("cgroup", "rlimit")}  # fmt: skip
 
 
@@ -63,14 +68,24 @@ def _refused_effects(items: list[Any]) -> list[dict[str, str]]:
     checked = []
     for index, item in enumerate(items):
         where = f"refusedEffects[{index}]"
-        if not isinstance(item, dict) or set(item) != {"action", "path", "error"}:
-            raise InvalidRequest(f"{where} must be an object with action, path and error")
+        if not isinstance(item, dict) or not (
+            {"action", "path", "error"} <= set(item) <= {"action", "path", "error", "reportedBy"}
+        ):
+            raise InvalidRequest(
+                f"{where} must be an object with action, path, error and optionally reportedBy"
+            )
         if item["action"] not in REFUSED_ACTIONS:
             raise InvalidRequest(f"{where}.action must be one of {', '.join(REFUSED_ACTIONS)}")
         for key, limit in (("path", MAX_REFUSED_PATH), ("error", 200)):
             if not isinstance(item[key], str) or len(item[key]) > limit:
                 raise InvalidRequest(f"{where}.{key} must be a string of at most {limit}")
-        checked.append({key: str(item[key]) for key in ("action", "path", "error")})
+        reported_by = item.get("reportedBy", "program")
+        if reported_by not in REPORTED_BY:
+            raise InvalidRequest(f"{where}.reportedBy must be one of {', '.join(REPORTED_BY)}")
+        checked.append(
+            {**{key: str(item[key]) for key in ("action", "path", "error")},
+             "reportedBy": reported_by}
+        )  # fmt: skip
     return checked
 
 

@@ -52,6 +52,9 @@ def test_rules_decide_at_once_with_their_explanation(agent: ApiClient) -> None:
         "memoryLimitMb": None,
         "workspace": "/workspace/ctx-1",
         "network": "pod",
+        # Where any run of the agent type may connect: no sources.json and no network allow
+        # rule, so nowhere.
+        "egress": {"hosts": [], "blocked": [], "ports": [80, 443]},
         # What the executor holds it to: a listing of the context, nothing written.
         "effects": {
             "read": ["/workspace/ctx-1"],

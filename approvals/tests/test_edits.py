@@ -287,7 +287,21 @@ def test_an_approved_edit_runs_held_to_the_effects_of_the_edit(
         ({"refusedEffects": "read"}, "refusedEffects must be an array"),
         (
             {"refusedEffects": [{"action": "read", "path": "/x"}]},
-            "refusedEffects[0] must be an object with action, path and error",
+            "refusedEffects[0] must be an object with action, path, error and optionally "
+            "reportedBy",
+        ),
+        (
+            {"refusedEffects": [{"action": "read", "path": "/x", "error": "e", "by": "me"}]},
+            "refusedEffects[0] must be an object with action, path, error and optionally "
+            "reportedBy",
+        ),
+        (
+            {
+                "refusedEffects": [
+                    {"action": "network", "path": "h:443", "error": "e", "reportedBy": "kernel"}
+                ]
+            },
+            "refusedEffects[0].reportedBy must be one of executor, program",
         ),
         (
             {"refusedEffects": [{"action": "exec", "path": "/x", "error": "e"}]},
@@ -301,7 +315,7 @@ def test_an_approved_edit_runs_held_to_the_effects_of_the_edit(
             {"refusedEffects": [{"action": "read", "path": "/x", "error": "e"}] * 21},
             "refusedEffects holds at most 20 items",
         ),
-        ({"sandbox": {"network": "host"}}, "sandbox.network must be one of pod, none"),
+        ({"sandbox": {"network": "host"}}, "sandbox.network must be one of proxy, none, pod"),
         ({"sandbox": {"gpu": "yes"}}, "sandbox.gpu is not a field of a run's sandbox"),
     ],
 )

@@ -16,7 +16,7 @@ from rules import (
     parse_settings,
     parse_sources,
 )
-from rules.effects import contained_hosts, hidden_paths
+from rules.effects import contained_hosts, egress_ceiling, hidden_paths
 from rules.tests.policies import CTX
 
 WORKSPACE = f"/workspace/{CTX}"
@@ -329,6 +329,56 @@ def test_contained_hosts_follow_sources_json(rules: RuleSet) -> None:
     assert contained_hosts(rules, registry) == ["registry.npmjs.org"]
     assert contained_hosts(no_sources, None) == ["api.example.com"]
     assert contained_hosts(rules, None) == []
+
+
+def test_the_egress_ceiling_is_the_contained_hosts_with_what_never_to_reach(
+    rules: RuleSet, sources: Sources
+) -> None:
+    mirror = parse_sources(
+        {
+            "package_managers": {
+                "pip": {
+                    "enabled": True,
+                    "registries": [{"name": "m", "url": "https://mirror.example:8443/simple/"}],
+                }
+            },
+            "git": {"enabled": True, "allowed_remotes": ["https://git.example:2222/*"]},
+        }
+    )
+    no_sources = parse_settings(
+        {
+            "permissions": {
+                "allow": ["network(outbound:api.example.com)"],
+                "deny": ["network(outbound:*.internal)", "network(inbound:*)"],
+            }
+        }
+    )
+
+    # The seed's sources.json: its web domains, its registry (with the host PyPI serves
+    # files from) and its git remotes; its blocked domains; the default ports.
+    assert egress_ceiling(rules, sources) == {
+        "hosts": [
+            "api.github.com",
+            "files.pythonhosted.org",
+            "github.com",
+            "gitlab.com",
+            "huggingface.co",
+            "pypi.org",
+            "raw.githubusercontent.com",
+        ],
+        "blocked": ["*.internal", "metadata.google.internal"],
+        "ports": [80, 443],
+    }
+    assert egress_ceiling(rules, mirror) == {
+        "hosts": ["git.example", "mirror.example"],
+        "blocked": [],
+        "ports": [80, 443, 2222, 8443],
+    }
+    assert egress_ceiling(no_sources, None) == {
+        "hosts": ["api.example.com"],
+        "blocked": ["*.internal"],
+        "ports": [80, 443],
+    }
 
 
 def test_hidden_paths_are_the_literal_read_denies() -> None:
