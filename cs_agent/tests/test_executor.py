@@ -73,6 +73,12 @@ def executor(web_server: str, workspace_root: Path, exec_agent: None) -> Executo
     return Executor(client, workspace_root=str(workspace_root), approval_timeout=30)
 
 
+def scraped() -> str:
+    """What /metrics says now."""
+    token = issue_token("prom", ["read"])
+    return Client().get("/metrics", headers={"Authorization": f"Bearer {token}"}).content.decode()
+
+
 class Reviewer:
     """A person at the dashboard: decides each request the executor waits on."""
 
@@ -212,14 +218,10 @@ def test_what_the_rules_did_not_judge_is_refused_at_run_time_and_reported(
         '<span class="reported-by">reported by the program</span></li>'
     ) in html
     assert "network: none, memory by cgroup, processes by cgroup" in html
-    metrics = Client().get(
-        "/metrics", headers={"Authorization": f"Bearer {issue_token('prom', ['read'])}"}
-    )
     assert (
         "contextsvc_executor_refused_effects_total"
         '{action="read",agent_type="exec-agent",reported_by="program"} 1.0'
-        in metrics.content.decode()
-    )
+    ) in scraped()
 
 
 def test_the_time_limit_kills_everything_the_command_started(executor: Executor) -> None:
@@ -389,14 +391,10 @@ def test_a_contained_run_reaches_its_sources_json_hosts_through_the_proxy_and_re
         {"network": "proxy", "memory": "cgroup", "processes": "cgroup"},
     )
     assert AuditEntry.objects.get(action="operation.run").payload["refused_effects"] == refused
-    metrics = Client().get(
-        "/metrics", headers={"Authorization": f"Bearer {issue_token('prom', ['read'])}"}
-    )
     assert (
         "contextsvc_executor_refused_effects_total"
         '{action="network",agent_type="fetch-agent",reported_by="executor"} 3.0'
-        in metrics.content.decode()
-    )
+    ) in scraped()
 
 
 def test_a_profile_without_isolation_needs_the_agents_consent(

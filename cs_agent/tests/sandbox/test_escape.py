@@ -446,16 +446,6 @@ def test_forking_past_the_process_limit_fails(workspace_root: Path) -> None:
     assert lines(result) == ["forked 13 refused 27"]
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.setblocking(False)
-    yield server
-    server.close()
-
-
 def test_no_network_when_none_was_judged(
     executor: Executor, workspace_root: Path, listener: socket.socket
 ) -> None:

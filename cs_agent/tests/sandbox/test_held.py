@@ -84,17 +84,6 @@ def ctx(workspace_root: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    """A loopback port of the agent's that nothing judged."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.setblocking(False)
-    yield server
-    server.close()
-
-
 def nothing_connected(server: socket.socket) -> bool:
     try:
         server.accept()[0].close()
