@@ -101,6 +101,24 @@ class WarmPoolCheck:
     fence: dict[str, list[dict[str, Any]]]
 
 
+# What a pool's requested storage is kept in (a PostgreSQL bigint), and more than any
+# volume a cluster has.
+MAX_POOL_STORAGE = 2**63 - 1
+
+
+def pool_storage(allocation: Allocation) -> int:
+    """The storage ``allocation`` requests for its PVCs (what a team's quota counts), or a
+    400 when it is more than any pool may request: a size times the replicas past 8 EiB."""
+    total = requested_storage(provisioning.pool_spec(allocation))
+    if total > MAX_POOL_STORAGE:
+        raise InvalidRequest(
+            f"the pool would request {total} bytes of storage (workspace.size for each of its "
+            f"{allocation.replicas} replicas, and artifacts.size), more than the most a pool "
+            f"may request ({MAX_POOL_STORAGE} bytes)"
+        )
+    return total
+
+
 def warm_pool_check(warm_pool: str, namespace: str) -> WarmPoolCheck:
     """The pool exists, and its template passes the Pod Security table (podsecurity) but
     for the restricted rules its owner relaxed on the pool, by name: the service does not
@@ -273,7 +291,7 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
         artifacts_retain=bool(request.artifacts and request.artifacts.retain),
         team_id=team_id,
     )
-    allocation.requested_storage = requested_storage(provisioning.pool_spec(allocation))
+    allocation.requested_storage = pool_storage(allocation)
     allocation.full_clean(validate_constraints=False)
     _check_name_free(allocation, claims=caps.extensions)
     try:

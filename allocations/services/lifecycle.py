@@ -11,10 +11,9 @@ from django.utils import timezone
 
 from allocations import queue
 from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, Phase, Strategy
-from allocations.provisioning import pool_spec
 from allocations.requests import ARTIFACTS_SHARED_MESSAGE, KEEP, PoolUpdate
 from allocations.selectors import pool_not_found
-from allocations.services.create import warm_pool_check
+from allocations.services.create import pool_storage, warm_pool_check
 from allocations.services.quotas import quotas_check
 from allocations.services.release import allocation_release
 from allocations.services.timeline import announce, iso_time, record_event
@@ -24,7 +23,7 @@ from contextsvc.core.services import audit_record
 from contextsvc.core.teams import EVERY_TEAM, Reach, team_lock
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC
-from contextsvc.kube.objects.pvc import pvc_shape, requested_storage
+from contextsvc.kube.objects.pvc import pvc_shape
 
 
 def _live_for_update(name: str, reach: Reach) -> tuple[Allocation, Team]:
@@ -87,7 +86,7 @@ def allocation_update(*, name: str, update: PoolUpdate, actor: str, reach: Reach
             running = allocation.phase != Phase.SUSPENDED
             more = update.replicas - allocation.replicas
             allocation.replicas = update.replicas
-            allocation.requested_storage = requested_storage(pool_spec(allocation))
+            allocation.requested_storage = pool_storage(allocation)
             quotas_check(
                 team,
                 sandboxes=more if running else 0,

@@ -208,3 +208,45 @@ def test_a_team_makes_objects_only_in_its_namespaces(namespace: str, other_names
     wait_for_phase("at-home", Phase.READY, timeout=90)
     assert api.delete("/v1/sandbox-pools/at-home").status_code == 204
     wait_for_phase("at-home", Phase.RELEASED, timeout=90)
+
+
+def test_a_pool_requesting_more_storage_than_any_pool_may_is_a_400_and_changes_nothing(
+    namespace: str,
+) -> None:
+    """The sum is kept in a bigint: past it the request is refused with what it would
+    need, at create and at scale (schemathesis found the 500 this was)."""
+    api = ApiClient(issue_token("harness", ["allocations"]))
+    huge = {
+        **pool("huge", namespace, replicas=88),
+        "workspace": {"size": "550217330352777550", "accessMode": "ReadWriteOnce"},
+    }
+    one_exbibyte = {
+        **pool("exbi", namespace),
+        "workspace": {"size": "1Ei", "accessMode": "ReadWriteOnce"},
+    }
+    with kept(namespace):
+        created = api.post("/v1/sandbox-pools", huge)
+    assert (created.status_code, created.json()) == (
+        400,
+        {
+            "error": "invalid_request",
+            "message": "the pool would request 48419125071044424400 bytes of storage "
+            "(workspace.size for each of its 88 replicas, and artifacts.size), more than the "
+            "most a pool may request (9223372036854775807 bytes)",
+        },
+    )
+    assert api.post("/v1/sandbox-pools", one_exbibyte).status_code == 201
+    wait_for_phase("exbi", Phase.READY, timeout=90)
+
+    with kept(namespace):
+        scaled = patch(api, "exbi", {"replicas": 8})
+
+    assert (scaled.status_code, scaled.json()["message"]) == (
+        400,
+        "the pool would request 9223372036854775808 bytes of storage (workspace.size for "
+        "each of its 8 replicas, and artifacts.size), more than the most a pool may request "
+        "(9223372036854775807 bytes)",
+    )
+    assert Allocation.objects.get(name="exbi").replicas == 1
+    assert api.delete("/v1/sandbox-pools/exbi").status_code == 204
+    wait_for_phase("exbi", Phase.RELEASED, timeout=90)

@@ -79,7 +79,9 @@ def _refused_effects(items: list[Any]) -> list[dict[str, str]]:
         for key, limit in (("path", MAX_REFUSED_PATH), ("error", 200)):
             if not isinstance(item[key], str) or len(item[key]) > limit:
                 raise InvalidRequest(f"{where}.{key} must be a string of at most {limit}")
-        reported_by = item.get("reportedBy", "program")
+        # null is the field left out (the contract's rule for optional fields).
+        reported_by = item.get("reportedBy")
+        reported_by = "program" if reported_by is None else reported_by
         if reported_by not in REPORTED_BY:
             raise InvalidRequest(f"{where}.reportedBy must be one of {', '.join(REPORTED_BY)}")
         checked.append(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from approvals.models import ApprovalRequest, Status
+from approvals.models import ApprovalRequest, OperationRun, Status
 from approvals.selectors import operation_digest
 from contextsvc.core.models import AuditEntry
 from cs_agent import ApprovalClient
@@ -322,10 +322,50 @@ def test_an_approved_edit_runs_held_to_the_effects_of_the_edit(
 def test_a_run_report_with_bad_sandbox_fields_is_refused_and_changes_nothing(
     agent: ApiClient, extra: dict[str, Any], message: str
 ) -> None:
+    report = _ls_report(agent)
+    before = rows()
+
+    refused = agent.post("/v1/runs", {**report, **extra})
+
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {"error": "invalid_request", "message": message},
+    )
+    assert rows() == before
+
+
+def test_who_reported_a_refusal_is_kept_and_a_program_reported_it_when_unsaid(
+    agent: ApiClient,
+) -> None:
+    said = [
+        {"action": "network", "path": "evil.example:443", "error": "e", "reportedBy": "executor"},
+        {"action": "read", "path": "/x", "error": "e", "reportedBy": "program"},
+        {"action": "read", "path": "/y", "error": "e", "reportedBy": None},
+        {"action": "write", "path": "/z", "error": "e"},
+    ]
+
+    answer = agent.post(
+        "/v1/runs",
+        {**_ls_report(agent), "refusedEffects": said, "sandbox": {"network": "proxy"}},
+    )
+
+    assert answer.status_code == 201, answer.json()
+    run = OperationRun.objects.get()
+    assert [effect["reportedBy"] for effect in run.refused_effects] == [
+        "executor",
+        "program",
+        "program",
+        "program",
+    ]
+    assert run.sandbox == {"network": "proxy"}
+
+
+def _ls_report(agent: ApiClient) -> dict[str, Any]:
+    """A run report of an immediately allowed ``ls``."""
     allowed = agent.post(
         "/v1/approvals", {"contextId": "ctx-1", "agentType": "data-agent", "operation": shell("ls")}
     ).json()
-    report = {
+    return {
         "checkId": allowed["checkId"],
         "contextId": "ctx-1",
         "command": "ls",
@@ -336,12 +376,3 @@ def test_a_run_report_with_bad_sandbox_fields_is_refused_and_changes_nothing(
         "stderrBytes": 0,
         "truncated": False,
     }
-    before = rows()
-
-    refused = agent.post("/v1/runs", {**report, **extra})
-
-    assert (refused.status_code, refused.json()) == (
-        400,
-        {"error": "invalid_request", "message": message},
-    )
-    assert rows() == before
