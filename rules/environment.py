@@ -33,19 +33,32 @@ _DANGEROUS_VARIABLES = frozenset(
         "UV_DEFAULT_INDEX", "NPM_CONFIG_REGISTRY", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
         "WORKSPACE", "CONTEXT_ID", "CURL_HOME", "WGETRC", "NETRC", "GOPROXY", "GOFLAGS",
         "CARGO_HOME",
+        # What the executor sets for every command (cs_agent/environment.py; a test keeps the
+        # two in step): changing one takes a protection away or points a program elsewhere.
+        "VIRTUAL_ENV", "TMPDIR", "PWD", "NO_PROXY",
+        # What the modelled programs and their libraries obey: temporary directories sort and
+        # Python write to, option parsing (POSIXLY_CORRECT), TLS trust, modules glibc and
+        # OpenSSL load, less's input filters (a pager git starts), a shell's history file.
+        "TMP", "TEMP", "POSIXLY_CORRECT", "SSL_CERT_FILE", "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GCONV_PATH", "LOCPATH", "NLSPATH",
+        "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "OPENSSL_CONF", "OPENSSL_ENGINES",
+        "LESSOPEN", "LESSCLOSE", "LESSKEY", "LESS", "MANPAGER", "BROWSER", "HISTFILE",
+        "INPUTRC", "GNUPGHOME", "GREP_OPTIONS", "TAR_OPTIONS", "MAKEFLAGS", "SHELL", "OLDPWD",
+        "FCEDIT", "KUBECONFIG",
     }
 )  # fmt: skip
 
 
 # Whole families: git reads config, hooks, diff and editor programs from GIT_* and
 # $XDG_CONFIG_HOME/git/config (a file the agent may have written in its workspace); pip
-# and uv take every option from PIP_* / UV_*.
-_DANGEROUS_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_", "NPM_CONFIG_", "PIP_", "UV_", "XDG_")
+# and uv take every option from PIP_* / UV_*; Python imports what PYTHONSTARTUP,
+# PYTHONWARNINGS and PYTHONBREAKPOINT name; HTTP(S)_PROXY route every fetch.
+_DANGEROUS_PREFIXES = (
+    "LD_", "DYLD_", "BASH_FUNC_", "GIT_", "NPM_CONFIG_", "PIP_", "UV_", "XDG_", "PYTHON",
+    "CONDA_", "HTTP", "FTP_", "AWS_", "GOOGLE_", "AZURE_",
+)  # fmt: skip
 
 
-def dangerous_variable(name: str) -> bool:
-    upper = name.upper()
-    return upper in _DANGEROUS_VARIABLES or upper.startswith(_DANGEROUS_PREFIXES)
 
 
 # What the environment of a command may be given (``NAME=value cmd``, ``env NAME=value``,
@@ -65,6 +78,15 @@ HARMLESS_ENVIRONMENT = dict.fromkeys(
     ),
     re.compile(_PLAIN_VALUE),
 )  # fmt: skip
+
+
+def dangerous_variable(name: str) -> bool:
+    """Does assigning ``name`` change what later commands run, load or contact? (Of the
+    PYTHON family, the harmless ones do not: PYTHONUNBUFFERED, PYTHONHASHSEED…)"""
+    upper = name.upper()
+    if upper.startswith("PYTHON") and name in HARMLESS_ENVIRONMENT:
+        return False
+    return upper in _DANGEROUS_VARIABLES or upper.startswith(_DANGEROUS_PREFIXES)
 
 
 def environment_problem(name: str, value: Word) -> str | None:

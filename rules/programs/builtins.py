@@ -282,6 +282,13 @@ def _assigning_builtin(
         for w in rest:
             if w.value.startswith(("-", "+")):
                 continue
+            if re.match(r"[^=]*=\(", w.value):
+                # bash re-expands a compound assignment given to a declaration builtin as a
+                # word, quoted or not: declare -a 'x=($(id))' runs id (bash(1) declare).
+                problems.append(
+                    f"{name} re-expands the compound assignment {w.display} (command "
+                    "substitutions in it run); not judged"
+                )
             # NAME=$VALUE: the value is unknown, the name before "=" is not.
             written = w.value.split("=", 1)[0].rstrip("+")
             plain = _ASSIGNED_NAME.fullmatch(written) and not re.search(r"[$`'\"\\]", written)

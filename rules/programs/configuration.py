@@ -44,6 +44,20 @@ _CONFIGURING = (
     ("**/.bash_logout", "runs when a login bash exits"),
     ("**/.inputrc", "configures readline, which can bind commands"),
     ("**/bin/**", "is in a directory of executables that may be on PATH"),
+    # Last, so that a file named above keeps its own reason: the directories programs search
+    # for their configuration (XDG's .config: git, pip, uv…; pip's legacy .pip; .local's
+    # user site-packages and bin), the directory itself too, so that a clone, cp -r or mv
+    # into it is a configuration write.
+    ("**/.config", "is where programs look for their configuration (git, pip, uv…)"),
+    ("**/.config/**", "is where programs look for their configuration (git, pip, uv…)"),
+    ("**/.pip", "is where pip looks for its configuration"),
+    ("**/.pip/**", "is where pip looks for its configuration"),
+    ("**/.local", "holds Python's user site-packages and user programs"),
+    ("**/.local/**", "holds Python's user site-packages and user programs"),
+    ("**/uv.toml", "configures uv (indexes, build options)"),
+    ("**/.pypirc", "holds the credentials and indexes of package uploads"),
+    ("**/.pydistutils.cfg", "configures Python package builds"),
+    ("**/.condarc", "configures conda"),
 )
 _COMPILED = tuple((compile_path(glob, "/", "-"), reason) for glob, reason in _CONFIGURING)
 # One pass over a path for all of them: the group that matched says which.

@@ -262,6 +262,8 @@ def _copy(name: str, parsed: Parsed, found: Understanding) -> None:
     if not target_dir:
         found.write(operands[-1:], f"destination of {name}:")
     destination = (target_dir or operands)[-1]
+    if name == "cp" and parsed.has("--parents"):
+        _parents(sources, destination, found)
     found.creates.extend(
         Word(destination.value.rstrip("/") + "/" + source.value.rstrip("/").rsplit("/", 1)[-1])
         for source in sources
@@ -269,6 +271,24 @@ def _copy(name: str, parsed: Parsed, found: Understanding) -> None:
     )
     _links(name, parsed, sources, found)
     _backups(name, parsed, [destination] if not target_dir else [], found)
+
+
+def _parents(sources: list[Word], destination: Word, found: Understanding) -> None:
+    """cp --parents copies each source to DESTINATION/SOURCE, the source's path as written,
+    ``..`` parts included (coreutils "cp invocation"; copy.c builds it by appending):
+    ``cp --parents ../../etc/x out`` writes out/../../etc/x. Each of those is a write."""
+    for source in sources:
+        if source.kind is not WordKind.LITERAL or destination.kind is not WordKind.LITERAL:
+            found.problems.append(
+                HeldFiles(
+                    f"cp --parents writes below {destination.display} along the path of "
+                    f"{source.display}, only known at run time"
+                )
+            )
+            continue
+        written = Word(destination.value.rstrip("/") + "/" + source.value.lstrip("/"))
+        found.write([written], "destination of cp --parents:")
+        found.creates.append(written)
 
 
 def _links(name: str, parsed: Parsed, sources: list[Word], found: Understanding) -> None:

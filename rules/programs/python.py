@@ -93,6 +93,30 @@ MODULES = {
     ),
 }
 KNOWN_MODULES = {*MODULES, "pip"}
+# Modules that listen for connections (the standard library's, and the common servers'
+# packages, by their top-level name): asked about, not contained.
+SERVING_MODULES = frozenset(
+    {
+        "http.server", "CGIHTTPServer", "SimpleHTTPServer", "smtpd", "xmlrpc.server",
+        "pydoc", "wsgiref.simple_server", "socketserver", "asyncio", "idlelib",
+    }
+)  # fmt: skip
+SERVING_PACKAGES = frozenset(
+    {
+        "aiosmtpd", "uvicorn", "gunicorn", "hypercorn", "flask", "django", "jupyterlab",
+        "jupyter_server", "notebook", "streamlit", "gradio", "tornado", "twisted", "aiohttp",
+        "sanic", "waitress", "bottle", "dash", "panel", "voila", "mkdocs",
+    }
+)  # fmt: skip
+
+
+def _serves(module: str, arguments: list[Word]) -> bool:
+    """Does ``python -m module arguments…`` start a server? (``jupyter`` does for its
+    notebook, lab and server commands, not for nbconvert.)"""
+    if module in SERVING_MODULES or module.split(".", 1)[0] in SERVING_PACKAGES:
+        return True
+    first = arguments[0].value if arguments else ""
+    return module == "jupyter" and first in {"notebook", "lab", "server", "kernel"}
 
 
 def python_parts(words: list[Word]) -> tuple[Parsed, str, Word | None, list[Word]]:
@@ -143,6 +167,12 @@ def _python(name: str, parsed: Parsed, found: Understanding) -> None:
         module = target.value if target is not None else ""
         if target is None or target.kind is not WordKind.LITERAL:
             found.problems.append(Contained(f"{name} -m runs a module only known at run time"))
+        elif _serves(module, arguments):
+            # A server waits for connections until the time limit, and some run what they
+            # are asked to (http.server --cgi): a person should know one is started (the
+            # first reason given, before the one about the working directory below).
+            found.problems.append(f"{name} -m {module} starts a server")
+            return
         elif module not in KNOWN_MODULES:
             found.problems.append(
                 Contained(f"{name} -m {module}: what the module does is not modelled")

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rules.environment import ASSIGNMENT_WORD
+from rules.environment import ASSIGNMENT_WORD, HARMLESS_ENVIRONMENT
 from rules.model import FileAction
 from rules.programs import git, npm, python
 from rules.programs.base import Table, parse
@@ -36,6 +36,13 @@ class Unwrapped:
 
 
 Unwrap = Callable[[list[Word]], Unwrapped]
+
+# Emptying the environment takes with it what the executor sets to hold the command (git's
+# protections in GIT_CONFIG_*, PATH, HOME, the egress proxy): what then runs is not judged.
+ENVIRONMENT_EMPTIED = (
+    "{what} empties the environment, taking the executor's settings (PATH, HOME, "
+    "GIT_CONFIG_*, the proxies) with it; not judged"
+)
 
 
 def _after_options(words: list[Word], spec: Options, name: str, skip: int = 0) -> Unwrapped:
@@ -85,7 +92,17 @@ def _command(words: list[Word]) -> Unwrapped:
 
 
 def _exec(words: list[Word]) -> Unwrapped:
-    return _after_options(words, options("-a", "-c -l"), "exec")
+    scan = scan_options(words, 1, options("-a", "-c -l"), "exec")
+    result = Unwrapped(words[scan.end :] or None, scan.problems)
+    if scan.has("-a"):
+        # bash(1) exec: "-a name … passes name as the zeroth argument": python, bash, dash,
+        # busybox and git choose what they do by it (git-upload-pack, sh's POSIX mode…).
+        result.problems.append("exec -a gives the program another name (argv[0]); not judged")
+    if scan.has("-c"):
+        result.problems.append(ENVIRONMENT_EMPTIED.format(what="exec -c"))
+    if scan.has("-l"):
+        result.problems.append("exec -l makes the program a login shell (it reads ~/.profile)")
+    return result
 
 
 def _env(words: list[Word]) -> Unwrapped:
@@ -100,6 +117,14 @@ def _env(words: list[Word]) -> Unwrapped:
     result = Unwrapped(None, scan.problems)
     if scan.has("-S", "--split-string"):
         result.problems.append("env -S splits a string into a command line; not judged")
+    if index > 1 or scan.has("-i", "--ignore-environment"):
+        result.problems.append(ENVIRONMENT_EMPTIED.format(what="env -i"))
+    for name in scan.values("-u", "--unset"):
+        if name.kind is not WordKind.LITERAL or name.value not in HARMLESS_ENVIRONMENT:
+            result.problems.append(
+                f"env -u removes {name.display} from the environment, which may be one the "
+                "executor sets to hold the command (PATH, HOME, GIT_CONFIG_*, the proxies)"
+            )
     chdir = scan.values("-C", "--chdir")
     result.chdir = chdir[-1] if chdir else None
     index = scan.end
