@@ -59,8 +59,6 @@ _DANGEROUS_PREFIXES = (
 )  # fmt: skip
 
 
-
-
 # What the environment of a command may be given (``NAME=value cmd``, ``env NAME=value``,
 # ``export NAME=value``): a list of bad variables can never be complete (glibc, Python, TLS
 # libraries and every tool read their own), so only these, with plain values, are allowed.
