@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from rules.budget import spend
 from rules.fileargs import unmodelled_paths
 from rules.invocations import (
     HARMLESS_DEVICES,
@@ -121,6 +122,7 @@ class Accesses:
             )
             resolved = resolve_paths(word, cwd)
             paths: list[str | None] = [None] if resolved is None else list(resolved)
+            spend(len(paths))
             for path in paths:
                 result.append(
                     FileAccess(
@@ -148,6 +150,7 @@ class Accesses:
         cannot understand is a problem; the paths it uses become file accesses; the code it
         runs must not be code the agent can write."""
         words = list(view.words)
+        spend(len(words))
         name = view.program
         found = understand(as_written(view, views))
         first = len(problems)  # code the agent can write is the first reason given
@@ -178,6 +181,7 @@ class Accesses:
                 files.extend(self.accesses_of([(None, word)], f"argument of {name}:", cwd))
             return
         for use in found.uses:
+            spend()
             action = ROLE_ACTIONS[use.role]
             files.extend(self.accesses_of([(action, use.word)], use.source, cwd))
             if use.recursive and use.word.kind is not WordKind.UNKNOWN and action is not None:
@@ -192,6 +196,7 @@ class Accesses:
                 )
         for created in found.creates:
             for path in resolve_paths(created, cwd) or []:
+                spend()
                 reason = configures(path)
                 if reason:
                     problems.append(f"{name} may write {sanitise(path)}, which {reason}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 
+from rules.budget import TooComplex, bounded
 from rules.effects import contained_hosts, effects_of, hidden_paths, opaque_effects
 from rules.invocations import FileAccess, normalise_path
 from rules.judging import Judged, judge_file, judge_host, judge_shell
@@ -34,7 +35,7 @@ from rules.model import (
     combine,
 )
 from rules.settings import parse_rule
-from rules.shell import decompose
+from rules.shell import decompose, deny_scan
 from rules.sources import Sources
 from rules.text import hidden_characters, sanitise
 
@@ -52,16 +53,26 @@ def _judge(
         normalised = sanitise(operation.command)
         hidden = hidden_paths(rules, compiled.workspace)
         try:
-            decomposition = decompose(
-                operation.command, workspace=compiled.workspace, context_id=context_id
-            )
+            with bounded():
+                decomposition = decompose(
+                    operation.command, workspace=compiled.workspace, context_id=context_id
+                )
+                judged: list[Judged] = []
+                for invocation in decomposition.invocations:
+                    judged.extend(judge_shell(invocation, compiled, sources, contained))
         except RecursionError:
             # Nesting deep enough to exhaust the stack (bashlex or the walker): fail closed.
             part = Part(Kind.SHELL, normalised, Decision.ASK, "nested too deeply to judge")
             return [Judged(part)], normalised, opaque_effects(compiled.workspace, hidden)
-        judged: list[Judged] = []
-        for invocation in decomposition.invocations:
-            judged.extend(judge_shell(invocation, compiled, sources, contained))
+        except TooComplex as exc:
+            # Past the budget: ask, with a deny scan of the line's program words (constant
+            # time per word, outside the budget) so that a denied program still denies.
+            reason = f"too complex to judge within the engine's bounds ({exc} after expansion)"
+            scanned = deny_scan(operation.command, reason)
+            judged = [Judged(Part(Kind.SHELL, normalised, Decision.ASK, reason))]
+            for invocation in scanned.invocations:
+                judged.extend(judge_shell(invocation, compiled, sources, contained))
+            return judged, normalised, opaque_effects(compiled.workspace, hidden)
         effects = effects_of(
             decomposition,
             compiled.workspace,

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rules.budget import spend
 from rules.environment import KNOWN_REFERENCE, dangerous_variable, environment_problem
 from rules.invocations import normalise_path
 from rules.text import sanitise
@@ -168,6 +169,7 @@ class Expansions:
         expanded = brace_expand(raw)
         if expanded is None:
             return [word]  # too many words: the problem is already recorded, paths unknown
+        spend(len(expanded))
         result = []
         for text in expanded:
             scanned = scan_word(text, self.expand)

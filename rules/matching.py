@@ -10,6 +10,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any
 
+from rules.budget import spend
 from rules.invocations import FileAccess, View
 from rules.model import Direction, FileAction, Kind, Rule, RuleSet
 from rules.patterns import (
@@ -269,6 +270,7 @@ def first_path_match(
     rules: RuleList, actions: Sequence[FileAction], access: FileAccess
 ) -> tuple[Compiled, FileAction, Match] | None:
     """The first rule (in list order) that certainly matches, else the first that may."""
+    spend()
     if access.path is not None and not access.glob and SENTINEL not in access.path:
         # A plain path matches certainly or not at all: one combined regex per action.
         for action in actions:
@@ -282,6 +284,7 @@ def first_path_match(
     possible = None
     for action in actions:
         for item in rules.files.get(action, ()):
+            spend()
             match = path_match(item, access.path, access.glob, tokens)
             if match is Match.CERTAIN:
                 return item, action, match

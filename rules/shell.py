@@ -66,3 +66,11 @@ def decompose(command: str, *, workspace: str, context_id: str) -> Decomposition
     walker.run_text(command, "", 0)
     walker.finish()
     return Decomposition(tuple(walker.out))
+
+
+def deny_scan(command: str, reason: str) -> Decomposition:
+    """Only the deny scan of ``command`` (``Walker.deny_scan``): every word that may be a
+    program, checked against deny rules alone, for a line the engine will not judge."""
+    walker = Walker("/", {})
+    walker.deny_scan(command[: MAX_COMMAND_LENGTH * 4], reason, "")
+    return Decomposition(tuple(walker.out))

@@ -25,6 +25,7 @@ from rules.bashparse import (
     parse,
     size_of,
 )
+from rules.budget import spend
 from rules.environment import ASSIGNMENT_WORD, dangerous_variable
 from rules.expansions import Context, Expansions
 from rules.invocations import (
@@ -370,6 +371,7 @@ class Walker(Expansions, Accesses):
         problems: list[str],
         slot: int | None = None,
     ) -> None:
+        spend()
         slot = len(self.out) if slot is None else slot
         # An empty quoted word ('' or "") is a real argument (grep -r '' /etc: the pattern
         # is '', /etc a path); only leading ones are dropped, as before, to find the program.
