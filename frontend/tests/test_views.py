@@ -516,6 +516,53 @@ def test_a_contained_allow_is_marked_in_the_audit_log_and_on_the_profile() -> No
     assert "<dt>Interpreter runs</dt><dd>asked:" in plain
 
 
+def test_an_agent_type_without_an_enforcing_executor_is_marked_rules_only() -> None:
+    """Issue 44: where no executor holds a command to what was judged, the engine alone is
+    an advisor; its profile, its requests' cards and pages say so, the others' do not."""
+    rules = {"permissions": {"allow": ["shell(ls:*)"]}}
+    SandboxProfileFactory.create(name="held-agent", rules=rules, executor_isolation="namespaces")
+    SandboxProfileFactory.create(name="plain-agent", rules=rules, executor_isolation="none")
+    requests = {
+        agent_type: approval_check(
+            operation={"kind": "shell", "command": "make build"},
+            context_id="ctx-1",
+            agent_type=agent_type,
+            actor="api:agent",
+        ).request
+        for agent_type in ("held-agent", "plain-agent")
+    }
+    viewer = client_for("viewer")
+    marked = '<span class="badge warn">rules only — not enforced</span>'
+
+    pages = {
+        agent_type: (
+            viewer.get(f"/profiles/{agent_type}/").content.decode(),
+            viewer.get(f"/approvals/{request.pk}/").content.decode(),
+        )
+        for agent_type, request in requests.items()
+        if request is not None
+    }
+    queue = viewer.get("/approvals/").content.decode()
+
+    assert sorted(pages) == ["held-agent", "plain-agent"]
+    for page in pages["plain-agent"]:
+        assert marked in page
+    for page in pages["held-agent"]:
+        assert marked not in page
+    assert (
+        "<dt>Enforcement</dt><dd>the executor's sandbox holds every command"
+        in (pages["held-agent"][0])
+    )
+    # The queue's cards: one shown, one hidden (the template's own is hidden too).
+    assert queue.count('data-field="unenforced"') == 3
+    assert queue.count('data-field="unenforced" title="') == 3
+    for agent_type, hidden in (("plain-agent", 0), ("held-agent", 1)):
+        request = requests[agent_type]
+        assert request is not None
+        card = queue.split(f'id="approval-{request.pk}"')[1].split("</header>")[0]
+        assert card.count(" hidden>rules only — not enforced") == hidden
+
+
 def test_the_overview_shows_the_warm_pool_hit_ratio_of_the_last_hour() -> None:
     """Issue 32: docs/profiles.md said the overview shows it; it plotted size and claims."""
     now = timezone.now()

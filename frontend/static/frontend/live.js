@@ -256,6 +256,7 @@ function fillCard(card, request) {
   field("agent").textContent = request.agentInstance ? `${request.agentType} / ${request.agentInstance}` : request.agentType;
   field("context").textContent = request.contextId;
   field("allocation-wrap").textContent = request.allocation ? `· allocation ${request.allocation}` : "";
+  field("unenforced").hidden = (request.execution || {}).isolation !== "none";
   field("operation").textContent = request.normalised;
   const approvals = request.approvals || [];
   const signoffs = field("signoffs");
