@@ -15,6 +15,7 @@ from rules.matching import (
     CompiledRules,
     Match,
     allowing_rule,
+    every_possible_match,
     first_path_match,
     network_match,
     shell_match,
@@ -165,6 +166,20 @@ def _held(text: str, reason: str, rule: Rule | None) -> Judged:
     return Judged(dataclasses.replace(part, contained=True))
 
 
+def _unrefused(
+    access: FileAccess, actions: tuple[FileAction, ...], compiled: CompiledRules
+) -> Rule | None:
+    """A rule that may match ``access`` whose effect the executor does not refuse on its
+    own — not only the first deny rule is looked at (``cat "$F"`` may be /etc/shadow, which
+    every run is denied, or a .env file, which a glob rule denies and nothing hides) — or
+    an ask rule that may match; None when there is none."""
+    for item in every_possible_match(compiled.lists["deny"], actions, access):
+        if not refuses(access, item.rule, compiled.workspace):
+            return item.rule
+    asked = every_possible_match(compiled.lists["ask"], actions, access)
+    return asked[0].rule if asked else None
+
+
 def judge_file(
     access: FileAccess, compiled: CompiledRules, contained: bool = False
 ) -> Judged | None:
@@ -193,6 +208,17 @@ def judge_file(
             directory = sanitise(access.path.rsplit("/", 1)[0] or "/")
             reason = f"a recursive read of {directory} includes files {rule} denies{via}"
             return Judged(_part(Kind.FILE, text, Decision.DENY, reason, item.rule))
+        unrefused = (
+            _unrefused(access, actions, compiled)
+            if contained and list_name == "deny" and (match is Match.POSSIBLE or access.uncertain)
+            else None
+        )
+        if unrefused is not None and refuses(access, item.rule, compiled.workspace):
+            reason = (
+                f"may match {unrefused.text} at run time, which the executor cannot refuse "
+                f"on its own{via}"
+            )
+            return Judged(_part(Kind.FILE, text, Decision.ASK, reason, unrefused))
         if (
             contained
             and list_name == "deny"

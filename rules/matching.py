@@ -291,3 +291,17 @@ def first_path_match(
             if match is Match.POSSIBLE and possible is None:
                 possible = (item, action, match)
     return possible
+
+
+def every_possible_match(
+    rules: RuleList, actions: Sequence[FileAction], access: FileAccess
+) -> list[Compiled]:
+    """Every rule (in list order) that certainly or possibly matches ``access``."""
+    tokens = glob_tokens(access.path) if access.path is not None else None
+    found = []
+    for action in actions:
+        for item in rules.files.get(action, ()):
+            spend()
+            if path_match(item, access.path, access.glob, tokens) is not Match.NONE:
+                found.append(item)
+    return found

@@ -162,3 +162,21 @@ def test_every_variable_the_executor_sets_is_one_an_assignment_may_not_change() 
 
     assert kept == ["LANG", "TZ"]
     assert set(kept) <= set(HARMLESS_ENVIRONMENT)
+
+
+def test_contained_only_when_the_executor_refuses_every_deny_rule_that_may_match() -> None:
+    """Under "plain", ``cat "$F"`` may be /etc/shadow (hidden from every run) or a .env file
+    (denied by a glob no run can hide): the first alone let it through, contained."""
+    from rules.tests.test_adversarial import POLICIES
+
+    plain, _ = POLICIES["plain"]
+    seed, sources = POLICIES["seed"]
+
+    asked = _judged('cat "$F"', plain, None, contained=True)
+    held = _judged('cat "$F"', seed, sources, contained=True)
+
+    assert asked == (
+        Decision.ASK,
+        "may match file(read:**/.ssh/**) at run time, which the executor cannot refuse on its own",
+    )
+    assert held[0] == Decision.ALLOW
