@@ -47,6 +47,7 @@ from rules.words import Word, WordKind, literal, program_name, render
 MAX_NESTING = 4  # bash -c inside eval inside sh -c …: deeper than this is not judged
 MAX_SCANNED_NAMES = 64  # distinct words a too-large line's deny scan checks
 MAX_WRAPPERS = 8  # timeout nice env …: a longer chain is not unwrapped
+_DESCRIPTOR_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def visible(text: str) -> str:
@@ -388,6 +389,12 @@ class Walker(Expansions, Accesses):
         files, network = self.redirect_accesses(redirects) if redirects else ([], [])
         for name, value in assignments:
             problems.extend(self.assignment_problems(name, value, exported=True))
+        for word in words:
+            # {NAME}>file (bash 4.1+, "Redirections"): bash opens the file on a descriptor
+            # of 10 or more and assigns its number to NAME, in the shell itself.
+            descriptor = _DESCRIPTOR_VARIABLE.fullmatch(word.value)
+            if descriptor and word.kind is WordKind.LITERAL and redirects:
+                problems.extend(self.assignment_problems(descriptor.group(1), word, exported=False))
         views: list[View] = []
         current = words
         chdir: Word | None = None

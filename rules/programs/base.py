@@ -106,6 +106,11 @@ class Table:
     # resolved: in a partial table "--fo" could look like a unique prefix of a known
     # "--format" while the program has an option named exactly "--fo" that it runs instead.
     complete: bool = False
+    # How a cluster of short options takes values: "getopt" (the rest of the word, else the
+    # next word: -n5, -n 5), or "next" as tree's own parser does it (tree.c): each option
+    # of the cluster that takes a value takes the next word in turn (-Lo 1 out.txt), only
+    # digits attached (-L2) being a value of the option itself.
+    clusters: str = "getopt"
     long_names: dict[str, Option] = field(init=False, repr=False, compare=False)
     short_names: dict[str, Option] = field(init=False, repr=False, compare=False)
     # Every option only reads or writes files (containable), so an enforcing executor
@@ -162,6 +167,7 @@ def table(
     numeric: bool = False,
     parse_options: bool = True,
     complete: bool = False,
+    clusters: str = "getopt",
 ) -> Table:
     return Table(
         tuple(option for group in groups for option in group),
@@ -170,6 +176,7 @@ def table(
         numeric=numeric,
         parse_options=parse_options,
         complete=complete,
+        clusters=clusters,
     )
 
 
@@ -322,6 +329,12 @@ def parse(words: Sequence[Word], spec: Table, what: str, *, guess: bool = False)
                 position += 1
                 continue
             rest = value[position + 1 :]
+            if spec.clusters == "next" and not rest.isdigit():
+                # tree: this option's value is the next word, the cluster goes on.
+                following = words[index] if index < count else None
+                index += _take_value(parsed, option, "-" + char, None, following, what)
+                position += 1
+                continue
             value_word = Word(rest, word.kind) if rest else None
             index += _take_value(parsed, option, "-" + char, value_word, following, what)
             break
@@ -427,6 +440,18 @@ class Program:
 _PIPE = re.compile(r"/dev/(?:fd/\d+|stdin|stdout|stderr)$")
 
 
+def directory_files(first: Word, second: Word) -> list[Word]:
+    """What ``diff FIRST SECOND`` reads when both are directories: every file of one named
+    like a file of the other, and with -N every file of either (GNU diff, "Comparing
+    Directories") — one level down, ``D/*`` of each. Which is a directory is only known
+    then: both are judged."""
+    if WordKind.UNKNOWN in (first.kind, second.kind) or "-" in (first.value, second.value):
+        return []
+    if _PIPE.match(first.value) or _PIPE.match(second.value):
+        return []
+    return [Word(word.value.rstrip("/") + "/*", WordKind.GLOB) for word in (first, second)]
+
+
 def paired(first: Word, second: Word) -> list[Word]:
     """What ``diff FIRST SECOND`` also reads when one of them is a directory: the file in
     it named like the other's last component (GNU diff, "Comparing Directories"; git
@@ -461,6 +486,12 @@ def option_uses(name: str, parsed: Parsed, understanding: Understanding) -> None
         elif effect is Effect.DELETE:
             understanding.delete([given.value], source)
         elif effect is Effect.CHDIR:
-            understanding.chdir = given.value
+            # git -C /etc -C . works in /etc: each relative -C is taken from the last.
+            before = understanding.chdir
+            value = given.value
+            if before is not None and not value.value.startswith("/"):
+                kind = before.kind if before.kind is not WordKind.LITERAL else value.kind
+                value = Word(before.value.rstrip("/") + "/" + value.value, kind)
+            understanding.chdir = value
         elif effect is Effect.NETWORK:
             understanding.destinations.append(given.value)

@@ -282,6 +282,21 @@ def _assigning_builtin(
         for w in rest:
             if w.value.startswith(("-", "+")):
                 continue
+            assigned = "=" in w.value
+            if (
+                assigned
+                and not re.match(r"[^=]*=\(", w.value)
+                and (
+                    w.kind is not WordKind.LITERAL or re.search(r"[$`(]", w.value.split("=", 1)[1])
+                )
+            ):
+                # Its value is only known when bash expands it: one that turns out to be
+                # "(…)" is a compound assignment, re-expanded as below (bash re-parses it
+                # for -a/-A and for a variable that is already an array).
+                problems.append(
+                    f"{name} assigns {w.display}, whose value may turn out to be a compound "
+                    "assignment bash expands again; not judged"
+                )
             if re.match(r"[^=]*=\(", w.value):
                 # bash re-expands a compound assignment given to a declaration builtin as a
                 # word, quoted or not: declare -a 'x=($(id))' runs id (bash(1) declare).

@@ -23,6 +23,7 @@ from rules.programs.base import (
     Table,
     Understanding,
     Use,
+    directory_files,
     flags,
     option_uses,
     paired,
@@ -238,6 +239,7 @@ TREE = Program(
         valued("-H"),
         valued("-o", WRITE),
         abbreviations=Abbreviations.NONE,  # tree compares each long option in full
+        clusters="next",  # tree -Lo 1 out.txt: -L takes 1, -o takes out.txt
     ),
     _directories,
 )
@@ -457,6 +459,10 @@ def _diff(name: str, parsed: Parsed, found: Understanding) -> None:
         pairs.extend((given, operand) for operand in parsed.operands)
     for first, second in pairs:
         found.read(paired(first, second), "argument of diff (a directory's file):")
+        # Two directories: every file of one named like a file of the other is read, and
+        # with -N every file of either (GNU diff, "Comparing Directories"): each may be a
+        # directory whose files are read, one level down.
+        found.read(directory_files(first, second), "argument of diff (a directory's files):")
 
 
 DIFF = Program(
@@ -471,16 +477,19 @@ DIFF = Program(
             "-E,--ignore-tab-expansion -Z,--ignore-trailing-space -b,--ignore-space-change "
             "-w,--ignore-all-space -B,--ignore-blank-lines --strip-trailing-cr -a,--text "
             "-d,--minimal --speed-large-files --suppress-blank-empty --left-column -P "
-            "--no-dereference"
+            "--no-dereference --normal"
         ),
+        # GNU diff: -C NUM and -U NUM take the next word, --context[=NUM] and
+        # --unified[=NUM] only an attached one (diff.c's long options, optional_argument).
+        valued("--context --unified", arity=Arity.OPTIONAL),
         valued(
-            "-C,--context -U,--unified -W,--width --tabsize -F,--show-function-line "
+            "-C -U -W,--width --tabsize -F,--show-function-line "
             "--label,-L -I,--ignore-matching-lines --horizon-lines -x,--exclude "
             "--old-line-format --new-line-format --unchanged-line-format --line-format "
             "--old-group-format --new-group-format --unchanged-group-format "
             "--changed-group-format -S,--starting-file -D,--ifdef --palette"
         ),
-        valued("--normal --color", arity=Arity.OPTIONAL),
+        valued("--color", arity=Arity.OPTIONAL),
         valued("--from-file --to-file -X,--exclude-from", READ),
     ),
     _diff,

@@ -158,10 +158,7 @@ def _find(name: str, parsed: Parsed, found: Understanding) -> None:
             index += 1
             continue
         if primary in RUNS:
-            end = index + 1
-            while end < len(words) and words[end].value not in {";", "+"}:
-                end += 1
-            index = end + 1  # the walker judges the command itself
+            index = command_end(words, index) + 1  # the walker judges the command itself
             continue
         if primary == "-delete":
             found.delete([below(start) for start in starts], "find -delete")
@@ -204,9 +201,7 @@ def _commands(command: Command, walk: Walk) -> Outcome:
     while index < len(words):
         value = words[index].value
         if value in RUNS:
-            end = index + 1
-            while end < len(words) and words[end].value not in {";", "+"}:
-                end += 1
+            end = command_end(words, index)
             inner = [
                 found_path(word, starts) if "{}" in word.value else word
                 for word in words[index + 1 : end]
@@ -228,9 +223,28 @@ def _commands(command: Command, walk: Walk) -> Outcome:
     return Outcome.READ
 
 
+def command_end(words: Sequence[Word], index: int) -> int:
+    """Where the command of the -exec/-execdir/-ok/-okdir at ``index`` ends (the index of
+    its terminator, or ``len(words)``), as findutils parses it (parser.c, insert_exec_ok):
+    at a ``;`` word, or for -exec and -execdir at a ``+`` word right after a ``{}`` word —
+    a ``+`` anywhere else is an argument of the command, and -ok takes no ``+`` at all."""
+    plus = words[index].value in {"-exec", "-execdir"}
+    end = index + 1
+    while end < len(words):
+        value = words[end].value
+        if value == ";" or (plus and value == "+" and words[end - 1].value == "{}"):
+            return end
+        end += 1
+    return end
+
+
 def found_path(word: Word, starts: list[Word]) -> Word:
-    """``{}`` in ``find START -exec cmd {} ;`` is a path below START: ``START/…``."""
+    """``{}`` in ``find START -exec cmd {} ;`` is START or a path below it: ``START/…``
+    (at depth 0 it is START itself, so ``{}/..`` may be START's parent: such a word is a
+    path only known at run time)."""
     if len(starts) != 1 or starts[0].kind is not WordKind.LITERAL:
+        return unknown(word.value)
+    if "{}/.." in word.value or "{}.." in word.value:
         return unknown(word.value)
     below = starts[0].value.rstrip("/") + "/" + SENTINEL
     return Word(word.value.replace("{}", below), WordKind.GLOB)

@@ -80,13 +80,15 @@ DIFF_OPTIONS = [
         "--cached --staged --no-index --ours --theirs --base -0 -1 -2 -3 --combined-all-paths"
     ),
     *valued(
-        "-U,--unified --output-indicator-new --output-indicator-old --output-indicator-context "
+        "--output-indicator-new --output-indicator-old --output-indicator-context "
         "--diff-algorithm --anchored --stat-width --stat-name-width --stat-count "
         "--stat-graph-width -l --diff-filter -S -G --find-object --src-prefix --dst-prefix "
         "--line-prefix --inter-hunk-context --ignore-matching-lines,-I --skip-to --rotate-to "
-        "--ws-error-highlight --abbrev"
+        "--ws-error-highlight"
     ),
     *valued(
+        # diff.c: PARSE_OPT_OPTARG, a value only attached (-U5, --unified=5, --abbrev=8).
+        "-U,--unified --abbrev "
         "--word-diff --word-diff-regex --color --color-moved --dirstat -X --cumulative "
         "--relative -M,--find-renames -C,--find-copies -B,--break-rewrites --ignore-submodules",
         arity=OPTIONAL,

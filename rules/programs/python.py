@@ -158,6 +158,16 @@ def python_parts(words: list[Word]) -> tuple[Parsed, str, Word | None, list[Word
 def _python(name: str, parsed: Parsed, found: Understanding) -> None:
     own, mode, target, arguments = python_parts(parsed.operands)
     found.problems.extend(own.problems)
+    for option in own.values("-X"):
+        if option.value.startswith("pycache_prefix="):
+            # Compiled modules are written below that directory, whatever the mode.
+            prefix = option.value.split("=", 1)[1] or "."
+            found.write(
+                [Word(prefix.rstrip("/") + "/" + SENTINEL, WordKind.GLOB)],
+                f"{name} -X pycache_prefix",
+            )
+        elif option.kind is not WordKind.LITERAL:
+            found.problems.append(f"{name} -X {option.display} is only known at run time")
     isolated = own.has("-I", "-P")
     if mode == "-c":
         found.problems.append(Contained("inline Python code (-c) cannot be judged"))

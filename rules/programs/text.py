@@ -61,9 +61,14 @@ def _grep(name: str, parsed: Parsed, found: Understanding) -> None:
     operands = list(parsed.operands)
     if not parsed.has("-e", "--regexp", "-f", "--file"):
         operands = operands[1:]  # the pattern
-    recursive = parsed.has("-r", "--recursive", "-R", "--dereference-recursive") or any(
-        value.value == "recurse" for value in parsed.values("-d", "--directories")
-    )
+    recursive = parsed.has("-r", "--recursive", "-R", "--dereference-recursive")
+    for value in parsed.values("-d", "--directories"):
+        # grep reads ACTION with argmatch: any unique prefix ("rec") is "recurse"; one only
+        # known at run time may be it.
+        if value.kind is not WordKind.LITERAL or (
+            value.value and "recurse".startswith(value.value)
+        ):
+            recursive = True
     if recursive and not operands:
         operands = [Word(".")]  # grep -r PATTERN searches the working directory
     found.read([w for w in operands if w.value != "-"], f"argument of {name}:", recursive=recursive)
