@@ -54,6 +54,8 @@ _CONFIGURING = (
     ("**/.pip/**", "is where pip looks for its configuration"),
     ("**/.local", "holds Python's user site-packages and user programs"),
     ("**/.local/**", "holds Python's user site-packages and user programs"),
+    ("**/.cache", "holds programs' caches, which pip and uv install from"),
+    ("**/.cache/uv/**", "is uv's cache: uv installs what it finds there"),
     ("**/uv.toml", "configures uv (indexes, build options)"),
     ("**/.pypirc", "holds the credentials and indexes of package uploads"),
     ("**/.pydistutils.cfg", "configures Python package builds"),
@@ -78,3 +80,22 @@ def configures(path: str, *, pattern: bool = False) -> str | None:
             if could_match(compiled.tokens, glob_tokens(path)):
                 return reason
     return None
+
+
+# Directories whose files, whatever their names, configure or extend a program: a whole
+# tree copied, moved or restored into one (cp -rT overlay .venv, mv overlay .venv, git
+# checkout REV -- .venv/lib) may bring any of the files above, whose names the line does
+# not show.
+CONFIGURING_DIRECTORIES = frozenset(
+    {
+        ".venv", "venv", ".git", ".config", ".local", ".pip", ".cache", ".ssh", "site-packages",
+        "dist-packages", "bin", ".github", "hooks",
+    }
+)  # fmt: skip
+
+
+def configuring_directory(path: str) -> str | None:
+    """The configuring directory ``path`` (a path as written, relative or not) is, or lies
+    in; None when it is in none."""
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    return next((part for part in parts if part in CONFIGURING_DIRECTORIES), None)

@@ -29,6 +29,7 @@ from rules.programs.base import (
     paired,
     valued,
 )
+from rules.programs.configuration import configures, configuring_directory
 from rules.words import Word, WordKind, integer_literal
 
 
@@ -264,6 +265,7 @@ def _copy(name: str, parsed: Parsed, found: Understanding) -> None:
     if not target_dir:
         found.write(operands[-1:], f"destination of {name}:")
     destination = (target_dir or operands)[-1]
+    _into_configuration(name, parsed, sources, destination, recursive, found)
     if name == "cp" and parsed.has("--parents"):
         _parents(sources, destination, found)
     found.creates.extend(
@@ -273,6 +275,39 @@ def _copy(name: str, parsed: Parsed, found: Understanding) -> None:
     )
     _links(name, parsed, sources, found)
     _backups(name, parsed, [destination] if not target_dir else [], found)
+
+
+def _into_configuration(
+    name: str,
+    parsed: Parsed,
+    sources: list[Word],
+    destination: Word,
+    recursive: bool,
+    found: Understanding,
+) -> None:
+    """A tree (or files only known at run time) copied or moved into a directory whose
+    files configure programs — or a tree's contents spilled into the working directory,
+    where .git and .venv live — brings files whose names the line does not show."""
+    trees = recursive or name == "mv"
+    unknown_files = any(source.kind is not WordKind.LITERAL for source in sources)
+    if destination.kind is not WordKind.LITERAL:
+        return  # judged as a write only known at run time
+    directory = configuring_directory(destination.value)
+    named = configures("/" + destination.value.strip("/").removeprefix("./"))
+    if directory is not None and (trees or unknown_files) and not named:
+        found.problems.append(
+            f"{name} brings files into {destination.display}, inside {directory}, whose "
+            "files configure or extend programs; their names are not known here"
+        )
+        return
+    spilled = parsed.has("-T", "--no-target-directory") or any(
+        source.value.rstrip("/").endswith("/.") or source.value == "." for source in sources
+    )
+    if trees and spilled and destination.value.rstrip("/") in ("", ".", "~"):
+        found.problems.append(
+            f"{name} spills a tree's files into {destination.display}, where .git and .venv "
+            "live; their names are not known here"
+        )
 
 
 def _parents(sources: list[Word], destination: Word, found: Understanding) -> None:

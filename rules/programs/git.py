@@ -4,6 +4,8 @@ git's parse-options, which takes any unique prefix of a long option (``--ext-d``
 
 from __future__ import annotations
 
+import re
+
 from rules.programs.base import (
     Abbreviations,
     Arity,
@@ -19,6 +21,7 @@ from rules.programs.base import (
     table,
     valued,
 )
+from rules.programs.configuration import configuring_directory
 from rules.words import Word, WordKind
 
 EXEC, CONFIG, UNSAFE = Effect.EXEC, Effect.CONFIG, Effect.UNSAFE
@@ -133,8 +136,33 @@ def _pathspecs(name: str, parsed: Parsed, found: Understanding, *, writes: bool)
     option_uses(name, parsed, found)
     if writes:
         found.write(parsed.operands, name)
+        for operand in parsed.operands:
+            _restored(name, operand, found)
     else:
         found.read(parsed.operands, name)
+
+
+def _restored(name: str, pathspec: Word, found: Understanding) -> None:
+    """What a checkout or restore of ``pathspec`` writes: a pattern (``*`` crosses ``/`` in
+    git's pathspecs, and ``:(glob)``, ``:(icase)``, ``:(top)`` change what it names) or a
+    directory inside one whose files configure programs may restore any of them."""
+    value = pathspec.value
+    if (
+        value.startswith(":")
+        or pathspec.kind is not WordKind.LITERAL
+        or re.search(r"[*?\[]", value)
+    ):
+        found.problems.append(
+            f"git {name} restores the files the pathspec {pathspec.display} names, which may "
+            "configure programs (git's patterns cross directories)"
+        )
+        return
+    directory = configuring_directory(value)
+    if directory is not None:
+        found.problems.append(
+            f"git {name} restores {pathspec.display}, inside {directory}, whose files "
+            "configure or extend programs"
+        )
 
 
 def _plain(name: str, parsed: Parsed, found: Understanding) -> None:

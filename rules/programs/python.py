@@ -105,18 +105,35 @@ SERVING_PACKAGES = frozenset(
     {
         "aiosmtpd", "uvicorn", "gunicorn", "hypercorn", "flask", "django", "jupyterlab",
         "jupyter_server", "notebook", "streamlit", "gradio", "tornado", "twisted", "aiohttp",
-        "sanic", "waitress", "bottle", "dash", "panel", "voila", "mkdocs",
+        "sanic", "waitress", "bottle", "dash", "panel", "voila", "mkdocs", "tensorboard",
+        "uploadserver", "kernel_gateway",
     }
 )  # fmt: skip
 
 
+# The standard library's modules that run another module or code they are given
+# (python -m cProfile -m http.server, runpy.run_module("http.server")).
+RUNNER_MODULES = frozenset({"cProfile", "profile", "trace", "pdb", "runpy", "timeit"})
+_SERVING_NAME = re.compile(
+    r"(?<![\w.])(?:"
+    + "|".join(re.escape(name) for name in sorted(SERVING_MODULES | SERVING_PACKAGES))
+    + r")(?![\w])"
+)
+_SERVING_SCRIPT = re.compile(
+    r"/(?:http/server|smtpd|xmlrpc/server|pydoc|wsgiref/simple_server|socketserver)\.py$"
+)
+
+
 def _serves(module: str, arguments: list[Word]) -> bool:
     """Does ``python -m module arguments…`` start a server? (``jupyter`` does for its
-    notebook, lab and server commands, not for nbconvert.)"""
+    notebook, lab, server, kernel and kernelgateway commands, not for nbconvert; a runner
+    module does when what it runs is one.)"""
     if module in SERVING_MODULES or module.split(".", 1)[0] in SERVING_PACKAGES:
         return True
+    if module in RUNNER_MODULES:
+        return any(_SERVING_NAME.search(word.value) for word in arguments)
     first = arguments[0].value if arguments else ""
-    return module == "jupyter" and first in {"notebook", "lab", "server", "kernel"}
+    return module == "jupyter" and first in {"notebook", "lab", "server", "kernel", "kernelgateway"}
 
 
 def python_parts(words: list[Word]) -> tuple[Parsed, str, Word | None, list[Word]]:
@@ -197,6 +214,8 @@ def _python(name: str, parsed: Parsed, found: Understanding) -> None:
         if not isolated:
             # sys.path[0] is the working directory: a module file there wins.
             found.code.append(Word("."))
+    elif target is not None and _SERVING_SCRIPT.search(target.value):
+        found.problems.append(f"{name} {target.display} starts a server")
     elif target is not None:
         found.code.append(target)  # the script (its path is read, its code is run)
         found.read([target], f"script of {name}:")
