@@ -102,7 +102,8 @@ HEAD = Program(
         COMMON,
         valued("-n,--lines -c,--bytes -s,--sleep-interval --pid --max-unchanged-stats"),
         flags("-q,--quiet,--silent -v,--verbose -z,--zero-terminated -F --retry"),
-        valued("-f,--follow", arity=Arity.OPTIONAL),
+        flags("-f"),
+        valued("--follow", arity=Arity.OPTIONAL),
         numeric=True,
     ),
     reads,
@@ -129,7 +130,8 @@ SORT = Program(
             "-z,--zero-terminated --debug"
         ),
         valued("-k,--key -t,--field-separator -S,--buffer-size --parallel --batch-size"),
-        valued("--sort --check", arity=Arity.OPTIONAL),
+        valued("--sort"),
+        valued("--check", arity=Arity.OPTIONAL),
         valued("--random-source", READ),
         valued("--files0-from", READ_LIST),
         valued("-o,--output", WRITE),
@@ -388,7 +390,10 @@ CP = Program(
             "-v,--verbose -x,--one-file-system --debug --keep-directory-symlink --parents "
             "--copy-contents"
         ),
-        valued("--preserve --no-preserve --sparse --reflink --update", arity=Arity.OPTIONAL),
+        valued("--preserve --reflink", arity=Arity.OPTIONAL),
+        valued("--no-preserve --sparse"),
+        # coreutils 9.1 (Debian 12, the image's): --update takes no value (9.3 added one).
+        flags("--update"),
         valued("-t,--target-directory", WRITE),
         flags(
             "-s,--symbolic-link",
@@ -413,9 +418,9 @@ MV = Program(
         COMMON,
         flags(
             "-b -f,--force -i,--interactive -n,--no-clobber --strip-trailing-slashes "
-            "-T,--no-target-directory -u -v,--verbose -Z,--context --debug --exchange --no-copy"
+            "-T,--no-target-directory -u -v,--verbose -Z,--context --debug --exchange --no-copy "
+            "--update"
         ),
-        valued("--update", arity=Arity.OPTIONAL),
         valued("-t,--target-directory", WRITE),
         _BACKUP,
     ),
@@ -558,8 +563,7 @@ DATE = Program(
         valued("-I,--iso-8601", arity=Arity.OPTIONAL),
         flags("--resolution"),
         valued("-r,--reference -f,--file", READ),
-        flags("-s", Effect.UNSAFE, "sets the system clock"),
-        valued("--set", Effect.UNSAFE, "sets the system clock"),
+        valued("-s,--set", Effect.UNSAFE, "sets the system clock"),
     ),
     data,
 )
@@ -676,7 +680,8 @@ OD = Program(
         COMMON,
         flags("-a -b -c -d -f -i -l -o -s -x -v,--output-duplicates --traditional"),
         valued("-A,--address-radix -j,--skip-bytes -N,--read-bytes -t,--format --endian"),
-        valued("-S,--strings -w,--width", arity=Arity.OPTIONAL),
+        valued("-S"),
+        valued("--strings -w,--width", arity=Arity.OPTIONAL),
     ),
     reads,
 )

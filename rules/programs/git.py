@@ -55,7 +55,8 @@ GLOBAL = table(
         "--html-path --man-path --info-path"
     ),
     valued("-C", Effect.CHDIR),
-    valued("--namespace --list-cmds"),
+    valued("--namespace"),
+    valued("--list-cmds", arity=OPTIONAL),  # git.c: only --list-cmds=GROUP
     valued("-c"),  # each setting is checked against HARMLESS_CONFIG
     valued("--config-env", CONFIG, "reads configuration from the environment"),
     valued("--exec-path", EXEC, "runs git programs from another directory", arity=OPTIONAL),
@@ -73,13 +74,13 @@ DIFF_OPTIONS = [
     *flags(
         "-p,-u,--patch -s,--no-patch --raw --patch-with-raw -t --indent-heuristic "
         "--no-indent-heuristic --minimal --patience --histogram --compact-summary --numstat "
-        "--shortstat --summary --patch-with-stat -z --name-only --name-status --submodule "
-        "--no-color --color-moved-ws --no-renames --rename-empty --no-rename-empty --check "
+        "--shortstat --summary --patch-with-stat -z --name-only --name-status "
+        "--no-color --no-renames --rename-empty --no-rename-empty --check "
         "--full-index --binary --find-copies-harder -D,--irreversible-delete -R --text,-a "
         "--ignore-cr-at-eol --ignore-space-at-eol -b,--ignore-space-change -w,--ignore-all-space "
         "--ignore-blank-lines --exit-code --quiet --no-ext-diff --no-textconv --no-prefix "
         "--default-prefix --function-context,-W --ita-invisible-in-index --ita-visible-in-index "
-        "--stat --color-words --no-relative --pickaxe-all --pickaxe-regex --merge-base "
+        "--no-relative --pickaxe-all --pickaxe-regex --merge-base "
         "--cached --staged --no-index --ours --theirs --base -0 -1 -2 -3 --combined-all-paths"
     ),
     *valued(
@@ -87,25 +88,26 @@ DIFF_OPTIONS = [
         "--diff-algorithm --anchored --stat-width --stat-name-width --stat-count "
         "--stat-graph-width -l --diff-filter -S -G --find-object --src-prefix --dst-prefix "
         "--line-prefix --inter-hunk-context --ignore-matching-lines,-I --skip-to --rotate-to "
-        "--ws-error-highlight"
+        "--ws-error-highlight --color-moved-ws --word-diff-regex"
     ),
     *valued(
         # diff.c: PARSE_OPT_OPTARG, a value only attached (-U5, --unified=5, --abbrev=8).
         "-U,--unified --abbrev "
-        "--word-diff --word-diff-regex --color --color-moved --dirstat -X --cumulative "
+        "--word-diff --color --color-moved --dirstat -X --stat --submodule --color-words "
         "--relative -M,--find-renames -C,--find-copies -B,--break-rewrites --ignore-submodules",
         arity=OPTIONAL,
     ),
     *valued("--output", Effect.WRITE),
     *valued("-O", Effect.READ),  # the order file
+    *flags("--cumulative"),
     *flags("--ext-diff", EXEC, "runs the diff program named in git config"),
     *flags("--textconv", EXEC, "runs text conversion programs named in git config"),
 ]
 REVISION_OPTIONS = [
     *flags(
-        "--all --branches --tags --remotes --reflog --merges --no-merges --first-parent "
+        "--all --reflog --merges --no-merges --first-parent "
         "--not --boundary --left-right --left-only --right-only --cherry-pick --cherry-mark "
-        "--cherry --ancestry-path --reverse --topo-order --date-order --author-date-order "
+        "--cherry --reverse --topo-order --date-order --author-date-order "
         "--oneline --graph --no-graph --abbrev-commit --no-abbrev-commit --relative-date "
         "--no-decorate --source --use-mailmap --mailmap --no-mailmap --full-diff --follow "
         "--walk-reflogs,-g --simplify-merges --simplify-by-decoration --dense --sparse "
@@ -113,11 +115,17 @@ REVISION_OPTIONS = [
         "--regexp-ignore-case --invert-grep --all-match -E,--extended-regexp "
         "-F,--fixed-strings -P,--perl-regexp --basic-regexp -m -c --cc --remerge-diff "
         "--no-expand-tabs --children --parents "
-        "--bisect --count --stdin --show-notes --standard-notes --no-standard-notes"
+        "--bisect --count --stdin --standard-notes --no-standard-notes"
+    ),
+    # revision.c: a pattern or a ref only attached (--branches=feat*, --show-notes=REF,
+    # --max-parents=1); the next word is not theirs.
+    *valued(
+        "--branches --tags --remotes --ancestry-path --show-notes --min-parents --max-parents",
+        arity=OPTIONAL,
     ),
     *valued(
         "-n,--max-count --skip --since,--after --until,--before --author --committer --grep "
-        "--grep-reflog --min-parents --max-parents --exclude --glob --date --encoding "
+        "--grep-reflog --exclude --glob --date --encoding "
         "--since-as-filter --diff-merges --decorate-refs --decorate-refs-exclude -L"
     ),
     *valued(
@@ -332,12 +340,17 @@ CHECKOUT = program(
         "--no-guess -l -d,--detach --ignore-skip-worktree-bits -m,--merge "
         "--ignore-other-worktrees --overwrite-ignore "
         "--no-recurse-submodules --overlay --no-overlay --pathspec-file-nul -W,--worktree "
-        "-S,--staged --discard-changes -c,--create -C,--force-create --no-overwrite-ignore"
+        "-S,--staged --discard-changes --no-overwrite-ignore"
     ),
     # git-checkout(1): "--recurse-submodules … updates the content of all active
     # submodules": git runs in each, with the submodule's own configuration.
-    flags("--recurse-submodules", UNSAFE, "runs git in the submodules, with their configuration"),
-    valued("-b -B --orphan --conflict -s,--source"),
+    valued(
+        "--recurse-submodules",
+        UNSAFE,
+        "runs git in the submodules, with their configuration",
+        arity=OPTIONAL,
+    ),
+    valued("-b -B --orphan --conflict -s,--source -c,--create -C,--force-create"),
     valued("-t,--track", arity=OPTIONAL),
     valued("--pathspec-from-file", Effect.READ),
     flags("-p,--patch", UNSAFE, "runs the interactive filters named in config"),
@@ -396,13 +409,14 @@ INIT = program(
 REV_PARSE = program(
     "rev-parse",
     flags(
-        "--verify -q,--quiet --sq --not --all --branches --tags --remotes --symbolic "
+        "--verify -q,--quiet --sq --not --all --symbolic "
         "--symbolic-full-name --show-toplevel --show-prefix --show-cdup --git-dir "
         "--git-common-dir --absolute-git-dir --is-inside-git-dir --is-inside-work-tree "
         "--is-bare-repository --is-shallow-repository --show-superproject-working-tree "
-        "--shared-index-path --local-env-vars --default"
+        "--shared-index-path --local-env-vars"
     ),
-    valued("--short --abbrev-ref --show-object-format", arity=OPTIONAL),
+    valued("--default"),
+    valued("--short --abbrev-ref --show-object-format --branches --tags --remotes", arity=OPTIONAL),
 )
 LS_FILES = program(
     "ls-files",
@@ -454,16 +468,13 @@ def _remote(name: str, parsed: Parsed, found: Understanding) -> None:
 _TRANSPORT = [
     *flags("-q,--quiet -v,--verbose --progress --no-progress -4,--ipv4 -6,--ipv6"),
     *valued("-o,--server-option"),
-    *valued(
-        "--recurse-submodules",
-        UNSAFE,
-        "also contacts the remotes the submodules name",
-        arity=OPTIONAL,
-    ),
     *flags("--no-recurse-submodules"),
 ]
+_SUBMODULES = "also contacts the remotes the submodules name"
 _FETCHING = [
     *_TRANSPORT,
+    # fetch and pull: --recurse-submodules[=yes|on-demand|no]; push's takes a value.
+    *valued("--recurse-submodules", UNSAFE, _SUBMODULES, arity=OPTIONAL),
     *flags(
         "--all -a,--append --atomic --dry-run -f,--force -k,--keep -p,--prune -P,--prune-tags "
         "--no-tags -t,--tags --unshallow --update-shallow --write-fetch-head "
@@ -471,22 +482,23 @@ _FETCHING = [
         "--auto-maintenance --no-auto-maintenance --auto-gc --no-auto-gc"
     ),
     *valued(
-        "--depth --deepen --shallow-since --shallow-exclude -j,--jobs --refmap "
-        "--negotiation-tip --filter"
+        "--depth --deepen --shallow-since --shallow-exclude --refmap --negotiation-tip --filter"
     ),
     *valued("--upload-pack", EXEC, "runs another program as the remote git"),
 ]
-FETCH = program("fetch", _FETCHING, flags("--multiple -n"), operands=_remote)  # -n: --no-tags
+FETCH = program(
+    "fetch", _FETCHING, flags("--multiple -n"), valued("-j,--jobs"), operands=_remote
+)  # -n: --no-tags
 PULL = program(
     "pull",
     _FETCHING,
     flags(
         "--ff --no-ff --ff-only --commit --no-commit --squash --no-squash --stat -n,--no-stat "
-        "--no-log --signoff --no-signoff --verify --no-verify --no-rebase --autostash "
+        "--no-log --no-signoff --verify --no-verify --no-rebase --autostash "
         "--no-autostash --allow-unrelated-histories --no-edit --no-gpg-sign"
     ),
     valued("-X,--strategy-option --cleanup"),
-    valued("--log -r,--rebase", arity=OPTIONAL),
+    valued("--log -r,--rebase --signoff -j,--jobs", arity=OPTIONAL),
     flags("-e,--edit", EXEC, "opens the editor named in git config"),
     valued("-s,--strategy", EXEC, "runs the merge strategy program git-merge-NAME"),
     valued("-S,--gpg-sign", EXEC, "runs the signing program named in git config", arity=OPTIONAL),
@@ -495,6 +507,7 @@ PULL = program(
 PUSH = program(
     "push",
     _TRANSPORT,
+    valued("--recurse-submodules", UNSAFE, _SUBMODULES),
     flags(
         "--all --branches --mirror --tags --follow-tags --no-follow-tags --atomic --no-atomic "
         "-n,--dry-run --porcelain -d,--delete -f,--force --force-if-includes "
@@ -526,7 +539,8 @@ BLAME = program(
     valued("-L --date --since --ignore-rev"),
     # --contents annotates a file's text as found on disk; -S reads revisions from a file.
     valued("--contents -S --ignore-revs-file", Effect.READ),
-    valued("-M -C --abbrev --color-lines --color-by-age", arity=OPTIONAL),
+    valued("-M -C --abbrev", arity=OPTIONAL),
+    flags("--color-lines --color-by-age"),
     operands=_reads,
 )
 CONFIG_READ = program(
@@ -539,7 +553,7 @@ CONFIG_READ = program(
     valued("--blob --type --default"),
     valued("-f,--file", Effect.READ),  # prints what it finds in any file
     flags("--add --unset --unset-all --replace-all -e,--edit", CONFIG, "changes configuration"),
-    valued("--rename-section --remove-section", CONFIG, "changes configuration"),
+    flags("--rename-section --remove-section", CONFIG, "changes configuration"),
     operands=_config_read,
 )
 

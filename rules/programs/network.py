@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from rules.programs.base import (
     Abbreviations,
+    Arity,
     Effect,
     Parsed,
     Program,
@@ -110,14 +111,20 @@ def _curl(name: str, parsed: Parsed, found: Understanding) -> None:
 CURL = Program(("curl",), _CURL_TABLE, _curl)
 
 _WGET_TABLE = table(
-    flags(
-        "-h,--help -V,--version -q,--quiet -v,--verbose -c,--continue -N,--timestamping "
-        "--spider -S,--server-response --no-clobber -4,--inet4-only -6,--inet6-only"
+    flags("-h,--help -V,--version -q -v -c -N -S -4 -6"),
+    # wget's boolean long options take an attached on/off (--quiet=off): init.c's cmd_boolean.
+    valued(
+        "--quiet --verbose --continue --timestamping --spider --server-response --no-clobber "
+        "--inet4-only --inet6-only",
+        arity=Arity.OPTIONAL,
     ),
     valued("-t,--tries -T,--timeout -U,--user-agent --header --limit-rate --wait"),
     valued("-O,--output-document -o,--output-file -a,--append-output", WRITE),
     valued("-P,--directory-prefix", WRITE),
-    flags("-r,--recursive -m,--mirror -p,--page-requisites", UNSAFE, "writes many files"),
+    flags("-r -m -p", UNSAFE, "writes many files"),
+    valued(
+        "--recursive --mirror --page-requisites", UNSAFE, "writes many files", arity=Arity.OPTIONAL
+    ),
     flags("--no-check-certificate", UNSAFE, "turns off TLS verification"),
     valued("-i,--input-file", UNSAFE, "reads URLs from a file"),
     valued("-e,--execute --config", CONFIG, "runs wgetrc commands"),

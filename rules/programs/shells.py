@@ -46,6 +46,8 @@ SHELL_TABLE = table(
     flags("--debugger", Effect.UNSAFE, "runs the debugger profile"),
     abbreviations=Abbreviations.NONE,
     permute=False,
+    # bash -oerrexit x: -o takes the next word (x), "errexit" is read as more flags.
+    clusters="next",
 )
 # "set -o NAME" names a shell may be started with (the rest change how lines are read).
 HARMLESS_SHELL_OPTIONS = frozenset(
