@@ -23,7 +23,7 @@ from tests.support.harms import Harm
 READ_RIGHTS = {"read_file"}
 WRITE_RIGHTS = {"write_file", "make_reg", "make_dir", "make_sym", "truncate", "remove_file"}
 # What the sandbox has of its own at these paths: not the agent's, whatever is there.
-PRIVATE = ("/tmp", "/dev", "/proc", INSIDE)  # noqa: S108 - the sandbox's own
+PRIVATE = ("/tmp", "/dev", "/proc", INSIDE)
 
 
 def _inside(path: str, directory: str) -> bool:
