@@ -33,6 +33,8 @@ from pathlib import Path
 from bench.report import machine, now, percentile, write_section
 from rules.bench import MAX_LENGTH, _templates, commands
 from tests.support.adversarial_cases import CASES
+from tests.support.adversarial_programs import CASES as PROGRAM_CASES
+from tests.support.adversarial_programs import EXPENSIVE
 from tests.support.adversarial_words import CASES as WORD_CASES
 from tests.support.costly_lines import generated
 from tests.support.everyday_commands import COMMANDS as EVERYDAY
@@ -150,6 +152,12 @@ def worst_inputs() -> list[tuple[str, str, str]]:
     """(what, policy, line): every input the engine must judge within its time bound."""
     inputs = [(case.id, case.policy, case.command) for case in CASES]
     inputs += [(case.id, case.policy, case.command) for case in WORD_CASES]
+    inputs += [(case.id, case.policy, case.command) for case in PROGRAM_CASES]
+    inputs += [
+        (f"expensive {index}: {line[:40]}", policy, line)
+        for index, line in enumerate(EXPENSIVE)
+        for policy in ("seed", "plain")
+    ]
     inputs += [(f"everyday: {case.command[:40]}", "seed", case.command) for case in EVERYDAY]
     at_bounds = {
         "16 commands": " && ".join(["grep -rn error logs/ | sort"] * 8),
