@@ -12,6 +12,7 @@ import pytest
 
 from rules import (
     Decision,
+    Evaluation,
     RuleSet,
     ShellOperation,
     Sources,
@@ -33,6 +34,18 @@ def _policies() -> dict[str, tuple[RuleSet, Sources | None]]:
 
 
 POLICIES = _policies()
+
+
+def judged(policy: str, command: str, *, contained: bool = False) -> Evaluation:
+    """``command`` evaluated under one of POLICIES in the corpora's context."""
+    rules, sources = POLICIES[policy]
+    return evaluate(
+        ShellOperation(command),
+        rules=rules,
+        sources=sources,
+        context_id=CONTEXT,
+        contained=contained,
+    )
 
 
 def test_the_corpus_covers_every_class_and_is_large_enough() -> None:

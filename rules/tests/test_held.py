@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rules import Decision, ShellOperation, evaluate
-from rules.tests.test_adversarial import POLICIES
+from rules import Decision
+from rules.tests.test_adversarial import POLICIES, judged
 from tests.support import adversarial_programs, adversarial_words
 from tests.support.adversarial_words_harms import HARMS as WORD_HARMS
 from tests.support.harms import Harm
@@ -64,17 +64,11 @@ def measure(cases: list[Judged], *, contained: bool) -> Measure:
     allowed = held_count = 0
     not_held: list[tuple[str, list[Harm]]] = []
     for case in cases:
-        rules, sources = POLICIES[case.policy]
-        evaluation = evaluate(
-            ShellOperation(case.command),
-            rules=rules,
-            sources=sources,
-            context_id="ctx-1",
-            contained=contained,
-        )
+        evaluation = judged(case.policy, case.command, contained=contained)
         if evaluation.decision is not Decision.ALLOW:
             continue
         allowed += 1
+        rules, sources = POLICIES[case.policy]
         given = held(evaluation, case.harms, rules, sources, WORKSPACE)
         if given:
             not_held.append((case.id, given))
