@@ -23,7 +23,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from rules.invocations import Decomposition, FileAccess, HeldFiles
+from rules.invocations import Decomposition, FileAccess, HeldFiles, Invocation
 from rules.model import Direction, FileAction, Kind, Rule, RuleSet, host_of_url
 from rules.narrowing import FETCHERS
 from rules.patterns import SENTINEL
@@ -69,6 +69,8 @@ def effects_of(
     }
     context = _tree(workspace)
     for invocation in decomposition.invocations:
+        if invocation.second:
+            continue  # the same commands, read again only so that a deny may win
         program = invocation.effective.program if invocation.effective else None
         if program:
             effects["programs"].add(program)
@@ -83,11 +85,9 @@ def effects_of(
                 # Code runs: it may connect where the agent type may. A word about files
                 # (head "$F") needs no network.
                 effects["network"].update(contained_network)
-        if PIP_NAME.match(name) or name in _PACKAGE_MANAGERS or _runs_pip(invocation):
+        if _installs(invocation, name):
             effects["write"].add(context)
-            effects["network"].add(ANYWHERE)
-        if name in FETCHERS:
-            effects["network"].add(ANYWHERE)
+        effects["network"].update(_contacts(invocation, name))
         if name == "git":
             # Every git command reads the repository around the working directory, and most
             # write its index or refs (even status refreshes the index).
@@ -102,11 +102,32 @@ def effects_of(
                 effects["read"].add(target)
             else:
                 effects[access.action.value].add(target)
-        for network in invocation.network:
-            effects["network"].add(network.host or ANYWHERE)
     result = {key: sorted(values) for key, values in effects.items()}
     result["hidden"] = list(hidden or ())
     return result
+
+
+def _installs(invocation: Invocation, name: str) -> bool:
+    return bool(PIP_NAME.match(name) or name in _PACKAGE_MANAGERS or _runs_pip(invocation))
+
+
+def _contacts(invocation: Invocation, name: str) -> set[str]:
+    """The hosts an invocation contacts by what its program is (an installer, a fetcher)
+    and by the destinations it names (a URL, a remote the repository names: ANYWHERE when
+    only known at run time), as opposed to what an unknown program may do."""
+    hosts = {network.host or ANYWHERE for network in invocation.network}
+    if _installs(invocation, name) or name in FETCHERS:
+        hosts.add(ANYWHERE)
+    return hosts
+
+
+def reaches_network(decomposition: Decomposition) -> bool:
+    """Whether a command of the line contacts a host of its own (``_contacts``)."""
+    return any(
+        _contacts(item, (item.effective.program if item.effective else "").rsplit("/", 1)[-1])
+        for item in decomposition.invocations
+        if not item.second
+    )
 
 
 def opaque_effects(workspace: str, hidden: list[str] | None = None) -> dict[str, list[str]]:

@@ -14,9 +14,16 @@ rule "approve and allow similar" offers proposals.py's.
 from __future__ import annotations
 
 import posixpath
+from typing import NamedTuple
 
 from rules.budget import TooComplex, bounded
-from rules.effects import contained_hosts, effects_of, hidden_paths, opaque_effects
+from rules.effects import (
+    contained_hosts,
+    effects_of,
+    hidden_paths,
+    opaque_effects,
+    reaches_network,
+)
 from rules.invocations import FileAccess, normalise_path
 from rules.judging import Judged, judge_file, judge_host, judge_shell
 from rules.matching import Match, compile_rules, network_match, path_match, shell_match, view_texts
@@ -40,13 +47,22 @@ from rules.sources import Sources
 from rules.text import hidden_characters, sanitise
 
 
+class Judgement(NamedTuple):
+    judged: list[Judged]
+    normalised: str
+    effects: dict[str, list[str]] | None
+    # A program of the command contacts a host of its own (pip, curl, git push origin…),
+    # as opposed to one that may, being unknown: rules.risk keys on it.
+    reaches_network: bool = False
+
+
 def _judge(
     operation: Operation,
     rules: RuleSet,
     sources: Sources | None,
     context_id: str,
     contained: bool = False,
-) -> tuple[list[Judged], str, dict[str, list[str]] | None]:
+) -> Judgement:
     check_context_id(context_id)
     compiled = compile_rules(rules, context_id)
     if isinstance(operation, ShellOperation):
@@ -63,7 +79,7 @@ def _judge(
         except RecursionError:
             # Nesting deep enough to exhaust the stack (bashlex or the walker): fail closed.
             part = Part(Kind.SHELL, normalised, Decision.ASK, "nested too deeply to judge")
-            return [Judged(part)], normalised, opaque_effects(compiled.workspace, hidden)
+            return Judgement([Judged(part)], normalised, opaque_effects(compiled.workspace, hidden))
         except TooComplex as exc:
             # Past the budget: ask, with a deny scan of the line's program words (constant
             # time per word, outside the budget) so that a denied program still denies.
@@ -72,35 +88,35 @@ def _judge(
             judged = [Judged(Part(Kind.SHELL, normalised, Decision.ASK, reason))]
             for invocation in scanned.invocations:
                 judged.extend(judge_shell(invocation, compiled, sources, contained))
-            return judged, normalised, opaque_effects(compiled.workspace, hidden)
+            return Judgement(judged, normalised, opaque_effects(compiled.workspace, hidden))
         effects = effects_of(
             decomposition,
             compiled.workspace,
             contained_network=contained_hosts(rules, sources) if contained else None,
             hidden=hidden,
         )
-        return judged, normalised, effects
+        return Judgement(judged, normalised, effects, reaches_network(decomposition))
     if isinstance(operation, FileOperation):
         path = operation.path
         normalised = sanitise(path)
         if hidden_characters(path):
             part = Part(Kind.FILE, f"{operation.action.value} {normalised}", Decision.ASK,
                         "the path contains hidden or control characters")  # fmt: skip
-            return [Judged(part)], f"{operation.action.value} {normalised}", None
+            return Judgement([Judged(part)], f"{operation.action.value} {normalised}", None)
         absolute = normalise_path(posixpath.join(compiled.workspace, path))
         access = FileAccess(operation.action, absolute, "", glob=False, require_allow=True)
         judged_file = judge_file(access, compiled)
         assert judged_file is not None  # require_allow: never neutral
-        return [judged_file], f"{operation.action.value} {absolute}", None
+        return Judgement([judged_file], f"{operation.action.value} {absolute}", None)
     assert isinstance(operation, NetworkOperation)
     text = f"{operation.direction.value} {sanitise(operation.host)}"
     if hidden_characters(operation.host):
         part = Part(Kind.NETWORK, text, Decision.ASK, "the host contains hidden characters")
-        return [Judged(part)], text, None
+        return Judgement([Judged(part)], text, None)
     judged_host = judge_host(operation.host, "", compiled, sources, operation.direction)
     if operation.url:
         text += f" ({sanitise(operation.url)})"
-    return [judged_host], text, None
+    return Judgement([judged_host], text, None)
 
 
 def evaluate(
@@ -116,10 +132,14 @@ def evaluate(
     ``contained``: the agent type's executor holds every command to its judged effects
     (bubblewrap and Landlock), so an explicitly allowed interpreter running code the engine
     cannot read is allowed, contained, instead of asked about (docs/rules.md)."""
-    judged, normalised, effects = _judge(operation, rules, sources, context_id, contained)
+    judged, normalised, effects, reaches = _judge(operation, rules, sources, context_id, contained)
     parts = [item.part for item in judged]
     return Evaluation(
-        decision=combine(parts), parts=tuple(parts), normalised=normalised, effects=effects
+        decision=combine(parts),
+        parts=tuple(parts),
+        normalised=normalised,
+        effects=effects,
+        reaches_network=reaches,
     )
 
 
@@ -135,7 +155,7 @@ def propose_allow_rule(
     asked about, ``shell(program subcommand first-arg:*)``, ``file(action:directory/*)`` or
     ``network(outbound:host)``. None when no allow rule could make the operation pass (it is
     denied, or the asked part cannot be judged at all, like ``python -c …``)."""
-    judged, _, _ = _judge(operation, rules, sources, context_id, contained)
+    judged = _judge(operation, rules, sources, context_id, contained).judged
     if any(item.part.decision == Decision.DENY for item in judged):
         return None
     for item in judged:
@@ -166,7 +186,7 @@ def rule_matches(
         )
         for invocation in decomposition.invocations:
             effective = invocation.effective
-            if effective is None or invocation.problems:
+            if effective is None or invocation.problems or invocation.second:
                 continue
             texts = view_texts(effective)
             for candidate in item.shell_candidates((effective.program,)):

@@ -91,6 +91,9 @@ class Invocation:
     network: tuple[NetworkAccess, ...] = ()
     origin: str = ""
     fallback: bool = False  # from a best-effort split: only a deny found in it is reported
+    # From the second reading, with the values the line certainly assigns (rules.shell):
+    # only a deny found in it is reported, and it is no effect of its own.
+    second: bool = False
 
     @property
     def contained_only(self) -> bool:

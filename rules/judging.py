@@ -133,7 +133,7 @@ def judge_shell(
             result.append(
                 judge_host(network.host, network.source, compiled, sources, Direction.OUTBOUND)
             )
-    if invocation.fallback:
+    if invocation.fallback or invocation.second:
         # A best-effort split of unparseable text: its only job is to let a deny win.
         return [item for item in result if item.part.decision == Decision.DENY]
     return result

@@ -300,6 +300,8 @@ class Evaluation:
     # A shell command's judged effects (rules.effects), which the executor enforces; not
     # part of the explanation (to_dict), which is what reviewers read.
     effects: dict[str, list[str]] | None = field(default=None, compare=False)
+    # A program of it contacts a host of its own (rules.effects.reaches_network).
+    reaches_network: bool = field(default=False, compare=False)
 
     @property
     def deciding_part(self) -> Part | None:

@@ -56,6 +56,10 @@ def assess(operation: Operation, evaluation: Evaluation, workspace: str) -> Risk
         return Risk.HIGH
     if any(part.kind is Kind.NETWORK for part in evaluation.parts):
         return Risk.HIGH
+    if evaluation.reaches_network:
+        # A host a program contacts that sources.json judged (no part of its own), or
+        # one only known at run time (git push origin: the remote's URL).
+        return Risk.HIGH
     if any(not inside(path, workspace) for _, path in changed_paths(evaluation)):
         return Risk.HIGH
     if isinstance(operation, FileOperation):

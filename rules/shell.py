@@ -23,6 +23,9 @@ Nothing here knows the rules; ``engine`` judges the invocations.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 from rules.environment import KNOWN_REFERENCE, KNOWN_VARIABLES
 from rules.invocations import Decomposition, Invocation
 from rules.text import describe, hidden_characters, sanitise
@@ -65,7 +68,70 @@ def decompose(command: str, *, workspace: str, context_id: str) -> Decomposition
         walker.expand = {"WORKSPACE": workspace, "CONTEXT_ID": context_id}
     walker.run_text(command, "", 0)
     walker.finish()
+    assigned = _assigned_literals(command, walker.literals)
+    if assigned:
+        # A second reading with the values the line itself certainly assigns: what a deny
+        # rule finds there is certain too (F=/etc/shadow; head "$F"). Only its denies
+        # count, so it never allows what the first reading did not.
+        second = Walker(workspace, {**walker.expand, **assigned}, frozenset(assigned))
+        shown = ", ".join(f"{name}={sanitise(value)}" for name, value in assigned.items())
+        second.run_text(command, f"with {shown} as this line assigns it", 0)
+        walker.out.extend(replace(item, second=True) for item in second.out)
     return Decomposition(tuple(walker.out))
+
+
+# Variables bash itself sets or changes as it runs: an assignment does not fix their value.
+_DYNAMIC = frozenset(
+    [
+        "BASHPID",
+        "BASH_COMMAND",
+        "BASH_SUBSHELL",
+        "EPOCHREALTIME",
+        "EPOCHSECONDS",
+        "FUNCNAME",
+        "GROUPS",
+        "HISTCMD",
+        "IFS",
+        "LINENO",
+        "OLDPWD",
+        "OPTARG",
+        "OPTIND",
+        "PPID",
+        "PWD",
+        "RANDOM",
+        "REPLY",
+        "SECONDS",
+        "SHLVL",
+        "SRANDOM",
+        "UID",
+        "EUID",
+        "_",
+    ]
+)
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9_\-./:,+@%^=]+")
+
+
+def _assigned_literals(command: str, literals: dict[str, str | None]) -> dict[str, str]:
+    """The variables whose value at every later reference is certain: assigned a plain
+    literal once, by a statement that certainly runs in the line's own shell, and
+    mentioned nowhere else but in plain references (``$F``, ``${F}``) — ``read F``,
+    ``for F in``, ``declare F``, ``${F:=…}`` all block it, as for ``_expandable``."""
+    found = {}
+    for name, value in literals.items():
+        if value is None or name in _DYNAMIC or name in KNOWN_VARIABLES:
+            continue
+        if not _PLAIN_VALUE.fullmatch(value):
+            continue  # spaces split and globs expand where it is unquoted
+        references = re.compile(rf"\$\{{{name}\}}|\${name}(?![A-Za-z0-9_])")
+        stripped = references.sub("", command).translate(_NO_QUOTES)
+        if len(re.findall(rf"(?<![A-Za-z0-9_]){name}(?![A-Za-z0-9_])", stripped)) != 1:
+            continue
+        # Every reference comes after the assignment (before it, the value is another).
+        assignment = re.search(rf"(?<![A-Za-z0-9_$]){name}=", command)
+        first = references.search(command)
+        if assignment is not None and (first is None or first.start() > assignment.start()):
+            found[name] = value
+    return found
 
 
 def deny_scan(command: str, reason: str) -> Decomposition:

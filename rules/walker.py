@@ -78,9 +78,14 @@ def _crude_fragments(text: str) -> list[list[Word]]:
 
 
 class Walker(Expansions, Accesses):
-    def __init__(self, workspace: str, expand: dict[str, str]) -> None:
+    def __init__(
+        self, workspace: str, expand: dict[str, str], line_values: frozenset[str] = frozenset()
+    ) -> None:
         self.workspace = workspace
         self.expand = expand
+        # Names in ``expand`` whose values the line's own statements assign: expanded in
+        # the line's own text only (the second reading, rules.shell.decompose).
+        self.line_values = line_values
         self.cwd: Cwd = frozenset({workspace})
         self.out: list[Invocation] = []
         # The workspace (its .venv/bin included) is the agent's to write: never trusted.
@@ -89,6 +94,12 @@ class Walker(Expansions, Accesses):
         self.size = Size(0, 0, 0, 0, 0)
         self.paths = 0
         self.paths_left_out = 0
+        # Whether the statement being walked certainly runs, in the line's own shell, after
+        # every one before it (a top-level statement after ";" or a newline, or the first).
+        self.certain = True
+        # Variables a certain statement assigns a literal (None: assigned otherwise too),
+        # for the second reading that lets a deny rule win (rules.shell.decompose).
+        self.literals: dict[str, str | None] = {}
 
     def finish(self) -> None:
         if self.paths_left_out:
@@ -103,6 +114,25 @@ class Walker(Expansions, Accesses):
     # -- entry points --
 
     def run_text(self, text: str, origin: str, depth: int) -> None:
+        if depth and self.line_values:
+            # Another shell's text (bash -c, eval's is the same shell but judged alike):
+            # the line's own values are not certain there.
+            expand, self.expand = (
+                self.expand,
+                {
+                    name: value
+                    for name, value in self.expand.items()
+                    if name not in self.line_values
+                },
+            )
+            try:
+                self.walk_text(text, origin, depth)
+            finally:
+                self.expand = expand
+            return
+        self.walk_text(text, origin, depth)
+
+    def walk_text(self, text: str, origin: str, depth: int) -> None:
         self.size = self.size + size_of(text)
         too_complex = over(self.size)
         if too_complex is not None:
@@ -188,8 +218,14 @@ class Walker(Expansions, Accesses):
     def in_subshell(self, node: Any, context: Context) -> None:
         """Walk ``node`` as bash runs it in a child process: a ``cd`` inside stays inside."""
         saved = self.cwd
-        self.node(node, context)
+        self.uncertain(node, context)
         self.cwd = saved
+
+    def uncertain(self, node: Any, context: Context) -> None:
+        """Walk ``node``, which may not run, or not in the line's own shell."""
+        saved, self.certain = self.certain, False
+        self.node(node, context)
+        self.certain = saved
 
     def node(self, node: Any, context: Context) -> None:
         kind = node.kind
@@ -200,14 +236,18 @@ class Walker(Expansions, Accesses):
             self.cwd = None
         if kind in {"list", "if", "while", "until"}:
             parts = node.parts
+            previous: str | None = None
             for index, part in enumerate(parts):
                 following = parts[index + 1] if index + 1 < len(parts) else None
                 if part.kind in {"operator", "reservedword"}:
+                    previous = getattr(part, "op", None) or getattr(part, "word", None)
                     continue
                 if following is not None and getattr(following, "op", None) == "&":
                     self.in_subshell(part, context)  # a background job is a child process
-                else:
+                elif kind == "list" and previous in {None, ";", "\n"}:
                     self.node(part, context)
+                else:
+                    self.uncertain(part, context)  # after && or ||, or in a condition or loop
         elif kind == "pipeline":
             piped = False
             commands = [part for part in node.parts if part.kind not in {"pipe", "reservedword"}]
@@ -225,7 +265,9 @@ class Walker(Expansions, Accesses):
         elif kind == "compound":
             self.compound(node, context)
         elif kind == "for":
+            saved, self.certain = self.certain, False
             self.for_loop(node, context)
+            self.certain = saved
         elif kind == "function":
             source = sanitise(context.text[node.pos[0] : node.pos[1]])
             self.out.append(
@@ -237,7 +279,9 @@ class Walker(Expansions, Accesses):
             )
             for part in node.parts:
                 if part.kind == "compound":
+                    saved, self.certain = self.certain, False
                     self.compound(part, context)
+                    self.certain = saved
         elif kind == "command":
             self.command(node, context)
         elif kind in {"operator", "reservedword", "pipe"}:
@@ -279,9 +323,12 @@ class Walker(Expansions, Accesses):
                     origin=context.origin,
                 )
             )
+        certain = self.certain
+        self.certain = certain and not subshell
         for item in items:
             if item.kind != "reservedword":
                 self.node(item, context)
+        self.certain = certain
         if subshell:
             self.cwd = saved
 
@@ -353,6 +400,13 @@ class Walker(Expansions, Accesses):
         files, network = self.redirect_accesses(redirects)
         for name, value in assignments:
             problems.extend(self.assignment_problems(name, value, exported=False))
+            certain = (
+                self.certain
+                and not context.depth
+                and value.kind is WordKind.LITERAL
+                and not redirects
+            )
+            self.literals[name] = value.value if certain and name not in self.literals else None
         return Invocation(
             text=text,
             transparent=True,

@@ -156,7 +156,7 @@ def test_undecided_operations_wait_for_a_human(agent: ApiClient) -> None:
         body["allocation"],
         body["agentInstance"],
         body["risk"],
-    ) == (None, "pending", "ctx-1", "pool-a", "pod-7", "medium")
+    ) == (None, "pending", "ctx-1", "pool-a", "pod-7", "high")
     # The 202 is the request exactly as GET shows it (decision null while pending).
     assert agent.get(f"/v1/approvals/{body['id']}").json() == body
     assert body["evaluation"]["parts"][0]["decision"] == "ask"

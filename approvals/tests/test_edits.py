@@ -69,7 +69,7 @@ def test_the_agent_is_told_to_run_the_edit_and_both_are_kept(
     assert {key: body["edit"][key] for key in ("operation", "normalised", "risk", "by")} == {
         "operation": shell("pip install pandas==2.2.2"),
         "normalised": "pip install pandas==2.2.2",
-        "risk": "medium",
+        "risk": "high",
         "by": "api:alice",
     }
     assert body["edit"]["evaluation"]["decision"] == "ask"
@@ -85,7 +85,7 @@ def test_the_agent_is_told_to_run_the_edit_and_both_are_kept(
                 "operation": "pip install pandas",
                 "edited": "pip install pandas==2.2.2",
                 "edited_operation": shell("pip install pandas==2.2.2"),
-                "risk": "medium",
+                "risk": "high",
             },
         ),
         (
@@ -220,7 +220,7 @@ def test_under_the_two_person_rule_an_edit_is_the_first_approval_and_never_lower
     )
     bob = ApiClient(issue_token("bob", ["approver"]))
     high = ask(agent, shell("cp a.csv /tmp/a.csv"), agent_type="careful-agent")
-    medium = ask(agent, shell("pip install pandas"), agent_type="careful-agent")
+    medium = ask(agent, shell("make build"), agent_type="careful-agent")
 
     # Rewritten to stay inside the context: still two approvers, as the asked one needed.
     first = edit(approver, high, shell("cp a.csv b.csv")).json()
@@ -248,7 +248,7 @@ def test_under_the_two_person_rule_an_edit_is_the_first_approval_and_never_lower
     )
 
     # An edit that makes a one-person operation high-risk makes it a two-person one.
-    raised = edit(approver, medium, shell("pip install pandas > /tmp/pip.log")).json()
+    raised = edit(approver, medium, shell("make build > /tmp/build.log")).json()
     assert (raised["status"], raised["approvalsRequired"], raised["edit"]["risk"]) == (
         "pending",
         2,

@@ -253,7 +253,8 @@ def test_approvers_with_an_address_get_an_e_mail_with_their_own_links(
     ("policy", "command", "emailed"),
     [
         ({"email": "none"}, "cp a /tmp/a", 0),
-        ({"email": "high"}, "pip install pandas", 0),
+        ({"email": "high"}, "make build", 0),
+        ({"email": "high"}, "pip install pandas", 1),  # reaches the network: high
         ({"email": "high"}, "cp a /tmp/a", 1),
     ],
 )

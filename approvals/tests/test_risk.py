@@ -41,7 +41,7 @@ def test_a_write_in_a_shared_workspace_names_how_many_sandboxes_mount_it() -> No
         ["writes to the shared ReadWriteMany workspace of pool pool-a, mounted by 3 sandboxes"],
     )
     # Without a write it can see, it still says where the command runs.
-    assert notes_of(shell("pip install pandas"), allocation="pool-a") == (
+    assert notes_of(shell("make build"), allocation="pool-a") == (
         "medium",
         ["runs in pool pool-a, whose workspace is one volume mounted by 3 sandboxes"],
     )

@@ -102,7 +102,7 @@ def test_a_high_risk_operation_needs_two_distinct_approvers(
 
 
 def test_one_approval_is_enough_below_high_risk(agent: ApiClient, approver: ApiClient) -> None:
-    asked = ask(agent, "pip install pandas")
+    asked = ask(agent, "make build")
     assert (asked["risk"], asked["approvalsRequired"]) == ("medium", 1)
 
     decided = decide(approver, asked["id"], {"decision": "approve"}).json()

@@ -462,7 +462,13 @@ def _remote(name: str, parsed: Parsed, found: Understanding) -> None:
         if word.kind is WordKind.LITERAL and word.value.startswith(("/", "./", "../", "file:")):
             found.problems.append(f"{name} from the local path {word.display}")
         elif word.kind is not WordKind.LITERAL or "://" in word.value or "@" in word.value:
-            found.destinations.append(word)  # a URL; a plain name is a configured remote
+            found.destinations.append(word)  # a URL
+        else:
+            # A configured remote: its URL is in the repository's configuration, so its
+            # host is only known at run time (the executor's proxy holds it to the ceiling).
+            found.destinations.append(Word(word.value, WordKind.UNKNOWN))
+    if not repository and not parsed.values("--repo"):
+        found.destinations.append(Word("(its default remote)", WordKind.UNKNOWN))
 
 
 _TRANSPORT = [

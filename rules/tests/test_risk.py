@@ -35,7 +35,13 @@ def risk(operation: dict[str, str]) -> Risk:
         ({"kind": "file", "action": "read", "path": "/etc/hosts"}, Risk.HIGH),
         ({"kind": "file", "action": "read", "path": "../ctx-2/secret"}, Risk.HIGH),
         ({"kind": "network", "host": "pypi.org"}, Risk.HIGH),
-        ({"kind": "shell", "command": "pip install pandas"}, Risk.MEDIUM),
+        # A program that contacts a host of its own reaches the network: pip its index,
+        # git push the remote its repository names (issue 45: medium, with no network
+        # effect, so one approver sufficed under the two-person rule).
+        ({"kind": "shell", "command": "pip install pandas"}, Risk.HIGH),
+        ({"kind": "shell", "command": "git push origin main"}, Risk.HIGH),
+        ({"kind": "shell", "command": "git fetch"}, Risk.HIGH),
+        ({"kind": "shell", "command": "git status"}, Risk.MEDIUM),
         ({"kind": "shell", "command": "echo hi > out.txt"}, Risk.MEDIUM),
         ({"kind": "shell", "command": "rm -rf data"}, Risk.MEDIUM),
         # A write outside the context's directory, by a redirection or an argument.
@@ -81,3 +87,25 @@ def test_changed_paths_lists_writes_and_deletes_only() -> None:
 )
 def test_inside_is_certain_or_false(path: str, expected: bool) -> None:
     assert inside(path, WORKSPACE) is expected
+
+
+@pytest.mark.parametrize(
+    ("command", "network"),
+    [
+        ("git push origin main", ["*"]),
+        ("git fetch upstream", ["*"]),
+        ("git pull", ["*"]),
+        ("git ls-remote origin", ["*"]),
+        ("git push https://git.example.com/r.git main", ["git.example.com"]),
+        ("git status", []),
+    ],
+)
+def test_a_remote_the_repository_names_is_a_host_only_known_at_run_time(
+    command: str, network: list[str]
+) -> None:
+    """Its URL is in .git/config: the executor holds it to the agent type's ceiling."""
+    parsed = operation_from_dict({"kind": "shell", "command": command})
+    evaluation = evaluate(parsed, rules=RULES, sources=None, context_id="ctx-1")
+
+    assert evaluation.effects is not None
+    assert evaluation.effects["network"] == network
