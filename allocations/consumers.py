@@ -141,11 +141,7 @@ class PoolStreamConsumer(AsyncHttpConsumer):
             caller = await longpoll.authenticate(self.scope, READERS)
             since = _cursor(query)
         except longpoll.Refused as refused:
-            await self.send_response(
-                refused.status,
-                longpoll.encode(refused.body),
-                headers=longpoll.headers_for(refused.status),
-            )
+            await longpoll.send_refusal(self, refused)
             return
         namespace = (query.get("namespace") or [""])[0] or None
         await self.send_headers(

@@ -293,7 +293,8 @@ class ApprovalDecisionApi(ServiceAPIView):
             rule=spec["rule"].text(body) or None,
             # Judged by the service (as the edited operation, with the rules' messages).
             operation=body.get("operation"),
-            version=spec["version"].text(body) or None,
+            # Checked even when empty: "" is a malformed version, not "no version".
+            version=spec["version"].check(spec["version"].read(body)),
         )
         return Response(selectors.approval_json(decided))
 

@@ -104,6 +104,9 @@ CHECK = Body(
     ),
 )
 
+# selectors.approval_version: the first 32 hexadecimal digits of a SHA-256.
+VERSION_PATTERN = "^[0-9a-f]{32}$"
+
 DECISION = Body(
     "DecisionRequest",
     (
@@ -134,6 +137,9 @@ DECISION = Body(
             "version",
             help="The request's version as the decider saw it (a decision on another "
             "version is a 409); required to approve a request a reviewer edited",
+            schema={"pattern": VERSION_PATTERN},
+            message="version must be a request's version as the API shows it "
+            "(32 hexadecimal characters), or absent",
         ),
     ),
     # The service's rules: "operation goes only with approve_edited" (and is required with

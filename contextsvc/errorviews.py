@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.views.defaults import page_not_found, server_error
 
@@ -23,6 +24,10 @@ def internal_error(request: HttpRequest) -> HttpResponse:
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    # A BadRequest of ours says what is wrong in words written for the reader; Django's
+    # own (SuspiciousOperation and its kin) stay "bad request".
+    said = str(exception) if type(exception) is BadRequest else ""
     if request.path.startswith(API_PREFIXES):
-        return error_json(400, "invalid_request", "bad request")
-    return HttpResponse("Bad request", status=400, content_type="text/plain")
+        return error_json(400, "invalid_request", said or "bad request")
+    text = f"Bad request: {said}" if said else "Bad request"
+    return HttpResponse(text, status=400, content_type="text/plain; charset=utf-8")

@@ -212,3 +212,47 @@ def test_a_stream_with_a_cursor_that_is_not_one_is_refused(web_server: str, toke
         {"error": "invalid_request", "message": "since must be a cursor from this stream"},
     )
     assert request(web_server, "GET", "/v1/sandbox-pools?watch=1", None)[0] == 401
+
+
+def raw_get(url: str, path: str, token: str) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers by lowercase name, the body's bytes) of a GET."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=90)
+    try:
+        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        response = connection.getresponse()
+        headers = {name.lower(): value for name, value in response.getheaders()}
+        return response.status, headers, response.read()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("wait", ["NaN", "nan", "-nan", "%2BNaN", "inf", "-Infinity"])
+def test_a_wait_that_is_not_a_finite_number_is_refused(
+    web_server: str, token: str, wait: str
+) -> None:
+    """Issue 45: NaN passed the clamp (every comparison with it is false) and was a 500."""
+    AllocationFactory.create(name="slow", namespace="serverless-harness", phase=Phase.PROVISIONING)
+    refused = (400, {"error": "invalid_request", "message": "wait must be a number of seconds"})
+
+    assert request(web_server, "GET", f"/v1/sandbox-pools/slow?wait={wait}", token) == refused
+    approver = issue_token("approver", ["approver"])
+    missing = "/v1/approvals/00000000-0000-0000-0000-000000000000"
+    assert request(web_server, "GET", f"{missing}?wait={wait}", approver) == refused
+
+
+def test_a_waiting_gets_body_is_byte_for_byte_the_gets(web_server: str, token: str) -> None:
+    """Issue 45: the long-poll wrote JSON with spaces after its separators; docs/api.md says
+    its body is exactly GET's."""
+    AllocationFactory.create(name="slow", namespace="serverless-harness", phase=Phase.PROVISIONING)
+
+    plain = raw_get(web_server, "/v1/sandbox-pools/slow", token)
+    waited = raw_get(web_server, "/v1/sandbox-pools/slow?wait=0.1", token)
+
+    assert (plain[0], waited[0]) == (200, 200)
+    assert waited[2] == plain[2]
+    assert plain[2].startswith(b'{"name":"slow","status":"provisioning",')
+    assert (waited[1]["content-type"], plain[1]["content-type"]) == (
+        "application/json",
+        "application/json",
+    )

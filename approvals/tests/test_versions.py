@@ -259,3 +259,30 @@ def test_the_confirmation_page_shows_the_edit_and_confirms_only_what_it_showed(
         "api:alice",
         "user:bob",
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("careful_agent")
+@pytest.mark.parametrize("version", ["zzz", "", " ", "A" * 32, "0" * 31, "0" * 64, 7])
+def test_a_malformed_version_is_a_400_and_decides_nothing(
+    agent: ApiClient, approver: ApiClient, version: Any
+) -> None:
+    """Issue 45: "zzz" was a 409 "changed since version zzz", and "" was taken as no
+    version (an approval of whatever the request now is)."""
+    asked = ask(agent, "wc -l data.csv").json()
+    before = rows()
+
+    answer = decide(approver, asked["id"], {"decision": "approve", "version": version})
+
+    expected = (
+        "version must be a request's version as the API shows it (32 hexadecimal "
+        "characters), or absent"
+        if isinstance(version, str)
+        else "version must be a string"
+    )
+    assert (answer.status_code, answer.json()) == (
+        400,
+        {"error": "invalid_request", "message": expected},
+    )
+    assert rows() == before
+    assert ApprovalRequest.objects.get(pk=asked["id"]).status == Status.PENDING

@@ -61,7 +61,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             log = logger.warning if exc.status == 503 else logger.error
             log("request failed: %s", exc.message)
         response = Response(service_error_body(exc), status=exc.status)
-        if isinstance(exc, RateLimited):
+        if isinstance(exc, RateLimited) and exc.retry_after is not None:
             response["Retry-After"] = str(exc.retry_after)
         return response
     if isinstance(exc, Http404):

@@ -54,12 +54,13 @@ class Conflict(ServiceError):
 
 
 class RateLimited(ServiceError):
-    """Too many requests for now; ``retry_after`` (whole seconds) is sent as Retry-After."""
+    """Too many requests for now; ``retry_after`` (whole seconds) is sent as Retry-After.
+    None: no wait will do (a rate of 0 lets nothing through until an admin raises it)."""
 
     status = 429
     code = "rate_limited"
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
+    def __init__(self, message: str, *, retry_after: int | None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 

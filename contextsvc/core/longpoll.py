@@ -5,13 +5,14 @@ answers in the API's error shape."""
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
 from channels.db import DatabaseSyncToAsync
 from channels.generic.http import AsyncHttpConsumer
+from rest_framework.renderers import JSONRenderer
 
 from contextsvc.core import ratelimit
 from contextsvc.core.auth import (
@@ -38,13 +39,11 @@ class WaitConsumer(AsyncHttpConsumer):
 
     async def handle(self, body: bytes) -> None:
         try:
-            status, payload = 200, await self.answer()
+            payload = await self.answer()
         except Refused as refused:
-            status, payload = refused.status, refused.body
-            headers = headers_for(status) + refused.headers
+            await send_refusal(self, refused)
         else:
-            headers = headers_for(status)
-        await self.send_response(status, encode(payload), headers=headers)
+            await self.send_response(200, encode(payload), headers=headers_for(200))
 
     async def answer(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -101,13 +100,21 @@ async def authenticate(scope: dict[str, Any], needs: AbstractSet[str]) -> Caller
     except InvalidCredentials as exc:
         raise Refused(401, "unauthorized", str(exc)) from None
     except RateLimited as exc:
-        retry = [(b"Retry-After", str(exc.retry_after).encode())]
+        retry = [] if exc.retry_after is None else [(b"Retry-After", str(exc.retry_after).encode())]
         raise Refused(429, exc.code, exc.message, details=exc.details, headers=retry) from None
     if found is None:
         raise Refused(401, "unauthorized", "Authentication credentials were not provided.")
     if not found.scopes & needs:
         raise Refused(403, "forbidden", "this credential lacks the scope this endpoint needs")
     return found
+
+
+async def send_refusal(consumer: AsyncHttpConsumer, refused: Refused) -> None:
+    """The refusal as the API's views answer it: its status, body and headers (a 429's
+    ``Retry-After``, a 401's ``WWW-Authenticate``)."""
+    await consumer.send_response(
+        refused.status, encode(refused.body), headers=headers_for(refused.status) + refused.headers
+    )
 
 
 def headers_for(status: int) -> list[tuple[bytes, bytes]]:
@@ -117,8 +124,13 @@ def headers_for(status: int) -> list[tuple[bytes, bytes]]:
     return headers
 
 
+_RENDERER = JSONRenderer()
+
+
 def encode(payload: Any) -> bytes:
-    return json.dumps(payload).encode()
+    """The bytes DRF's views send for the same data (compact, UTF-8): a long-poll's body
+    is exactly GET's."""
+    return bytes(_RENDERER.render(payload))
 
 
 async def subscribe(layer: Any, group: str) -> str | None:
@@ -134,7 +146,12 @@ async def subscribe(layer: Any, group: str) -> str | None:
 
 
 def wait_seconds(query: dict[str, list[str]], maximum: float) -> float:
+    """``?wait=N``, clamped to [0, maximum]. NaN and the infinities are refused: NaN passes
+    every clamp (each comparison with it is false) and would reach the event loop."""
     try:
-        return min(max(float(query.get("wait", ["0"])[0]), 0.0), maximum)
+        seconds = float(query.get("wait", ["0"])[0])
     except ValueError:
-        raise Refused(400, "invalid_request", "wait must be a number of seconds") from None
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise Refused(400, "invalid_request", "wait must be a number of seconds")
+    return min(max(seconds, 0.0), maximum)

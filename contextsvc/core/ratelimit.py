@@ -49,17 +49,24 @@ def take(*, team_id: int, team_name: str, per_minute: int) -> None:
     """Count one request of the team, or raise ``RateLimited`` (and count nothing) when
     the team has used its rate."""
     window = WINDOW.total_seconds()
-    if per_minute > 0:
-        step = window / per_minute
-        with connection.cursor() as cursor:
-            cursor.execute(_TAKE_SQL, {"team": team_id, "step": step, "window": window})
-            if cursor.fetchone() is not None:
-                return
-            cursor.execute(_AHEAD_SQL, [team_id])
-            row = cursor.fetchone()
-        ahead = float(row[0]) if row is not None else window
-    else:
-        step, ahead = window, window  # 0: no request at all
+    if per_minute <= 0:
+        # No wait will do: say who can open it, and send no Retry-After to wait for.
+        error = RateLimited(
+            f'team "{team_name}" is limited to 0 API requests per minute: its tokens are '
+            "refused until an admin raises the rate (the Teams page, or manage.py team "
+            f"quota {team_name} --requests-per-minute N)",
+            retry_after=None,
+        )
+        error.details = {"quota": QUOTA, "limit": 0, "inUse": 0, "retryAfter": None}
+        raise error
+    step = window / per_minute
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE_SQL, {"team": team_id, "step": step, "window": window})
+        if cursor.fetchone() is not None:
+            return
+        cursor.execute(_AHEAD_SQL, [team_id])
+        row = cursor.fetchone()
+    ahead = float(row[0]) if row is not None else window
     # Refused means the bucket is full: the whole rate is in use. The wait is until one
     # more step fits in the window again.
     retry_after = max(1, math.ceil(ahead + step - window))

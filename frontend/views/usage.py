@@ -9,6 +9,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -32,8 +33,11 @@ CSV_COLUMNS = (
 
 
 def _period(request: HttpRequest) -> tuple[str, datetime]:
+    """The period asked for; any other ``days`` is refused (a script reading the CSV must
+    not get a week's hours for a period it mistyped)."""
     days = request.GET.get("days", DEFAULT_PERIOD)
-    days = days if days in PERIODS else DEFAULT_PERIOD
+    if days not in PERIODS:
+        raise BadRequest(f"days must be one of {', '.join(PERIODS)} (not {days!r})")
     return days, hour_of(timezone.now() - timedelta(days=PERIODS[days]))
 
 

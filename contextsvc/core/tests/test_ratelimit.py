@@ -172,16 +172,50 @@ def test_a_request_passes_while_a_step_fits_in_the_minute() -> None:
     assert TeamRequestRate.objects.get(pk=limited.pk).tat == before
 
 
-def test_a_rate_of_zero_lets_nothing_through_and_writes_nothing() -> None:
+CLOSED = (
+    'team "closed" is limited to 0 API requests per minute: its tokens are refused until an '
+    "admin raises the rate (the Teams page, or manage.py team quota closed "
+    "--requests-per-minute N)"
+)
+
+
+def test_a_rate_of_zero_lets_nothing_through_and_writes_nothing(web_server: str) -> None:
+    """Issue 45: it said "retry in 60 s", when nothing passes until an admin acts."""
     closed = team("closed", 0)
+    token = issue_token("closed-harness", ["allocations"], team=closed)
+
     with pytest.raises(RateLimited) as refused:
         ratelimit.take(team_id=closed.pk, team_name="closed", per_minute=0)
-    assert refused.value.retry_after == 60
-    assert refused.value.message == (
-        'team "closed" is limited to 0 API requests per minute; '
-        "0 used in the last minute, retry in 60 s"
-    )
+    answers = [
+        call(web_server, "GET", "/v1/sandbox-pools", token),
+        call(web_server, "GET", "/v1/sandbox-pools/x?wait=1", token),
+        call(web_server, "GET", "/v1/sandbox-pools?watch=1", token),
+    ]
+
+    assert (refused.value.retry_after, refused.value.message) == (None, CLOSED)
+    body = {
+        "error": "rate_limited",
+        "message": CLOSED,
+        "quota": "max_requests_per_minute",
+        "limit": 0,
+        "inUse": 0,
+        "retryAfter": None,
+    }
+    assert answers == [(429, None, body)] * 3
     assert not TeamRequestRate.objects.exists()
+
+
+def test_the_change_streams_429_says_when_to_come_back(web_server: str) -> None:
+    """Issue 45: the stream's 429 had ``retryAfter`` in its body and no Retry-After."""
+    scarce = team("streamy", 1)
+    token = issue_token("streamy-harness", ["allocations"], team=scarce)
+    assert call(web_server, "GET", "/v1/sandbox-pools", token)[0] == 200
+
+    status, retry_after, body = call(web_server, "GET", "/v1/sandbox-pools?watch=1", token)
+
+    assert retry_after is not None
+    assert (status, body) == (429, refusal("streamy", 1, int(retry_after)))
+    assert 1 <= int(retry_after) <= 60
 
 
 def test_the_dashboards_people_are_not_counted() -> None:
