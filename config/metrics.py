@@ -5,7 +5,9 @@ for into tallies first (contextsvc/core/tallies.py), so they only grow, as Prome
 ``rate()`` and ``histogram_quantile()`` expect.
 
 Each app's ``metrics.py`` holds its own series; ``COLLECTORS`` is the registry of them.
-Needs a bearer token with the ``read`` scope (Prometheus: ``authorization: credentials``).
+Needs a bearer token with the ``metrics`` scope (Prometheus: ``authorization: credentials``),
+or ``admin``; ``read`` while the installation has one team, since the series name every
+team's objects.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from contextsvc.core.errors import error_json
 from contextsvc.core.metrics import RetentionCollector
 from contextsvc.core.models import Scope
 from contextsvc.core.retention import retention_kept as audit_kept
+from contextsvc.core.teams import reach_of, sees_every_team
 from usage.metrics import UsageCollector
 from workspaces.metrics import WorkspaceCollector
 
@@ -36,6 +39,12 @@ COLLECTORS = (
     ApprovalCollector,
     UsageCollector,
     functools.partial(RetentionCollector, allocations_kept, approvals_kept, audit_kept),
+)
+
+
+NOT_A_TEAMS = (
+    "/metrics describes every team; with more than one team it takes a token with the "
+    "metrics or admin scope (a team's own objects are read through the API)"
 )
 
 
@@ -51,8 +60,12 @@ def metrics(request: HttpRequest) -> HttpResponse:
         return _unauthorized(str(exc))
     if found is None:
         return _unauthorized("a token with the read scope is required")
-    if not found[0].scopes & {Scope.READ, Scope.ADMIN}:
+    principal = found[0]
+    if not principal.scopes & {Scope.READ, Scope.ADMIN, Scope.METRICS}:
         return error_json(403, "forbidden", "this credential lacks the scope this endpoint needs")
+    if Scope.METRICS not in principal.scopes and not sees_every_team(reach_of(principal)):
+        # The series name every team's agents, teams and pools.
+        return error_json(403, "forbidden", NOT_A_TEAMS)
     registry = CollectorRegistry()
     for collector in COLLECTORS:
         registry.register(collector())

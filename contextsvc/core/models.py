@@ -55,6 +55,8 @@ class Scope(models.TextChoices):
     AGENT = "agent", "Submit operations for approval and register workspace contexts"
     APPROVER = "approver", "Decide approval requests"
     ADMIN = "admin", "Manage profiles, API clients and everything else"
+    # Prometheus' token: /metrics names every team's objects, and nothing else is read.
+    METRICS = "metrics", "Read /metrics (every team's series) and nothing else"
 
 
 DEFAULT_TEAM = "default"
@@ -150,6 +152,7 @@ class ApiClient(models.Model):
 
     class Meta:
         ordering = ["name"]
+        verbose_name = "API client"
 
     def __str__(self) -> str:
         return self.name
