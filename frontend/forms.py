@@ -165,8 +165,11 @@ class DocumentUploadForm(forms.Form):
 
 
 class TeamForm(forms.Form):
-    name = forms.SlugField(max_length=63)
-    description = forms.CharField(max_length=255, required=False)
+    """No maxlength on the inputs: a browser would cut a long name silently; the service
+    refuses it, saying why (services.check_team_name)."""
+
+    name = forms.CharField(help_text="Lowercase letters, digits and hyphens; 63 at most")
+    description = forms.CharField(required=False)
 
 
 class QuotaForm(forms.Form):
@@ -182,9 +185,12 @@ class QuotaForm(forms.Form):
     )
 
     def limits(self) -> dict[str, int | None]:
-        """The Team fields and their new values; a problem is a form error of its field."""
+        """The Team fields and their new values; a problem is a form error of its field. A
+        limit the form did not send is left as it is (empty sent means none)."""
         found: dict[str, int | None] = {}
         for name, field in LIMITS.items():
+            if self.add_prefix(name) not in self.data:
+                continue
             try:
                 found[field] = parse_limit(name, self.cleaned_data[name])
             except ValueError as exc:

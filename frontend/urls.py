@@ -90,6 +90,7 @@ urlpatterns = [
     path("usage/", usage.usage_page, name="usage"),
     path("usage.csv", usage.usage_csv, name="usage-csv"),
     path("teams/<int:team_id>/quotas/", teams.team_quotas, name="team-quotas"),
+    path("teams/<int:team_id>/delete/", teams.team_delete, name="team-delete"),
     path("teams/move/", teams.team_move, name="team-move"),
     path("users/<int:user_id>/role/", admin_pages.user_role_change, name="user-role"),
     path("users/<int:user_id>/active/", admin_pages.user_active, name="user-active"),

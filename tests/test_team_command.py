@@ -16,6 +16,10 @@ from tests.support.unchanged import kept
 pytestmark = pytest.mark.django_db
 
 GIB = 1024**3
+NAME = (
+    "a team name is 1 to 63 lowercase letters, digits and hyphens, starting with a letter "
+    "and not ending with a hyphen"
+)
 
 
 def run(*args: str) -> str:
@@ -135,18 +139,61 @@ def test_a_team_gets_limits_clients_and_people() -> None:
     ("args", "message"),
     [
         (("create", "default"), 'team "default" already exists'),
-        (("create", "Not A Slug"), "Enter a valid “slug”"),
-        (("quota", "absent", "--live-sandboxes", "3"), "no team named 'absent'"),
+        (("create", "Not A Slug"), f"name 'Not A Slug' is not valid: {NAME}"),
+        # Issue 45: these were created (ALPHA beside alpha), and a long name's error did
+        # not name the field.
+        (("create", "ALPHA"), f"name 'ALPHA' is not valid: {NAME}"),
+        (("create", "Alpha2"), f"name 'Alpha2' is not valid: {NAME}"),
+        (("create", "al_pha"), f"name 'al_pha' is not valid: {NAME}"),
+        (("create", "12345"), f"name '12345' is not valid: {NAME}"),
+        (("create", "alpha-"), f"name 'alpha-' is not valid: {NAME}"),
+        (("create", "a" * 64), f"name '{'a' * 64}' is not valid: {NAME}"),
+        (
+            ("create", "alpha", "--description", "d" * 300),
+            "description is 300 characters; at most 255",
+        ),
+        # Issue 45: 500 bytes of storage refused every create after it; an overflow did
+        # not name the flag; an empty value passed and changed nothing.
+        (
+            ("quota", "default", "--storage", "500"),
+            "--storage needs a unit (500Gi, 500Mi …): 500 alone is 500 bytes",
+        ),
+        (
+            ("quota", "default", "--live-sandboxes", "99999999999999999999999"),
+            "--live-sandboxes must be at most 2147483647",
+        ),
+        (
+            ("quota", "default", "--live-allocations", ""),
+            "--live-allocations needs a value: a limit, or 'none' to remove it",
+        ),
+        (
+            ("delete", "default"),
+            'team "default" cannot be deleted: whoever has no other team is in it',
+        ),
+        (("delete", "absent"), "no team named 'absent' (manage.py team create absent)"),
+        (
+            ("quota", "absent", "--live-sandboxes", "3"),
+            "no team named 'absent' (manage.py team create absent)",
+        ),
         (("quota", "default"), "name at least one limit to set"),
-        (("quota", "default", "--live-sandboxes", "-1"), "--live-sandboxes must be a whole"),
-        (("quota", "default", "--storage", "lots"), "--storage must be a quantity (500Gi)"),
+        (
+            ("quota", "default", "--live-sandboxes", "-1"),
+            "--live-sandboxes must be a whole amount of 0 or more",
+        ),
+        (
+            ("quota", "default", "--storage", "lots"),
+            "--storage must be a quantity (500Gi) or 'none'",
+        ),
         (
             ("quota", "default", "--live-sandboxes", "2.5"),
-            "--live-sandboxes must be a whole number",
+            "--live-sandboxes must be a whole number or 'none'",
         ),
         (("client", "default", "absent"), "no API client named 'absent'"),
         (("person", "default", "absent"), "no person named 'absent'"),
-        (("namespaces", "default", "Not_A_Namespace"), "'Not_A_Namespace' is not a namespace"),
+        (
+            ("namespaces", "default", "Not_A_Namespace"),
+            "namespaces: 'Not_A_Namespace' is not a namespace name",
+        ),
     ],
 )
 def test_bad_team_commands_say_what_is_wrong_and_change_nothing(
@@ -154,4 +201,20 @@ def test_bad_team_commands_say_what_is_wrong_and_change_nothing(
 ) -> None:
     with kept(), pytest.raises(CommandError) as excinfo:
         run(*args)
-    assert message in str(excinfo.value)
+    assert str(excinfo.value) == message
+
+
+def test_a_team_that_holds_nothing_can_be_deleted_and_one_that_holds_anything_cannot() -> None:
+    """Issue 45: there was no way to delete a team (a typo, one made too early)."""
+    run("create", "typo")
+    run("create", "busy")
+    issue_token("busy-harness", ["allocations"])
+    run("client", "busy", "busy-harness")
+
+    assert run("delete", "typo") == "team 'typo' deleted\n"
+    with kept(), pytest.raises(CommandError) as refused:
+        run("delete", "busy")
+
+    assert str(refused.value) == ('team "busy" still has 1 API client: move or remove them first')
+    assert sorted(Team.objects.values_list("name", flat=True)) == ["busy", "default"]
+    assert AuditEntry.objects.filter(action="team.delete").get().target == "typo"

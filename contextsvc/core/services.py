@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import models, transaction
+from django.db.models import ForeignObjectRel
 from django.utils import timezone
 
 from contextsvc.core.auth import PREFIX_SHOWN, generate_token, hash_token
@@ -224,8 +226,41 @@ def _quota_payload(team: Team) -> dict[str, int | None]:
     return {field: getattr(team, field) for field in QUOTA_FIELDS}
 
 
+def validation_problems(error: ValidationError) -> str:
+    """A ValidationError in a line, each message with the field it is about, unless the
+    message already names it ("name 'X' is not valid…")."""
+    if not hasattr(error, "error_dict"):
+        return "; ".join(error.messages)
+    said = []
+    for field, messages in error.message_dict.items():
+        for message in messages:
+            named = field == NON_FIELD_ERRORS or message.startswith((f"{field} ", "team "))
+            said.append(message if named else f"{field}: {message}")
+    return "; ".join(said)
+
+
+TEAM_NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+TEAM_NAME_RULE = (
+    "a team name is 1 to 63 lowercase letters, digits and hyphens, starting with a letter "
+    "and not ending with a hyphen"
+)
+MAX_DESCRIPTION = Team._meta.get_field("description").max_length
+
+
+def check_team_name(name: str) -> None:
+    """Teams are named as Kubernetes names its objects (one spelling per team: no ``ALPHA``
+    beside ``alpha``)."""
+    if not TEAM_NAME.fullmatch(name):
+        shown = name if len(name) <= 70 else f"{name[:67]}…"
+        raise ValidationError({"name": f"name {shown!r} is not valid: {TEAM_NAME_RULE}"})
+
+
 @transaction.atomic
 def team_create(*, name: str, description: str = "", actor: str) -> Team:
+    check_team_name(name)
+    if MAX_DESCRIPTION is not None and len(description) > MAX_DESCRIPTION:
+        said = f"description is {len(description)} characters; at most {MAX_DESCRIPTION}"
+        raise ValidationError({"description": said})
     if Team.objects.filter(name=name).exists():
         raise ValidationError({"name": f'team "{name}" already exists'})
     team = Team(name=name, description=description)
@@ -239,6 +274,43 @@ def team_create(*, name: str, description: str = "", actor: str) -> Team:
         payload={"description": description},
     )
     return team
+
+
+@transaction.atomic
+def team_delete(*, team: Team, actor: str) -> None:
+    """Remove a team that holds nothing and never did (a typo, a team made too early). One
+    with members, objects or history is refused, naming what it has: nothing is lost, and
+    its people and clients are moved first."""
+    locked = Team.objects.select_for_update().get(pk=team.pk)
+    if locked.name == DEFAULT_TEAM:
+        raise ValidationError(
+            {"name": f'team "{DEFAULT_TEAM}" cannot be deleted: whoever has no other team is in it'}
+        )
+    held = [
+        f"{count} {model._meta.verbose_name if count == 1 else model._meta.verbose_name_plural}"
+        for model, count in _team_references(locked)
+    ]
+    if held:
+        raise ValidationError(
+            {"name": f'team "{locked.name}" still has {", ".join(held)}: move or remove them first'}
+        )
+    locked.delete()
+    audit_record(actor=actor, action="team.delete", target_type="team", target=locked.name)
+
+
+def _team_references(team: Team) -> list[tuple[Any, int]]:
+    """(model, rows) of every row whose key protects the team, over every app (the audit
+    log's among them): found through the relations, so this layer knows none of those
+    models. A row that goes with the team (its request rate) is not one."""
+    found = []
+    for relation in Team._meta.get_fields(include_hidden=True):
+        if not isinstance(relation, ForeignObjectRel) or relation.on_delete is not models.PROTECT:
+            continue  # not another model's key pointing here, or one that goes with the team
+        model = relation.related_model
+        count = model._default_manager.filter(**{relation.field.name: team}).count()
+        if count:
+            found.append((model, count))
+    return sorted(found, key=lambda item: item[0]._meta.label)
 
 
 @transaction.atomic

@@ -13,6 +13,7 @@ gets past a limit by counting before another's insert commits.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -109,9 +110,16 @@ LIMITS = {
 STORAGE_LIMIT = "storage"  # the one written as a quantity (500Gi)
 
 
+# The largest each column holds (PositiveIntegerField; storage: PositiveBigIntegerField).
+LIMIT_MAXIMUM = {STORAGE_LIMIT: 2**63 - 1}
+COUNT_MAXIMUM = 2**31 - 1
+_UNIT = re.compile(r".*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)$")
+
+
 def parse_limit(limit: str, text: str) -> int | None:
-    """The ``limit`` (of LIMITS) as an admin writes it: a whole number, or a quantity for
-    storage (500Gi); ``none`` (or nothing) for no limit. ``ValueError`` says what is wrong."""
+    """The ``limit`` (of LIMITS) as an admin writes it: a whole number, or a quantity with
+    its unit for storage (500Gi); ``none`` (or nothing) for no limit. ``ValueError`` says
+    what is wrong."""
     quantity = limit == STORAGE_LIMIT
     text = text.strip()
     if text in ("", NO_LIMIT):
@@ -123,6 +131,13 @@ def parse_limit(limit: str, text: str) -> int | None:
         raise ValueError(f"must be {kind} or {NO_LIMIT!r}") from None
     if value < 0 or value != int(value):
         raise ValueError("must be a whole amount of 0 or more")
+    if quantity and value and not _UNIT.match(text):
+        # 500 is 500 bytes to Kubernetes: as a team's storage, surely a slip.
+        raise ValueError(f"needs a unit ({text}Gi, {text}Mi …): {text} alone is {text} bytes")
+    maximum = LIMIT_MAXIMUM.get(limit, COUNT_MAXIMUM)
+    if value > maximum:
+        shown = format_bytes(maximum) if quantity else str(maximum)
+        raise ValueError(f"must be at most {shown}")
     return int(value)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -363,3 +364,95 @@ def test_a_person_of_one_team_of_several_reads_only_its_audit_and_overview() -> 
     TeamMember.objects.all().delete()
     research.delete()
     assert audit_targets(viewer) == everything
+
+
+def form_fields(page: str, action: str) -> dict[str, str]:
+    """The named inputs of the page's form that posts to ``action``, with their values, as a
+    browser submits them unchanged."""
+    start = page.index(f'action="{action}"')
+    form = page[start : page.index("</form>", start)]
+    fields = {}
+    for tag in re.findall(r"<input [^>]*>", form):
+        name = re.search(r'name="([^"]+)"', tag)
+        value = re.search(r'value="([^"]*)"', tag)
+        if name:
+            fields[name.group(1)] = value.group(1) if value else ""
+    return fields
+
+
+def test_saving_a_teams_limits_unchanged_keeps_its_request_rate() -> None:
+    """Issue 45: the form had no request-rate field, so "Save limits" on a row, changing
+    nothing, lifted a rate of 0 that stopped a runaway team."""
+    admin = client_for("admin")
+    stopped = services.team_create(name="runaway", actor="user:test")
+    services.team_set_quotas(
+        team=stopped, actor="user:test", max_requests_per_minute=0, max_live_sandboxes=4
+    )
+    action = f"/teams/{stopped.pk}/quotas/"
+
+    fields = form_fields(admin.get("/teams/").content.decode(), action)
+    saved = admin.post(action, fields, follow=True)
+
+    prefix = f"team-{stopped.pk}"
+    assert {name: value for name, value in fields.items() if name.startswith(prefix)} == {
+        f"{prefix}-live_allocations": "",
+        f"{prefix}-live_sandboxes": "4",
+        f"{prefix}-storage": "",
+        f"{prefix}-pending_approvals": "",
+        f"{prefix}-requests_per_minute": "0",
+    }
+    assert [str(m) for m in saved.context["messages"]] == [
+        "runaway: live sandboxes 4, requests per minute 0."
+    ]
+    stopped.refresh_from_db()
+    assert (stopped.max_requests_per_minute, stopped.max_live_sandboxes) == (0, 4)
+    # A form that does not send a limit leaves it as it is.
+    admin.post(action, {f"{prefix}-live_sandboxes": "5"})
+    stopped.refresh_from_db()
+    assert (stopped.max_requests_per_minute, stopped.max_live_sandboxes) == (0, 5)
+
+
+def test_a_bad_team_name_is_refused_on_its_field_and_nothing_is_made() -> None:
+    """Issue 45: ALPHA was made beside alpha, and the form cut a 300-character name to 63
+    (its input's maxlength) and made that."""
+    admin = client_for("admin")
+    before = rows()
+
+    page = admin.get("/teams/").content.decode()
+    answers = {
+        name: admin.post("/teams/", {"name": name, "description": ""})
+        for name in ("ALPHA", "x" * 300, "al_pha")
+    }
+
+    assert 'name="name"' in page
+    assert "maxlength" not in page[page.index('name="name"') - 200 : page.index('name="name"')]
+    for name, answer in answers.items():
+        assert answer.status_code == 200
+        shown = name if len(name) <= 70 else f"{name[:67]}…"
+        assert answer.context["form"].errors == {
+            "name": [
+                f"name {shown!r} is not valid: a team name is 1 to 63 lowercase letters, "
+                "digits and hyphens, starting with a letter and not ending with a hyphen"
+            ]
+        }
+    assert rows() == before
+
+
+def test_an_empty_team_is_deleted_from_the_page_and_a_busy_one_is_not() -> None:
+    admin = client_for("admin")
+    typo = services.team_create(name="typo", actor="user:test")
+    busy = services.team_create(name="busy", actor="user:test")
+    AllocationFactory.create(name="held", team=busy)
+
+    deleted = admin.post(f"/teams/{typo.pk}/delete/", follow=True)
+    before = rows()
+    refused = admin.post(f"/teams/{busy.pk}/delete/", follow=True)
+
+    assert [str(m) for m in deleted.context["messages"]] == ["Team typo deleted."]
+    assert [str(m) for m in refused.context["messages"]] == [
+        'Team busy not deleted: team "busy" still has 1 allocation: move or remove them first'
+    ]
+    assert rows() == before
+    assert not Team.objects.filter(name="typo").exists()
+    assert client_for("viewer").post(f"/teams/{busy.pk}/delete/").status_code == 403
+    assert Team.objects.filter(name="busy").exists()

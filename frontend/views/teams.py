@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 from allocations.selectors import team_use
 from approvals.selectors import approvals_pending_count
 from contextsvc.core import services
-from contextsvc.core.models import ApiClient, Team
+from contextsvc.core.models import DEFAULT_TEAM, ApiClient, Team
 from contextsvc.core.teams import LIMITS, limits_shown
 from contextsvc.quantity import format_bytes
 from frontend.access import actor, admin_required
@@ -35,6 +35,8 @@ def _row(team: Team) -> dict[str, Any]:
             "storage": format_bytes(use.storage),
             "pending approvals": approvals_pending_count(team_id=team.pk),
         },
+        # One holding anything is refused, saying what (services.team_delete).
+        "deletable": team.name != DEFAULT_TEAM,
         "form": QuotaForm(
             prefix=f"team-{team.pk}",
             initial={
@@ -56,7 +58,9 @@ def team_list(request: HttpRequest) -> HttpResponse:
                 actor=actor(request),
             )
         except ValidationError as exc:
-            form.add_error(None, "; ".join(exc.messages))
+            for field, problems in exc.message_dict.items():
+                for problem in problems:
+                    form.add_error(field if field in form.fields else None, problem)
         else:
             messages.success(request, f"Team {team.name} created, with no limits.")
             return redirect("frontend:teams")
@@ -83,6 +87,19 @@ def team_quotas(request: HttpRequest, team_id: int) -> HttpResponse:
     else:
         team = services.team_set_quotas(team=team, actor=actor(request), **limits)
         messages.success(request, f"{team.name}: {limits_shown(team)}.")
+    return redirect("frontend:teams")
+
+
+@admin_required
+@require_POST
+def team_delete(request: HttpRequest, team_id: int) -> HttpResponse:
+    team = get_object_or_404(Team, pk=team_id)
+    try:
+        services.team_delete(team=team, actor=actor(request))
+    except ValidationError as exc:
+        messages.error(request, f"Team {team.name} not deleted: {' '.join(exc.messages)}")
+    else:
+        messages.success(request, f"Team {team.name} deleted.")
     return redirect("frontend:teams")
 
 

@@ -8,6 +8,7 @@ manage.py team namespaces research                           # anywhere managed 
 manage.py team client research research-harness              # move an API client
 manage.py team person research alice                         # move a person
 manage.py team list
+manage.py team delete research                               # only one that holds nothing
 """
 
 from __future__ import annotations
@@ -20,16 +21,19 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextsvc.core import services
 from contextsvc.core.models import ApiClient, Team
-from contextsvc.core.teams import LIMITS, limits_shown, parse_limit
+from contextsvc.core.teams import LIMITS, NO_LIMIT, limits_shown, parse_limit
 
 ACTOR = "system:manage.py"
 
 
 def _limit(option: str, text: str) -> int | None:
+    flag = f"--{option.replace('_', '-')}"
+    if not text.strip():
+        raise CommandError(f"{flag} needs a value: a limit, or {NO_LIMIT!r} to remove it")
     try:
         return parse_limit(option, text)
     except ValueError as exc:
-        raise CommandError(f"--{option.replace('_', '-')} {exc}") from None
+        raise CommandError(f"{flag} {exc}") from None
 
 
 def _team(name: str) -> Team:
@@ -63,6 +67,8 @@ class Command(BaseCommand):
         person.add_argument("name")
         person.add_argument("username")
         sub.add_parser("list", help="list teams with their limits and members")
+        delete = sub.add_parser("delete", help="delete a team that holds nothing and never did")
+        delete.add_argument("name")
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
@@ -93,6 +99,9 @@ class Command(BaseCommand):
                     raise CommandError(f"no API client named {options['client']!r}")
                 services.api_client_set_team(client=found, team=_team(options["name"]), actor=ACTOR)
                 self.stdout.write(f"API client {found.name!r} is in team {options['name']!r}")
+            elif action == "delete":
+                services.team_delete(team=_team(options["name"]), actor=ACTOR)
+                self.stdout.write(f"team {options['name']!r} deleted")
             elif action == "person":
                 user = User.objects.filter(username=options["username"]).first()
                 if user is None:
@@ -109,7 +118,7 @@ class Command(BaseCommand):
                     self.stdout.write(f"  API clients: {clients}")
                     self.stdout.write(f"  people: {people}")
         except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
+            raise CommandError(services.validation_problems(exc)) from None
 
 
 def _where(team: Team) -> str:
