@@ -16,6 +16,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from allocations.models import Allocation, AllocationEvent, Phase, Strategy
+from allocations.selectors import retention_kept as allocations_kept
 from allocations.services.retention import (
     RETENTION_ACTION,
     allocations_remove_released,
@@ -35,6 +36,7 @@ from approvals.services.retention import RETENTION_ACTION as APPROVAL_RETENTION
 from approvals.services.retention import approvals_retention
 from approvals.tests.factories import ApprovalRequestFactory
 from contextsvc.core.models import AuditEntry
+from contextsvc.core.retention import retention_kept as audit_kept
 from contextsvc.core.services import SERVICE_ACTOR
 from tests.support.api import issue_token
 from tests.support.unchanged import kept
@@ -311,3 +313,17 @@ def test_two_removals_at_once_remove_and_count_each_row_once(scrape: Any) -> Non
     assert Allocation.objects.count() == 0
     assert counted(scrape()) == counted(before)
     assert sum(p["removed"] for p in retention_entries(RETENTION_ACTION)) == 12
+
+
+def test_every_table_retention_looks_after_is_counted_from_zero(scrape: Any) -> None:
+    """Issue 45: before the first removal the counter had no series at all, while the
+    Retention card showed 0 per table; it now says the same as the card."""
+    tables = [*allocations_kept(), *approvals.retention_kept(), *audit_kept()]
+    removed = {
+        dict(labels)["table"]: value
+        for (name, labels), value in scrape().items()
+        if name == "contextsvc_retention_removed_total"
+    }
+
+    assert removed == {table.table: 0 for table in tables}
+    assert len(removed) == len(tables) >= 3

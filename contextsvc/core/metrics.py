@@ -43,11 +43,18 @@ class RetentionCollector:
         removed = CounterMetricFamily(
             REMOVED, "Rows retention removed from each table.", labels=["table"]
         )
+        # Every table retention looks after, at 0 before its first removal (a counter that
+        # appears only once something happened cannot be told from one not exported; the
+        # Retention card shows the same numbers), and every other table a removal reached
+        # (rows removed with their parent rows).
+        counts: dict[str, int] = {}
         for source in self.sources:
             for table in source():
                 rows.add_metric([table.table], table.rows)
-        # Every table a removal reached, those removed with their parent rows too.
-        for (name,), count in sorted(retired(REMOVED).items()):
+                counts[table.table] = table.removed
+        for (name,), count in retired(REMOVED).items():
+            counts[name] = int(count)
+        for name, count in sorted(counts.items()):
             removed.add_metric([name], count)
         yield rows
         yield removed
