@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
 from devenv import services
 from devenv.supervisor import ProcessSpec, run_all
-from devenv.system import REPO_DIR, say
+from devenv.system import LOCAL_DIR, REPO_DIR, say
 from testenv import ensure_cluster, seed_demo
 
 
@@ -20,11 +21,29 @@ def _celery(*args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "config", *args]
 
 
+# Where ``make run`` keeps every line of every process; the foreground leaves out the
+# routine ones below.
+LOG_FILE = LOCAL_DIR / "log" / "stack.log"
+# What the worker and beat print at INFO for every periodic task, every few seconds:
+# "[…: INFO/MainProcess] Task contextsvc.x[id] received", "… succeeded in 0.01s: None",
+# "[…: INFO/MainProcess] Scheduler: Sending due task resync (…)".
+_ROUTINE = re.compile(
+    r"^\[[^\]]*: INFO/[^\]]*\] "
+    r"(Task \S+\[[0-9a-f-]+\] (received|succeeded in )|Scheduler: Sending due task )"
+)
+
+
+def routine(line: str) -> bool:
+    return _ROUTINE.match(line) is not None
+
+
 def process_specs(bind: str) -> list[ProcessSpec]:
     return [
         ProcessSpec("web", _manage("serve", "--bind", bind)),
-        ProcessSpec("worker", _celery("worker", "--loglevel=INFO", "--concurrency=2")),
-        ProcessSpec("beat", _celery("beat", "--loglevel=INFO")),
+        ProcessSpec(
+            "worker", _celery("worker", "--loglevel=INFO", "--concurrency=2"), routine=routine
+        ),
+        ProcessSpec("beat", _celery("beat", "--loglevel=INFO"), routine=routine),
         ProcessSpec("watcher", _manage("watch")),
     ]
 
@@ -44,7 +63,8 @@ def run_stack(*, bind: str) -> int:
             _manage("ensure_admin", "--login-url", f"http://{bind}/login/"), env=env, check=True
         )
         say(f"Context Service on http://{bind}/ — Ctrl-C stops everything")
-        return run_all(process_specs(bind), env)
+        say(f"every process's output, routine task lines included: {LOG_FILE}")
+        return run_all(process_specs(bind), env, log_file=LOG_FILE)
     finally:
         if cluster is not None and cluster.started_here:
             cluster.stop()

@@ -1,6 +1,9 @@
 """Run several long-lived processes in the foreground and stop them all together.
 
-Output lines are prefixed with the process name. A child that exits is started again
+Output lines are prefixed with the process name. Every line goes to the log file when one
+is given; a line its process marks routine (``ProcessSpec.routine``: a task received, run,
+scheduled every few seconds) goes only there, so the foreground keeps what a person starting
+the service needs to see. A child that exits is started again
 after a delay that doubles while it keeps failing (1 s up to 30 s, reset once it has run
 for a minute), as Kubernetes restarts a container: one process losing its database for a
 moment must not take the whole local stack down. Ctrl-C (or SIGTERM) stops every child by
@@ -14,25 +17,43 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
+from typing import TextIO
 
 from devenv.system import terminate_pid
+
+
+def _never(line: str) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
 class ProcessSpec:
     name: str
     argv: Sequence[str]
+    routine: Callable[[str], bool] = _never
 
 
-def _pump(name: str, width: int, stream: subprocess.Popen[bytes]) -> None:
+_log_lock = threading.Lock()
+
+
+def _pump(
+    spec: ProcessSpec, width: int, stream: subprocess.Popen[bytes], log: TextIO | None
+) -> None:
     assert stream.stdout is not None
     for raw in iter(stream.stdout.readline, b""):
         line = raw.decode(errors="replace").rstrip("\n")
-        sys.stdout.write(f"{name:<{width}} | {line}\n")
-        sys.stdout.flush()
+        shown = f"{spec.name:<{width}} | {line}\n"
+        if log is not None:
+            with _log_lock:
+                log.write(shown)
+                log.flush()
+        if log is None or not spec.routine(line):
+            sys.stdout.write(shown)
+            sys.stdout.flush()
 
 
 RESTART_DELAY_MIN = 1.0
@@ -50,7 +71,7 @@ class _Child:
     restart_at: float | None = None
 
 
-def _start(child: _Child, env: Mapping[str, str], width: int) -> None:
+def _start(child: _Child, env: Mapping[str, str], width: int, log: TextIO | None) -> None:
     # A new session keeps the terminal's Ctrl-C away from the children: we stop them
     # ourselves, in order, instead of all at once in mid-start.
     child.proc = subprocess.Popen(
@@ -62,11 +83,22 @@ def _start(child: _Child, env: Mapping[str, str], width: int) -> None:
     )
     child.started_at = time.monotonic()
     child.restart_at = None
-    threading.Thread(target=_pump, args=(child.spec.name, width, child.proc), daemon=True).start()
+    threading.Thread(target=_pump, args=(child.spec, width, child.proc, log), daemon=True).start()
 
 
-def run_all(specs: Sequence[ProcessSpec], env: Mapping[str, str]) -> int:
-    """Start every process and keep them running until Ctrl-C (or SIGTERM)."""
+def run_all(
+    specs: Sequence[ProcessSpec], env: Mapping[str, str], *, log_file: Path | None = None
+) -> int:
+    """Start every process and keep them running until Ctrl-C (or SIGTERM); with
+    ``log_file``, every line is appended there too, and routine ones only there."""
+    if log_file is None:
+        return _supervise(specs, env, None)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("a", encoding="utf-8") as log:
+        return _supervise(specs, env, log)
+
+
+def _supervise(specs: Sequence[ProcessSpec], env: Mapping[str, str], log: TextIO | None) -> int:
     stop = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -77,14 +109,14 @@ def run_all(specs: Sequence[ProcessSpec], env: Mapping[str, str]) -> int:
     children = [_Child(spec) for spec in specs]
     try:
         for child in children:
-            _start(child, env, width)
+            _start(child, env, width, log)
         while not stop.is_set():
             now = time.monotonic()
             for child in children:
                 if child.restart_at is not None:
                     if now >= child.restart_at:
                         print(f"starting {child.spec.name} again")
-                        _start(child, env, width)
+                        _start(child, env, width, log)
                     continue
                 assert child.proc is not None
                 code = child.proc.poll()

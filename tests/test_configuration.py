@@ -164,3 +164,26 @@ def test_every_directory_with_tests_is_collected() -> None:
                 break
     assert "usage" in holding
     assert sorted(holding - collected) == []
+
+
+MISSING_PAGE = """
+import django
+django.setup()
+from django.test import Client
+response = Client(HTTP_HOST="127.0.0.1").get("/no-such-page/")
+print(response.status_code, b"URLconf" in response.content)
+"""
+
+
+@pytest.mark.parametrize(("debug", "expected"), [(None, "404 False"), ("1", "404 True")])
+def test_make_runs_settings_show_no_url_patterns_unless_asked(
+    debug: str | None, expected: str
+) -> None:
+    """Issue 45: ``make run`` served Django's DEBUG 404 page, which lists every URL pattern
+    to whoever asks for a page that does not exist; now only with CS_DEBUG=1."""
+    found = run(
+        [sys.executable, "-c", MISSING_PAGE],
+        {"DJANGO_SETTINGS_MODULE": "config.settings.local", "CS_DEBUG": debug},
+    )
+
+    assert (found.returncode, found.stdout.strip()) == (0, expected), found.stderr[-2000:]

@@ -1,4 +1,6 @@
-"""Development settings: DEBUG on, the project-local services as defaults."""
+"""Development settings (``make run``): the project-local services as defaults. DEBUG is off
+unless CS_DEBUG=true: its pages list every URL pattern and setting to whoever asks for a page
+that does not exist."""
 
 from config.settings._localenv import load_local_defaults
 
@@ -6,9 +8,9 @@ load_local_defaults()
 
 from config.settings.base import *  # noqa: E402, F403
 from config.settings.base import REST_FRAMEWORK  # noqa: E402
-from contextsvc.env import env_networks, env_str  # noqa: E402
+from contextsvc.env import env_bool, env_networks, env_str  # noqa: E402
 
-DEBUG = True
+DEBUG = env_bool("CS_DEBUG", False)
 # A fixed key is fine on a laptop: production settings refuse to start without a real one.
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "django-insecure-local-development-only-key")
 CS_SANDBOX_IMAGE = env_str("CS_SANDBOX_IMAGE", "busybox:1.36")
