@@ -433,6 +433,10 @@ def bwrap_argv(plan: Plan, command: str) -> list[str]:
 # --- What was refused -------------------------------------------------------------------------
 
 _ERRORS = ("Permission denied", "Read-only file system", "Operation not permitted")
+# A path outside every place the sandbox mounts does not exist inside it: a refusal too,
+# but only there (inside a mounted place, a missing file is just missing).
+_ABSENT = "No such file or directory"
+NOT_MOUNTED = f"{_ABSENT} (not in the sandbox)"
 
 
 def refused_effects(stderr: bytes, plan: Plan, *, limit: int = 20) -> list[dict[str, str]]:
@@ -449,7 +453,7 @@ def refused_effects(stderr: bytes, plan: Plan, *, limit: int = 20) -> list[dict[
     found: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
     for line in text.splitlines():
-        for error in _ERRORS:
+        for error in (*_ERRORS, _ABSENT):
             if error not in line:
                 continue
             match = _refused_in(line)
@@ -457,6 +461,10 @@ def refused_effects(stderr: bytes, plan: Plan, *, limit: int = 20) -> list[dict[
                 continue
             verb, path = match
             absolute = os.path.normpath(os.path.join(str(plan.context), path))
+            if error == _ABSENT:
+                if mounted(plan, absolute):
+                    break
+                error = NOT_MOUNTED
             action = _action(verb, absolute, plan, error)
             key = (action, absolute)
             if key not in seen:
@@ -474,8 +482,15 @@ _PY_ERROR = re.compile(r"\[Errno \d+\] [^:]+: '(?P<path>(?:[^'\\]|\\.)*)'")
 _TOOL_ERROR = re.compile(
     r"^(?:[\w./-]+: )?(?:line \d+: )?(?P<verb>cannot [a-z ]+?|failed to [a-z ]+?)?\s*"
     r"['‘]?(?P<path>[^'’:]+?)['’]?(?: for (?P<purpose>reading|writing))?: "
-    r"(?:Permission denied|Read-only file system|Operation not permitted)"
+    r"(?:Permission denied|Read-only file system|Operation not permitted|No such file or directory)"
 )
+
+
+def mounted(plan: Plan, path: str) -> bool:
+    """Whether ``path`` (absolute, normalised) lies in a place the sandbox mounts: the
+    system's directories, its own /proc, /dev and /tmp, the context and the executor's."""
+    places = (*plan.system_dirs, "/proc", "/dev", "/tmp", str(plan.context), INSIDE)  # noqa: S108
+    return any(_inside(path, place) for place in places)
 
 
 def _refused_in(line: str) -> tuple[str, str] | None:

@@ -605,3 +605,49 @@ def test_what_the_deny_rules_hide_cannot_be_read_even_inside_a_granted_tree(
     assert (result.outcome, result.exit_status) == ("exited", 1)
     assert result.stdout == b"root\nnotes\n"
     assert result.stderr == b"cat: /etc/hostname: Permission denied\n"
+
+
+def test_a_read_of_a_place_the_sandbox_does_not_mount_is_reported_as_refused(
+    executor: Executor, workspace_root: Path
+) -> None:
+    """Issue 45: another context and the agent's home are not mounted, so a contained read
+    there fails with ENOENT, and was never reported; a file missing inside the context is
+    not a refusal, and stays unreported."""
+    context = workspace_root / "ctx-a"
+    context.mkdir()
+    (workspace_root / "ctx-b").mkdir()
+    (workspace_root / "ctx-b" / "secret.txt").write_text("other context\n")
+    (context / "reader.py").write_text(
+        "import sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        open(path).read()\n"
+        "    except OSError as error:\n"
+        "        print(error, file=sys.stderr)\n"
+    )
+    effects = {"read": [f"{context}/**"], "write": [], "network": []}
+
+    result = executor.execute(
+        verdict(
+            "python3 reader.py ../ctx-b/secret.txt /home/agent/.netrc missing.txt",
+            workspace_root,
+            effects=effects,
+        ),
+        context_id="ctx-a",
+    )
+
+    assert (result.outcome, result.exit_status) == ("exited", 0)
+    assert result.stderr.decode().splitlines() == [
+        "[Errno 2] No such file or directory: '../ctx-b/secret.txt'",
+        "[Errno 2] No such file or directory: '/home/agent/.netrc'",
+        "[Errno 2] No such file or directory: 'missing.txt'",
+    ]
+    assert result.refused_effects == tuple(
+        {
+            "action": "read",
+            "path": path,
+            "error": "No such file or directory (not in the sandbox)",
+            "reportedBy": "program",
+        }
+        for path in (f"{workspace_root}/ctx-b/secret.txt", "/home/agent/.netrc")
+    )
