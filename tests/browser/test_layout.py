@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
+from approvals.models import ApprovalRequest
 from approvals.services.check import approval_check
 from approvals.services.decisions import approval_approve
 from approvals.services.lifecycle import approval_cancel
+from contextsvc.core import services
 from profiles.services import profile_save
 
 pytestmark = [pytest.mark.browser, pytest.mark.cluster]
@@ -157,3 +159,65 @@ def test_nothing_overflows_the_window(
         # One line: the label is about as tall as the button, and the text is to its right.
         assert label_box["height"] < 2 * radio_box["height"] + 8
         assert label_box["width"] > radio_box["width"] + 10
+
+
+# Each word of each marked cell, measured in the cell's own font, against the room the cell
+# gives its text: a word wider than that has been broken inside itself.
+WORDS_BROKEN = """(selector) => {
+  const canvas = document.createElement('canvas').getContext('2d');
+  const broken = [];
+  for (const cell of document.querySelectorAll(selector)) {
+    const style = getComputedStyle(cell);
+    canvas.font = style.font;
+    const room = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    for (const word of cell.innerText.split(/\\s+/).filter(Boolean)) {
+      if (canvas.measureText(word).width > room + 0.5) broken.push([word, room]);
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.mark.usefixtures("crowded")
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_long_command_leaves_its_reasons_room_and_team_words_stay_whole(
+    page: Page,
+    make_user: Callable[..., Any],
+    login: Callable[..., Any],
+    web_server: str,
+    screenshot: Callable[..., Any],
+    width: int,
+) -> None:
+    """Issue 45: on the request's page a long command squeezed the reason column to 2-4
+    characters a line (its table was laid out by content, the card's was not), and the
+    Teams page at 800 px broke "allocations" inside the word."""
+    for name in ("research-and-development", "platform-operations"):
+        team = services.team_create(name=name, actor="system:test")
+        services.team_set_quotas(
+            team=team, actor="system:test", max_live_sandboxes=40, max_storage_bytes=2**40,
+            max_pending_approvals=20, max_requests_per_minute=600,
+        )  # fmt: skip
+    asked = ApprovalRequest.objects.filter(normalised=LONG_COMMAND).first()
+    assert asked is not None
+    page.set_viewport_size({"width": width, "height": 900})
+    make_user("ada", "admin")
+    login(page, "ada")
+
+    page.goto(f"{web_server}/approvals/{asked.pk}/")
+    rows = page.evaluate(
+        """() => [...document.querySelectorAll('table.parts tr')].map((row) =>
+            [row.cells[2].getBoundingClientRect().width,
+             row.closest('table').getBoundingClientRect().width])"""
+    )
+    assert rows, "the request's page shows its parts"
+    for reason, table in rows:
+        assert reason >= 0.3 * table, (width, reason, table)
+    assert page.evaluate(WORDS_BROKEN, "table.parts td.muted") == []
+    screenshot(page, f"approval-page-{width}")
+
+    page.goto(f"{web_server}/teams/")
+    assert page.locator("td.words").count() == 6  # limits and use of three teams
+    assert page.evaluate(WORDS_BROKEN, "td.words") == []
+    scroll, window = page_width(page)
+    assert scroll <= window, (width, scroll)
+    screenshot(page, f"teams-{width}")
