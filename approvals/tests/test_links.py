@@ -12,10 +12,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from approvals.models import ApprovalLink, ApprovalRequest, Status
+from approvals.models import ApprovalLink, ApprovalRequest, Delivery, Status
 from contextsvc.core.models import AuditEntry
 from contextsvc.core.users import ensure_role_groups, user_set_role
 from tests.support.api import ApiClient
+from tests.support.processes import wait_until
 from tests.support.receivers import MailServer, text_of
 from tests.support.unchanged import rows
 
@@ -47,6 +48,17 @@ def links_for(mail: MailServer, address: str, count: int) -> dict[str, str]:
     return found
 
 
+def delivered() -> None:
+    """Until every delivery has its outcome: the worker records one just after the mail
+    server took the message, so a comparison begun when the e-mail arrived could see the
+    row change under it (a flake of the parallel suite)."""
+    wait_until(
+        lambda: not Delivery.objects.filter(status=Delivery.Status.PENDING).exists(),
+        timeout=30,
+        message="every delivery's outcome recorded",
+    )
+
+
 def ask(agent: ApiClient, **extra: Any) -> str:
     response = agent.post(
         "/v1/approvals",
@@ -68,6 +80,7 @@ def test_a_link_decides_only_when_its_recipient_confirms_it_signed_in(
     vera = person("vera", "viewer")
     request_id = ask(agent)
     link = links_for(mail, "alice@example.com", 2)
+    delivered()
     before = rows()
 
     # Nobody signed in: the login page, then back to the link.
@@ -105,6 +118,7 @@ def test_a_link_decides_only_when_its_recipient_confirms_it_signed_in(
     assert ApprovalLink.objects.filter(used_at__isnull=False).count() == 1
 
     # Used once: the same link, or her deny link, changes nothing more.
+    delivered()
     after = rows()
     again = signed_in(alice).post(link["approve"])
     assert again.status_code == 409
@@ -139,6 +153,7 @@ def test_a_deny_link_carries_a_reason_and_forged_or_expired_links_do_nothing(
 
     short = ask(agent, deadlineSeconds=1)
     expiring = links_for(mail, "alice@example.com", 2)
+    delivered()
     time.sleep(1.2)
     before = rows()
     late = browser.post(expiring["approve"])

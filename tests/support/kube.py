@@ -12,6 +12,7 @@ from typing import Any
 from allocations.models import Allocation
 from allocations.resync import resync_all
 from contextsvc.kube import client as kube
+from contextsvc.kube.objects.fields import condition
 from contextsvc.kube.objects.kinds import (
     POD,
     PVC,
@@ -144,12 +145,32 @@ def make_warm_pool(
             "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": f"{name}-template"}},
         },
     )
-    if not wait:
-        return
+    if wait:
+        wait_for_warm_pool(namespace, name, replicas)
+
+
+def wait_for_warm_pool(namespace: str, name: str, replicas: int) -> None:
+    """Until the warm pool holds ``replicas`` ready Sandboxes of its own, and says so. After
+    a claim adopts one of them (it then belongs to the claim) the pool makes another: until
+    that is done and ready, the namespace's objects keep changing."""
 
     def warm() -> bool:
         pool = kube.get_object(SANDBOX_WARM_POOL, namespace, name) or {}
-        return (pool.get("status") or {}).get("readyReplicas") == replicas
+        owned = [
+            sandbox
+            for sandbox in kube.list_objects(SANDBOX, namespace)
+            if any(
+                owner.get("kind") == "SandboxWarmPool" and owner.get("name") == name
+                for owner in sandbox["metadata"].get("ownerReferences") or []
+            )
+        ]
+        return (
+            (pool.get("status") or {}).get("readyReplicas") == replicas
+            and len(owned) == replicas
+            and all(
+                (condition(sandbox, "Ready") or {}).get("status") == "True" for sandbox in owned
+            )
+        )
 
     wait_until(warm, timeout=60, interval=0.2, message=f"warm pool {name} to have {replicas} ready")
 
