@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 DEVENV := $(PY) -m devenv
 
-.PHONY: install run test check static-checks controlplane lint layers format typecheck \
+.PHONY: install run test test-compat check static-checks controlplane lint layers format typecheck \
         migrations-check pytest \
         services services-down cluster cluster-down bench lock clean
 
@@ -66,6 +66,16 @@ pytest:
 	$(PYTEST) $(PARALLEL) -m "not serial and not browser" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) $(PARALLEL) -m "browser and not serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+## The cluster and controller tests against another agent-sandbox release than the one
+## `make test` runs (docs/testing.md, "agent-sandbox releases"), e.g.
+## AGENT_SANDBOX_VERSION=v0.5.6 make test-compat
+COMPAT_TESTS := allocations contexts workspaces profiles contextsvc/kube \
+	contextsvc/core/tests/test_capabilities.py tests/cluster
+test-compat: install
+	@test -n "$(AGENT_SANDBOX_VERSION)" || { echo "name the release: AGENT_SANDBOX_VERSION=v0.5.6 make test-compat" >&2; exit 2; }
+	@python3 testenv/build.py
+	@$(DEVENV) run -- $(PYTEST) $(PARALLEL) -m "cluster and not browser and not serial" $(COMPAT_TESTS) $(PYTEST_ARGS)
 
 services: install
 	@$(DEVENV) up

@@ -12,7 +12,9 @@ a plain ``go install pkg@version`` fail for etcd and Kubernetes).
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
+import fcntl
 import json
 import os
 import shutil
@@ -26,7 +28,24 @@ from pathlib import Path
 ETCD_VERSION = "v3.6.16"
 KUBERNETES_VERSION = "v1.36.3"
 KWOK_VERSION = "v0.8.0"
-AGENT_SANDBOX_VERSION = "v0.5.6"
+# The agent-sandbox release `make test` and `make run` build and run. Every release in
+# AGENT_SANDBOX_SUPPORTED is one the service is known to work with; `make test-compat`
+# runs the cluster and controller tests against another (AGENT_SANDBOX_VERSION=v0.5.6).
+AGENT_SANDBOX_DEFAULT = "v1.0.1"
+AGENT_SANDBOX_SUPPORTED = ("v1.0.1", "v0.5.6")
+AGENT_SANDBOX_VERSION = os.environ.get("AGENT_SANDBOX_VERSION") or AGENT_SANDBOX_DEFAULT
+if AGENT_SANDBOX_VERSION not in AGENT_SANDBOX_SUPPORTED:
+    raise SystemExit(
+        f"AGENT_SANDBOX_VERSION={AGENT_SANDBOX_VERSION} is not one this checkout supports "
+        f"({', '.join(AGENT_SANDBOX_SUPPORTED)})"
+    )
+
+
+def agent_sandbox_before_v1() -> bool:
+    """v0.5 serves its conversion webhook unless told not to; v1 has neither."""
+    return AGENT_SANDBOX_VERSION.startswith("v0.")
+
+
 # Renders deploy/ for the manifest tests (v5.8.3 needs a newer Go than 1.26).
 KUSTOMIZE_VERSION = "v5.8.2"
 
@@ -285,9 +304,21 @@ COMPONENTS: tuple[Component, ...] = (AGENT_SANDBOX, ETCD, KWOK, KUBERNETES, KUST
 
 
 def build_component(component: Component, *, force: bool = False) -> float:
-    """Build one component unless cached; returns the seconds spent (0 when cached)."""
+    """Build one component unless cached; returns the seconds spent (0 when cached). One
+    process builds it at a time (the suite's processes may ask at once); the others wait
+    for it and find it built."""
     if component.is_built() and not force:
         return 0.0
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with (locks / f"{component.name}-{component.version}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if component.is_built() and not force:
+            return 0.0
+        return _build(component)
+
+
+def _build(component: Component) -> float:
     if shutil.which("go") is None:
         raise BuildError("the Go toolchain ('go') is not on PATH; install Go 1.26 first")
     started = time.monotonic()
@@ -342,13 +373,25 @@ def build_component(component: Component, *, force: bool = False) -> float:
     return elapsed
 
 
+def build_workers() -> int:
+    """How many components build at once: one per core (each ``go build`` compiles in
+    parallel too, but downloading modules and linking are mostly one process's work, and
+    another build's compiling fills the core meanwhile); CS_BUILD_JOBS overrides."""
+    return max(1, int(os.environ.get("CS_BUILD_JOBS") or os.cpu_count() or 1))
+
+
 def ensure_built(*, force: bool = False) -> dict[str, Path]:
-    """Build whatever is missing; returns binary name -> path for every component."""
-    total = 0.0
-    for component in COMPONENTS:
-        total += build_component(component, force=force)
-    if total:
-        say(f"all binaries built in {_fmt_duration(total)}")
+    """Build whatever is missing, the largest first and up to ``build_workers()`` at once;
+    returns binary name -> path for every component."""
+    started = time.monotonic()
+    missing = [c for c in COMPONENTS if force or not c.is_built()]
+    missing.sort(key=lambda c: c is not KUBERNETES)  # the longest build starts first
+    if missing:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=build_workers()) as pool:
+            builds = [pool.submit(build_component, c, force=force) for c in missing]
+            for done in builds:
+                done.result()  # a failed build raises here, after the others finished
+        say(f"all binaries built in {_fmt_duration(time.monotonic() - started)}")
     return binaries()
 
 

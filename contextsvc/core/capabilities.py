@@ -16,6 +16,11 @@ from django.utils import timezone
 from contextsvc.core import namespaces
 from contextsvc.core.models import ClusterCapabilities
 from contextsvc.kube import client as kube
+from contextsvc.kube.objects.claim import (
+    KNOWN_RELEASES,
+    RELEASE_V05,
+    release_of_claim_schema,
+)
 from contextsvc.kube.objects.fields import object_key
 from contextsvc.kube.objects.kinds import (
     AGENT_SANDBOX_VERSION,
@@ -44,6 +49,9 @@ class Capabilities:
     error: str = ""
     detected_at: str = ""
     missing: tuple[str, ...] = field(default=())
+    # The agent-sandbox release line, from the claim's schema ("" when the extensions are
+    # not installed): see ``release_note``.
+    release: str = ""
 
     @property
     def extensions(self) -> bool:
@@ -76,6 +84,19 @@ class Capabilities:
             f"{', '.join(missing)}); run the controller with --extensions and apply its CRDs"
         )
 
+    def release_note(self) -> str:
+        """What the cluster page says of the agent-sandbox release."""
+        known = ", ".join(KNOWN_RELEASES)
+        if self.release == RELEASE_V05:
+            return (
+                f"agent-sandbox {RELEASE_V05} (its SandboxClaim has no status.sandbox."
+                f"serviceFQDN): supported; known to work: {known}. v1.0 drops v1alpha1 and "
+                "the conversion webhook."
+            )
+        if self.release:
+            return f"agent-sandbox {self.release}: known to work: {known}."
+        return f"agent-sandbox release unknown (no SandboxClaim schema); known to work: {known}."
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["extensions"] = self.extensions
@@ -91,6 +112,11 @@ def detect() -> Capabilities:
         core = kube.served_resources(SANDBOX_GROUP, AGENT_SANDBOX_VERSION) or set()
         extensions = kube.served_resources(EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION) or set()
         runtime_classes = tuple(kube.list_runtime_classes())
+        release = (
+            release_of_claim_schema(kube.openapi_schemas(EXTENSIONS_GROUP, AGENT_SANDBOX_VERSION))
+            if SANDBOX_CLAIM.plural in extensions
+            else ""
+        )
         templates: list[dict[str, Any]] = []
         pools: list[dict[str, Any]] = []
         for namespace in namespaces.scopes():
@@ -122,6 +148,7 @@ def detect() -> Capabilities:
         template_list=tuple(sorted("/".join(object_key(template)) for template in templates)),
         warm_pool_list=tuple(warm_pool_summary(pool) for pool in sorted(pools, key=object_key)),
         detected_at=timezone.now().isoformat(),
+        release=release,
     )
 
 

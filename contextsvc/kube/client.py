@@ -426,5 +426,19 @@ def served_resources(group: str, version: str) -> set[str] | None:
     return {str(item["name"]) for item in data.get("resources") or []}
 
 
+def openapi_schemas(group: str, version: str) -> dict[str, Any]:
+    """The OpenAPI v3 component schemas ``group/version`` publishes (CRDs' included), by
+    name; empty when it publishes none. Like discovery, it needs no RBAC."""
+    try:
+        data = _call("GET", f"/openapi/v3/apis/{group}/{version}")
+    except ApiException as exc:
+        if exc.status == 404:
+            return {}
+        raise kube_error(exc, f"reading the OpenAPI schema of {group}/{version}") from exc
+    except Exception as exc:
+        raise kube_error(exc, f"reading the OpenAPI schema of {group}/{version}") from exc
+    return dict((data.get("components") or {}).get("schemas") or {})
+
+
 def list_runtime_classes() -> list[str]:
     return sorted(name_of(item) for item in list_objects(RUNTIME_CLASS, None))

@@ -205,7 +205,9 @@ def sandbox_controller_args(
     args = [
         str(bins["agent-sandbox-controller"]),
         "--extensions",
-        "--enable-webhook=false",
+        # v0.5's conversion webhook (v1alpha1 ↔ v1beta1) is on by default; v1.0 removed both
+        # and refuses the flag.
+        *(["--enable-webhook=false"] if build.agent_sandbox_before_v1() else []),
         "--leader-elect=false",
         f"--metrics-bind-address={HOST}:{SANDBOX_METRICS_PORT}",
         f"--health-probe-bind-address={HOST}:{SANDBOX_HEALTH_PORT}",

@@ -63,9 +63,15 @@ def running_state() -> ClusterState | None:
     state = ClusterState.load()
     if state is None:
         return None
+    wanted = build.binaries()
     for name in COMPONENTS:
         pid, exe = state.pids.get(name), state.exes.get(name)
         if pid is None or exe is None or not proc_exe_matches(pid, exe):
+            return None
+        if name in wanted and exe != str(wanted[name]):
+            # Another version's build (AGENT_SANDBOX_VERSION changed): a new cluster, with
+            # that version's CRDs in a fresh etcd.
+            say(f"the running cluster has another build of {name}; starting a new one")
             return None
     if not healthy(f"{SERVER_URL}/readyz", verify=True, token=state.admin_token):
         return None

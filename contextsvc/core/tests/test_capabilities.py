@@ -15,8 +15,10 @@ from django.test import Client
 
 from contextsvc.core import capabilities
 from contextsvc.kube import client as kube
+from contextsvc.kube.objects.claim import KNOWN_RELEASES, RELEASE_V05, RELEASE_V1
 from contextsvc.kube.objects.kinds import AGENT_SANDBOX_VERSION, SANDBOX, SANDBOX_GROUP, ApiKind
-from testenv import bare_apiserver
+from frontend.tests.support import client_for
+from testenv import bare_apiserver, build
 from testenv.cluster.bootstrap import sandbox_crds
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import admin_create
@@ -137,3 +139,26 @@ def test_without_extensions_warm_pools_and_template_profiles_answer_400(bare_clu
 
     call_command("check", stdout=out)
     assert "no issues" in out.getvalue()
+
+
+def test_the_agent_sandbox_release_is_read_from_the_claims_schema(kube_cluster: object) -> None:
+    """Issue 45: which release a cluster runs (v1.0 added status.sandbox.serviceFQDN to the
+    claim), said on the cluster page beside the releases known to work. ``make test`` runs
+    v1.0.1; ``make test-compat`` runs this again against v0.5.6."""
+    found = capabilities.refresh()
+
+    expected = RELEASE_V05 if build.agent_sandbox_before_v1() else RELEASE_V1
+    assert found.release == expected
+    assert found.release_note().endswith("known to work: v1.0.1, v0.5.6.")
+    assert KNOWN_RELEASES == build.AGENT_SANDBOX_SUPPORTED
+    page = client_for("admin").get("/cluster/").content.decode()
+    assert f"agent-sandbox {expected}" in page
+
+
+def test_a_cluster_without_the_extensions_has_no_release(bare_cluster: Path) -> None:
+    found = capabilities.refresh()
+
+    assert (found.release, found.release_note()) == (
+        "",
+        "agent-sandbox release unknown (no SandboxClaim schema); known to work: v1.0.1, v0.5.6.",
+    )

@@ -53,3 +53,25 @@ def claim_is_cold(claim: Mapping[str, Any]) -> bool:
     """A bound claim whose Sandbox was started for it: the controller names such a Sandbox
     after the claim, while a warm one keeps its pool's generated name."""
     return claim_sandbox(claim) == name_of(claim)
+
+
+# The agent-sandbox releases the service is known to work with (the suite runs the first;
+# `make test-compat` the others), and how a cluster's release is told from the claim's
+# schema: v1.0 added status.sandbox.serviceFQDN (and dropped v1alpha1 and its webhook).
+KNOWN_RELEASES = ("v1.0.1", "v0.5.6")
+RELEASE_V1 = "v1.0 or later"
+RELEASE_V05 = "v0.5"
+
+
+def release_of_claim_schema(schemas: Mapping[str, Any]) -> str:
+    """The agent-sandbox release line a cluster runs, read from the OpenAPI schemas of the
+    extensions group: RELEASE_V1, RELEASE_V05, or "" when it publishes no SandboxClaim."""
+    for schema in schemas.values():
+        kinds = schema.get("x-kubernetes-group-version-kind") or []
+        if not any(kind.get("kind") == SANDBOX_CLAIM.kind for kind in kinds):
+            continue
+        status = (schema.get("properties") or {}).get("status") or {}
+        sandbox = (status.get("properties") or {}).get("sandbox") or {}
+        fields = sandbox.get("properties") or {}
+        return RELEASE_V1 if "serviceFQDN" in fields else RELEASE_V05
+    return ""
