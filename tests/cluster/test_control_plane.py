@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
+from testenv import build
 from testenv.cluster.instance import EXTENSIONS_GROUP, POD_CIDR, SANDBOX_GROUP
 
 pytestmark = pytest.mark.cluster
@@ -644,7 +645,14 @@ def test_label_allow_list_keeps_default_and_rejects_other_domains(
         what="claim 'allowed' Ready and claim 'outside' rejected",
     )
     assert (conds["outside"]["status"], conds["outside"]["reason"]) == ("False", "InvalidMetadata")
-    assert conds["outside"]["message"] == (
+    refusal = (
         'invalid additionalPodMetadata: failed to validate label "example.com/team": '
         'label domain "example.com" is not in the allowlist'
     )
+    # v1.0 says where the allowlist is configured.
+    hint = (
+        " (configure the allowed-label-domains key of the agent-sandbox-config ConfigMap in "
+        "the controller namespace; default: sandbox.users.io)"
+    )
+    expected = refusal if build.agent_sandbox_before_v1() else refusal + hint
+    assert conds["outside"]["message"] == expected
