@@ -92,7 +92,8 @@ def test_a_reviewer_edits_the_command_and_the_agent_runs_the_edit(
     expect(verdict).to_contain_text("The rules: ask · risk high")
     expect(verdict).to_contain_text("writes outside the context's directory: /tmp/pip.log")
     command.fill("pip install pandas==2.2.2")
-    expect(verdict).to_have_text("The rules: ask · risk medium")
+    # Still high (pip reaches its index), and the note about /tmp is gone.
+    expect(verdict).to_have_text("The rules: ask · risk high")
     screenshot(page, "approval-edit")
     card.locator('button[value="approve_edited"]').click()
 
