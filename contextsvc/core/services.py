@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import re
 import socket
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -239,7 +238,6 @@ def validation_problems(error: ValidationError) -> str:
     return "; ".join(said)
 
 
-TEAM_NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 TEAM_NAME_RULE = (
     "a team name is 1 to 63 lowercase letters, digits and hyphens, starting with a letter "
     "and not ending with a hyphen"
@@ -250,7 +248,7 @@ MAX_DESCRIPTION = Team._meta.get_field("description").max_length
 def check_team_name(name: str) -> None:
     """Teams are named as Kubernetes names its objects (one spelling per team: no ``ALPHA``
     beside ``alpha``)."""
-    if not TEAM_NAME.fullmatch(name):
+    if not (is_dns1123_label(name) and name[:1].isalpha()):
         shown = name if len(name) <= 70 else f"{name[:67]}…"
         raise ValidationError({"name": f"name {shown!r} is not valid: {TEAM_NAME_RULE}"})
 
