@@ -190,15 +190,17 @@ def test_a_patch_that_clears_and_sets_the_expiry_at_once_is_refused(
     """Issue 32: {"ttlSeconds": 600, "expiresAt": null} answered 200 with a 600 s expiry,
     while both values were already a 400."""
     created(api, body("timed", namespace))
-    row = Allocation.objects.values().get(name="timed")
+    # The worker provisions it meanwhile (requested → provisioning → ready): a row read
+    # just after the create moved under the comparison (a fresh-clone run, issue 45).
+    wait_for_phase("timed", Phase.READY, timeout=90)
 
-    response = patch(api, "timed", change)
+    with kept(namespace):
+        response = patch(api, "timed", change)
 
-    assert (response.status_code, response.json()) == (
-        400,
-        {"error": "invalid_request", "message": "give ttlSeconds or expiresAt, not both"},
-    )
-    assert Allocation.objects.values().get(name="timed") == row
+        assert (response.status_code, response.json()) == (
+            400,
+            {"error": "invalid_request", "message": "give ttlSeconds or expiresAt, not both"},
+        )
 
 
 # --- Suspend and resume ------------------------------------------------------------------------
