@@ -123,14 +123,16 @@ def test_dedicated_rwo_pool_from_post_to_ready_to_release(api: ApiClient, namesp
     # Each readiness phase once, in whichever order the cluster reached them.
     phases = ("volumes_bound", "pods_scheduled")
     assert sorted(kind for kind in kinds if kind in phases) == sorted(phases)
-    # Pods may turn Ready one at a time ("replicas" events) or together; the rest is fixed.
-    assert [kind for kind in kinds if kind not in ("replicas", *phases)] == [
+    # The worker records "applied" once its objects are made; the watcher records the
+    # cluster's readiness as it sees it, which on a busy machine can be before that record
+    # commits. Each once, between the request and the release; Pods may turn Ready one at a
+    # time ("replicas" events) or together.
+    settled = [kind for kind in kinds if kind not in ("replicas", *phases)]
+    assert (settled[0], sorted(settled[1:3]), settled[3:]) == (
         "created",
-        "applied",
-        "ready",
-        "releasing",
-        "released",
-    ]
+        ["applied", "ready"],
+        ["releasing", "released"],
+    )
     assert list(
         AuditEntry.objects.filter(target="dedicated").order_by("id").values_list("actor", "action")
     ) == [

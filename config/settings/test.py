@@ -44,3 +44,6 @@ CS_ALLOWED_NAMESPACES = env_list("CS_ALLOWED_NAMESPACES", ["*"])
 CS_NOTIFY_RETRY_SECONDS = env_float("CS_NOTIFY_RETRY_SECONDS", 0.5, minimum=0.1)
 # The tests' webhook receivers listen on loopback (production allows no private network).
 CS_NOTIFY_ALLOW_NETWORKS = env_networks("CS_NOTIFY_ALLOW_NETWORKS", ["127.0.0.0/8", "::1"])
+# The test-only flush that pytest-django runs after each committing test (its docstring says
+# why it takes every table's lock at once).
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.teardown"]  # noqa: F405
