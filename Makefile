@@ -96,7 +96,7 @@ bench: install
 ## Re-resolve requirements.lock (dev) and requirements.runtime.lock (the container image,
 ## pinned to the same versions) from pyproject.toml. Needs network to PyPI.
 lock: install
-	$(PY) -m piptools compile --quiet --extra dev --generate-hashes --strip-extras \
+	$(PY) -m piptools compile --quiet --extra dev --extra agent --generate-hashes --strip-extras \
 	  --allow-unsafe --no-emit-find-links -o requirements.lock pyproject.toml
 	$(PY) -m piptools compile --quiet --generate-hashes --strip-extras \
 	  --allow-unsafe --no-emit-find-links -c requirements.lock \

@@ -45,12 +45,13 @@ run is the string judged and writes it to the audit log next to the decision.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -321,6 +322,28 @@ class Executor:
         verdict: Verdict,
     ) -> RunResult:
         execution = verdict.execution or {}
+        effects = execution.get("effects")
+        if not isinstance(effects, Mapping):
+            # Fail closed: an answer that does not say what was judged gets the context and
+            # no network.
+            effects = {"read": [f"{context}/**"], "write": [f"{context}/**"], "network": []}
+        writes = bool(effects.get("write") or effects.get("delete")) or _pip_installs(verdict)
+        with _context_lock(context_fd, exclusive=writes):
+            return self._execute_locked(
+                command, context, context_fd, isolation, limits, verdict, effects
+            )
+
+    def _execute_locked(
+        self,
+        command: str,
+        context: Path,
+        context_fd: int,
+        isolation: str,
+        limits: Limits,
+        verdict: Verdict,
+        effects: Mapping[str, Any],
+    ) -> RunResult:
+        execution = verdict.execution or {}
         if _pip_installs(verdict) and not sandbox.has_venv(context_fd):
             # The executor's own step, the same for every context (seed 001), with limits of
             # its own: ensurepip takes longer and more memory than many commands may.
@@ -334,11 +357,6 @@ class Executor:
                     "could not create the context's virtualenv: "
                     + made.stderr.decode(errors="replace")[-500:]
                 )
-        effects = execution.get("effects")
-        if not isinstance(effects, Mapping):
-            # Fail closed: an answer that does not say what was judged gets the context and
-            # no network.
-            effects = {"read": [f"{context}/**"], "write": [f"{context}/**"], "network": []}
         egress = None
         if execution.get("network", "pod") == "pod" and effects.get("network"):
             egress = EgressPolicy.for_run(effects["network"], execution.get("egress"))
@@ -519,6 +537,23 @@ class _Run:
     isolation: str
     effects: Mapping[str, Any]
     egress: EgressPolicy | None
+
+
+@contextlib.contextmanager
+def _context_lock(context_fd: int, *, exclusive: bool) -> Iterator[None]:
+    """A context's runs that write take its directory alone (``flock``, exclusive); runs
+    that only read share it. Several A2A tasks of one context run at once (seed 001: A2A
+    does not cancel the earlier task) in one directory, and two writers there would
+    interleave (two ``pip install`` runs in one .venv). The lock is the directory's own, so
+    every executor process on this node takes the same one; a network file system's
+    locking is its own business."""
+    # The context's descriptor is O_PATH, which flock refuses: reopen it for reading.
+    fd = os.open(f"/proc/self/fd/{context_fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def _kill_group(pgid: int) -> None:

@@ -7,8 +7,10 @@ install that cannot reach any index). Corpus and attack strings are never execut
 
 from __future__ import annotations
 
+import fcntl
 import http.server
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -546,3 +548,36 @@ def test_a_graph_that_interrupted_runs_the_decided_operation_when_it_resumes(
     assert (result.outcome, result.exit_status) == ("exited", 0)
     assert (workspace_root / "ctx-a" / "results").is_dir()
     assert OperationRun.objects.get().request_id == UUID(answer["id"])
+
+
+def test_a_contexts_writes_wait_for_each_other_and_reads_share_it(
+    executor: Executor, workspace_root: Path
+) -> None:
+    """Tasks of one A2A context run at once in one directory: a run that writes takes it
+    alone (flock, exclusive), runs that only read share it. The test holds the directory as
+    a reader would."""
+    context = workspace_root / "ctx-shared"
+    context.mkdir()
+    (context / "notes.txt").write_text("kept\n")
+    held = os.open(context, os.O_RDONLY | os.O_DIRECTORY)
+    writes: list[Any] = []
+    try:
+        fcntl.flock(held, fcntl.LOCK_SH)
+        read = executor.run("cat notes.txt", context_id="ctx-shared")
+        writer = threading.Thread(
+            target=lambda: writes.append(
+                executor.run("echo new > out.txt", context_id="ctx-shared")
+            )
+        )
+        writer.start()
+        writer.join(timeout=2)
+        # Still waiting for the reader's lock: nothing written.
+        assert (writer.is_alive(), (context / "out.txt").exists()) == (True, False)
+    finally:
+        os.close(held)  # the reader is done
+    writer.join(timeout=60)
+
+    assert (read.outcome, read.stdout) == ("exited", b"kept\n")
+    [wrote] = writes
+    assert (wrote.outcome, wrote.exit_status) == ("exited", 0)
+    assert (context / "out.txt").read_text() == "new\n"
