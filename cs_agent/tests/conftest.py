@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from profiles.models import SandboxProfile
 from profiles.tests.factories import SandboxProfileFactory
+from tests.support.agents import workspace_root
+
+__all__ = ["workspace_root"]  # the fixture, for every cs_agent test
 
 
 @pytest.fixture(autouse=True)
@@ -21,12 +19,3 @@ def data_agent(kube_cluster: object) -> SandboxProfile:
         name="data-agent",
         rules={"permissions": {"allow": ["shell(ls:*)"], "deny": ["shell(curl:*)"]}},
     )
-
-
-@pytest.fixture
-def workspace_root() -> Iterator[Path]:
-    """The agent's /workspace for one test. Not under /tmp: the sandbox mounts a /tmp of
-    its own over it (and the executor refuses a workspace there)."""
-    root = Path(tempfile.mkdtemp(prefix="cs-workspace-", dir="/var/tmp"))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)

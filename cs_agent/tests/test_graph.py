@@ -5,7 +5,6 @@ while a person decides, its process killed, and resumed by other agent processes
 from __future__ import annotations
 
 import json
-import os
 import selectors
 import signal
 import subprocess
@@ -16,14 +15,16 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.conf import settings
 
 from approvals.models import ApprovalRequest, OperationRun, Status
 from devenv.system import REPO_DIR
 from frontend.tests.support import client_for
 from profiles.tests.factories import SandboxProfileFactory
+from tests.support.agents import agent_database, agent_env
 from tests.support.api import ApiClient, decide_over_http, issue_token
 from tests.support.processes import wait_until
+
+__all__ = ["agent_database"]  # the fixture, used by name
 
 # The whole back end: the web process the agents ask, the worker beside it.
 pytestmark = [
@@ -46,37 +47,13 @@ def graph_agent(workspace_root: Path) -> None:
     )
 
 
-@pytest.fixture
-def agent_database() -> Iterator[str]:
-    """A database of the agent's own on the project's PostgreSQL (checkpoints and waits),
-    new for each test."""
-    db = settings.DATABASES["default"]
-    name = f"cs_agent_graph_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
-    credentials = {"host": db["HOST"], "port": db["PORT"], "user": db["USER"]}
-    with psycopg.connect(
-        **credentials, password=db["PASSWORD"], dbname="postgres", autocommit=True
-    ) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{name}"
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 class Agents:
     """Agent processes (``python -m cs_agent.graph``) against the real web process."""
 
     def __init__(self, web_server: str, workspace_root: Path, database: str) -> None:
-        self.env = {
-            **os.environ,
-            "CS_URL": web_server,
-            "CS_TOKEN": issue_token("agent-graph", ["agent"]),
-            "CS_AGENT_TYPE": "graph-agent",
-            "CS_WORKSPACE_ROOT": str(workspace_root),
-            "CS_AGENT_DATABASE_URL": database,
-            "PYTHONUNBUFFERED": "1",
-        }
+        self.env = agent_env(
+            web_server, workspace_root, database, agent_type="graph-agent", name="agent-graph"
+        )
         self.started: list[subprocess.Popen[str]] = []
 
     def start(self, *args: str) -> subprocess.Popen[str]:
