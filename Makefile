@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 DEVENV := $(PY) -m devenv
 
-.PHONY: install run test test-compat check static-checks controlplane lint layers format typecheck \
+.PHONY: install run agent test test-compat check static-checks controlplane lint layers format typecheck \
         migrations-check pytest \
         services services-down cluster cluster-down bench lock clean
 
@@ -12,6 +12,10 @@ install:
 ## The service in the foreground: PostgreSQL, Redis, the local cluster, web, worker, beat, watcher.
 run: install
 	@$(DEVENV) stack
+
+## make run, and seed 001's reference agent (python-data-agent, A2A) beside it on :8100.
+agent: install
+	@$(DEVENV) stack --agent
 
 ## Everything CI runs: lint, types, migrations in step, and the whole test suite. The
 ## control plane is built (the first time) while the rest is installed and checked.

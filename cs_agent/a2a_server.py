@@ -36,7 +36,6 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import psycopg
 import uvicorn
 from a2a.helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -56,13 +55,10 @@ from a2a.types import (
     SendMessageRequest,
     TaskState,
 )
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 
-from cs_agent.client import ApprovalClient
-from cs_agent.executor import Executor
-from cs_agent.graph import GuardedGraph, Outcome, Resumer
+from cs_agent.graph import Outcome, Resumer, resumer_from_env
 
 logger = logging.getLogger(__name__)
 
@@ -218,21 +214,8 @@ async def serving(
     database: str, url: str, *, interval: float, deadline_seconds: int | None = None
 ) -> AsyncIterator[Starlette]:
     """The A2A application with everything behind it open, and the resumer running."""
-    client = ApprovalClient.from_env()
-    guarded = GuardedGraph(
-        client,
-        Executor.from_env(client),
-        os.environ.get("CS_DASHBOARD_URL") or client.base_url,
-        deadline_seconds,
-    )
     engine = create_async_engine(asyncpg_url(database))
-    async with (
-        AsyncPostgresSaver.from_conn_string(database) as checkpointer,
-        await psycopg.AsyncConnection.connect(database, autocommit=True) as connection,
-    ):
-        await checkpointer.setup()
-        resumer = Resumer(guarded, checkpointer, connection)
-        await resumer.setup()
+    async with resumer_from_env(database, deadline_seconds=deadline_seconds) as resumer:
         store = DatabaseTaskStore(engine, create_table=True)
         await store.initialize()
         card = agent_card(url)

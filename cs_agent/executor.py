@@ -307,49 +307,30 @@ class Executor:
             context_fd = sandbox.open_context(self.workspace_root, context_id)
         except (SandboxError, SeccompError) as exc:
             raise ExecutorError(str(exc)) from None
-        try:
-            return self._execute_in(command, context, context_fd, isolation, limits, verdict)
-        finally:
-            os.close(context_fd)
-
-    def _execute_in(
-        self,
-        command: str,
-        context: Path,
-        context_fd: int,
-        isolation: str,
-        limits: Limits,
-        verdict: Verdict,
-    ) -> RunResult:
-        execution = verdict.execution or {}
-        effects = execution.get("effects")
+        effects = verdict.execution.get("effects") if verdict.execution else None
         if not isinstance(effects, Mapping):
             # Fail closed: an answer that does not say what was judged gets the context and
             # no network.
             effects = {"read": [f"{context}/**"], "write": [f"{context}/**"], "network": []}
         writes = bool(effects.get("write") or effects.get("delete")) or _pip_installs(verdict)
-        with _context_lock(context_fd, exclusive=writes):
-            return self._execute_locked(
-                command, context, context_fd, isolation, limits, verdict, effects
-            )
+        try:
+            with _context_lock(context_fd, exclusive=writes):
+                return self._execute_in(
+                    command, _Run(context, context_fd, isolation, effects, None), limits, verdict
+                )
+        finally:
+            os.close(context_fd)
 
-    def _execute_locked(
-        self,
-        command: str,
-        context: Path,
-        context_fd: int,
-        isolation: str,
-        limits: Limits,
-        verdict: Verdict,
-        effects: Mapping[str, Any],
-    ) -> RunResult:
+    def _execute_in(self, command: str, run: _Run, limits: Limits, verdict: Verdict) -> RunResult:
+        """Run ``command`` held to ``run``'s judged effects (its egress set here)."""
         execution = verdict.execution or {}
+        context, context_fd = run.context, run.context_fd
         if _pip_installs(verdict) and not sandbox.has_venv(context_fd):
             # The executor's own step, the same for every context (seed 001), with limits of
             # its own: ensurepip takes longer and more memory than many commands may.
             made = self._spawn(
                 "python3 -m venv .venv",
-                _Run(context, context_fd, isolation, {"write": [f"{context}/**"]}, None),
+                _Run(context, context_fd, run.isolation, {"write": [f"{context}/**"]}, None),
                 VENV_LIMITS,
             )
             if made.outcome != "exited" or made.exit_status != 0:
@@ -357,10 +338,9 @@ class Executor:
                     "could not create the context's virtualenv: "
                     + made.stderr.decode(errors="replace")[-500:]
                 )
-        egress = None
-        if execution.get("network", "pod") == "pod" and effects.get("network"):
-            egress = EgressPolicy.for_run(effects["network"], execution.get("egress"))
-        run = _Run(context, context_fd, isolation, effects, egress)
+        if execution.get("network", "pod") == "pod" and run.effects.get("network"):
+            egress = EgressPolicy.for_run(run.effects["network"], execution.get("egress"))
+            run = replace(run, egress=egress)
         result = self._spawn(command, run, limits)
         return _replace(result, verdict=verdict)
 

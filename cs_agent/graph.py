@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import operator
 import os
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 from urllib.parse import quote
@@ -363,6 +364,30 @@ class Resumer:
         )
 
 
+@contextlib.asynccontextmanager
+async def resumer_from_env(
+    database: str, *, deadline_seconds: int | None = None
+) -> AsyncIterator[Resumer]:
+    """A Resumer for the agent the environment describes (``CS_URL``, ``CS_TOKEN``,
+    ``CS_AGENT_TYPE``, ``CS_WORKSPACE_ROOT``…, ``CS_DASHBOARD_URL``), its checkpoints and
+    waits in ``database``, set up."""
+    client = ApprovalClient.from_env()
+    guarded = GuardedGraph(
+        client,
+        Executor.from_env(client),
+        os.environ.get("CS_DASHBOARD_URL") or client.base_url,
+        deadline_seconds,
+    )
+    async with (
+        AsyncPostgresSaver.from_conn_string(database) as checkpointer,
+        await psycopg.AsyncConnection.connect(database, autocommit=True) as connection,
+    ):
+        await checkpointer.setup()
+        resumer = Resumer(guarded, checkpointer, connection)
+        await resumer.setup()
+        yield resumer
+
+
 async def serve(
     database: str,
     *,
@@ -371,26 +396,13 @@ async def serve(
     once: bool,
     deadline_seconds: int | None = None,
 ) -> None:
-    """``python -m cs_agent.graph``: set up, optionally start a thread, then resume what is
+    """``python -m cs_agent.graph``: optionally start a thread, then resume what is
     decided, printing each outcome as a JSON line."""
-    client = ApprovalClient.from_env()
-    guarded = GuardedGraph(
-        client,
-        Executor.from_env(client),
-        os.environ.get("CS_DASHBOARD_URL") or client.base_url,
-        deadline_seconds,
-    )
 
     def emit(outcome: Outcome) -> None:
         print(outcome.as_json(), flush=True)
 
-    async with (
-        AsyncPostgresSaver.from_conn_string(database) as checkpointer,
-        await psycopg.AsyncConnection.connect(database, autocommit=True) as connection,
-    ):
-        await checkpointer.setup()
-        resumer = Resumer(guarded, checkpointer, connection)
-        await resumer.setup()
+    async with resumer_from_env(database, deadline_seconds=deadline_seconds) as resumer:
         if start is not None:
             emit(await resumer.start(*start))
         if once:

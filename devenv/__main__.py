@@ -6,7 +6,8 @@ status   say what is running
 run      start what is missing, run CMD with the services' URLs exported, stop what it started
 stack    the whole service in the foreground (what ``make run`` calls): services, the local
          Kubernetes control plane unless KUBECONFIG is set, migrations, an admin user, then
-         web, worker, beat and watcher until Ctrl-C
+         web, worker, beat and watcher until Ctrl-C; with --agent (``make agent``) also
+         seed 001's reference agent (devenv/agent.py)
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_stack(args: argparse.Namespace) -> int:
-    return run_stack(bind=args.bind)
+    return run_stack(bind=args.bind, agent=args.agent)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     run.set_defaults(func=cmd_run)
     stack = sub.add_parser("stack")
     stack.add_argument("--bind", default=os.environ.get("CS_BIND", "127.0.0.1:8000"))
+    stack.add_argument(
+        "--agent", action="store_true", help="and the reference A2A agent (make agent)"
+    )
     stack.set_defaults(func=cmd_stack)
     args = parser.parse_args(argv)
     try:

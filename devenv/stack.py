@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from devenv import services
+from devenv.agent import agent_spec
 from devenv.supervisor import ProcessSpec, run_all
 from devenv.system import LOCAL_DIR, REPO_DIR, say
 from testenv import ensure_cluster, seed_demo
@@ -48,7 +49,7 @@ def process_specs(bind: str) -> list[ProcessSpec]:
     ]
 
 
-def run_stack(*, bind: str) -> int:
+def run_stack(*, bind: str, agent: bool = False) -> int:
     started = services.up()
     cluster = None
     try:
@@ -62,9 +63,12 @@ def run_stack(*, bind: str) -> int:
         subprocess.run(
             _manage("ensure_admin", "--login-url", f"http://{bind}/login/"), env=env, check=True
         )
+        specs = process_specs(bind)
+        if agent:
+            specs.append(agent_spec(env, service_url=f"http://{bind}"))
         say(f"Context Service on http://{bind}/ — Ctrl-C stops everything")
         say(f"every process's output, routine task lines included: {LOG_FILE}")
-        return run_all(process_specs(bind), env, log_file=LOG_FILE)
+        return run_all(specs, env, log_file=LOG_FILE)
     finally:
         if cluster is not None and cluster.started_here:
             cluster.stop()

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
@@ -35,6 +35,8 @@ class ProcessSpec:
     name: str
     argv: Sequence[str]
     routine: Callable[[str], bool] = _never
+    # Set for this process on top of the stack's environment (the agent's own settings).
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 _log_lock = threading.Lock()
@@ -76,7 +78,7 @@ def _start(child: _Child, env: Mapping[str, str], width: int, log: TextIO | None
     # ourselves, in order, instead of all at once in mid-start.
     child.proc = subprocess.Popen(
         list(child.spec.argv),
-        env=dict(env),
+        env={**env, **child.spec.env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 
-import psycopg
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection, connections
 
+from tests.support import postgres
 from tests.support.factories import UserFactory
 from tests.support.processes import wait_until
 
@@ -27,13 +27,7 @@ def test_the_flush_gives_way_to_a_writer_instead_of_deadlocking_with_it() -> Non
     tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
     first, last = (connection.ops.quote_name(table) for table in (tables[0], tables[-1]))
     db = settings.DATABASES["default"]
-    writer = psycopg.connect(
-        host=db["HOST"],
-        port=db["PORT"],
-        dbname=db["NAME"],
-        user=db["USER"],
-        password=db["PASSWORD"],
-    )
+    writer = postgres.connect()
     failures: list[BaseException] = []
 
     def flush() -> None:

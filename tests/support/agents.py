@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
-import psycopg
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.types import (
@@ -35,6 +34,7 @@ from django.conf import settings
 
 from devenv.system import free_port
 from profiles.tests.factories import SandboxProfileFactory
+from tests.support import postgres
 from tests.support.api import issue_token
 from tests.support.processes import ManagedProcess, wait_until
 
@@ -56,14 +56,7 @@ def agent_database() -> Iterator[str]:
     A2A tasks), new for each test."""
     db = settings.DATABASES["default"]
     name = f"cs_agent_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
-    with psycopg.connect(
-        host=db["HOST"],
-        port=db["PORT"],
-        user=db["USER"],
-        password=db["PASSWORD"],
-        dbname="postgres",
-        autocommit=True,
-    ) as admin:
+    with postgres.connect(dbname="postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
         try:

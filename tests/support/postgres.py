@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
+import psycopg
+from django.conf import settings
 from django.db import connections
 
 from devenv.services import Postgres
@@ -30,3 +33,17 @@ class SuitePostgres:
         finally:
             self.server.start()
             connections.close_all()
+
+
+def connect(*, dbname: str | None = None, autocommit: bool = False) -> psycopg.Connection[Any]:
+    """A connection of the test's own to the suite's PostgreSQL, beside Django's: the test
+    database, or ``dbname``."""
+    db = settings.DATABASES["default"]
+    return psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"],
+        user=db["USER"],
+        password=db["PASSWORD"],
+        dbname=dbname or db["NAME"],
+        autocommit=autocommit,
+    )

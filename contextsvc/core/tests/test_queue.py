@@ -4,7 +4,6 @@ running beside it."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from celery.exceptions import Retry
 from django.conf import settings
@@ -15,6 +14,7 @@ from config.celery import app
 from contexts import queue as context_queue
 from contextsvc.core import locks, queue
 from profiles import queue as profile_queue
+from tests.support import postgres
 from workspaces import queue as workspace_queue
 from workspaces.tasks import expand_workspace
 from workspaces.tests.factories import AgentWorkspaceFactory
@@ -62,15 +62,7 @@ def test_backoff_doubles_up_to_the_cap() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_task_whose_object_is_locked_elsewhere_retries_and_changes_nothing() -> None:
     workspace = AgentWorkspaceFactory.create(usage_bytes=2**30)
-    db = settings.DATABASES["default"]
-    other = psycopg.connect(
-        host=db["HOST"],
-        port=db["PORT"],
-        dbname=db["NAME"],
-        user=db["USER"],
-        password=db["PASSWORD"],
-        autocommit=True,
-    )
+    other = postgres.connect(autocommit=True)
     try:
         other.execute("SELECT pg_advisory_lock(%s, %s)", (locks.WORKSPACE, workspace.pk))
         with pytest.raises(Retry):
