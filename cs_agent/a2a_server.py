@@ -223,16 +223,10 @@ async def serving(
             agent_executor=DataAgentExecutor(resumer), task_store=store, agent_card=card
         )
 
-        async def resume_forever() -> None:
-            while True:
-                try:
-                    for outcome in await resumer.resume_decided():
-                        await deliver(handler, outcome)
-                except Exception:  # one bad round must not stop the resuming
-                    logger.exception("resuming decided requests failed; trying again")
-                await asyncio.sleep(interval)
+        async def deliver_to_task(outcome: Outcome) -> None:
+            await deliver(handler, outcome)
 
-        resuming = asyncio.create_task(resume_forever())
+        resuming = asyncio.create_task(resumer.run(interval=interval, on_outcome=deliver_to_task))
         app = Starlette(
             routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
         )

@@ -37,7 +37,7 @@ import operator
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 from urllib.parse import quote
@@ -310,10 +310,18 @@ class Resumer:
             logger.warning("cancelling request %s: %s", row[0], exc)
         return str(row[0])
 
-    async def run(self, *, interval: float, on_outcome: Callable[[Outcome], None]) -> None:
+    async def run(
+        self, *, interval: float, on_outcome: Callable[[Outcome], Awaitable[None]]
+    ) -> None:
+        """Resume what is decided every ``interval`` seconds until cancelled. A round that
+        fails is logged and the next one tries again: a claim it left is taken over after
+        its lease."""
         while True:
-            for outcome in await self.resume_decided():
-                on_outcome(outcome)
+            try:
+                for outcome in await self.resume_decided():
+                    await on_outcome(outcome)
+            except Exception:  # one bad round must not stop the resuming
+                logger.exception("resuming decided requests failed; trying again")
             await asyncio.sleep(interval)
 
     async def _claim(self, thread_id: str, request_id: str) -> bool:
@@ -399,15 +407,15 @@ async def serve(
     """``python -m cs_agent.graph``: optionally start a thread, then resume what is
     decided, printing each outcome as a JSON line."""
 
-    def emit(outcome: Outcome) -> None:
+    async def emit(outcome: Outcome) -> None:
         print(outcome.as_json(), flush=True)
 
     async with resumer_from_env(database, deadline_seconds=deadline_seconds) as resumer:
         if start is not None:
-            emit(await resumer.start(*start))
+            await emit(await resumer.start(*start))
         if once:
             for outcome in await resumer.resume_decided():
-                emit(outcome)
+                await emit(outcome)
             return
         await resumer.run(interval=interval, on_outcome=emit)
 
