@@ -5,11 +5,13 @@ under .local/."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -20,7 +22,16 @@ from devenv.system import LOCAL_DIR, REPO_DIR, DevEnvError, say
 AGENT_TYPE = "python-data-agent"
 AGENT_BIND = os.environ.get("CS_AGENT_BIND", "127.0.0.1:8100")
 AGENT_DATABASE = "cs_agent"
-WORKSPACE = LOCAL_DIR / "agent-workspace"
+# The executor refuses a workspace under /tmp (the sandbox mounts a /tmp of its own over
+# it): a checkout there keeps the agent's workspace under /var/tmp instead.
+WORKSPACE = Path(
+    os.environ.get("CS_AGENT_WORKSPACE")
+    or (
+        f"/var/tmp/cs-agent-workspace-{hashlib.sha256(bytes(REPO_DIR)).hexdigest()[:8]}"  # noqa: S108 - a fixed, per-checkout name, made by this user
+        if REPO_DIR.parts[1:2] == ("tmp",)
+        else LOCAL_DIR / "agent-workspace"
+    )
+)
 # Kept so that a restart does not issue (and leave active) one more token each time.
 TOKEN_FILE = LOCAL_DIR / "agent-token"
 # Seed 001's files for the data agent (the rule engine's tests read the same ones).
