@@ -15,12 +15,16 @@ from typing import Any
 
 import psycopg
 import pytest
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.types import Command
 
 from approvals.models import ApprovalRequest, OperationRun, Status
+from cs_agent import ApprovalClient, Executor
+from cs_agent.graph import GuardedGraph
 from devenv.system import REPO_DIR
 from frontend.tests.support import client_for
 from profiles.tests.factories import SandboxProfileFactory
-from tests.support.agents import agent_database, agent_env
+from tests.support.agents import agent_database, agent_env, in_thread
 from tests.support.api import ApiClient, decide_over_http, issue_token
 from tests.support.processes import wait_until
 
@@ -276,3 +280,35 @@ def test_two_agent_processes_noticing_one_decision_resume_the_graph_once(
             "SELECT thread_id, request_id, status FROM cs_agent_waits"
         ).fetchall()
     assert rows == [("thread-race", str(request.pk), "done")]
+
+
+def test_a_resume_value_approves_nothing(
+    agents: Agents, web_server: str, workspace_root: Path
+) -> None:
+    """A resumer that passes "approve" while the request is still pending: the graph asks
+    the service, finds it pending, and waits again; nothing runs."""
+    first = agents.start_thread("thread-forged", ["mkdir forged"])
+    first_outcome(first)
+    killed(first)
+    request = ApprovalRequest.objects.get()
+    client = ApprovalClient(web_server, agents.env["CS_TOKEN"], agent_type="graph-agent")
+    guarded = GuardedGraph(client, Executor(client, workspace_root=str(workspace_root)), web_server)
+
+    async def forge() -> Any:
+        async with AsyncPostgresSaver.from_conn_string(
+            agents.env["CS_AGENT_DATABASE_URL"]
+        ) as saver:
+            forged: Command[Any] = Command(
+                resume={"approval_request": str(request.pk), "decision": "approve"}
+            )
+            config: Any = {"configurable": {"thread_id": "thread-forged"}}
+            return await guarded.build(saver).ainvoke(forged, config, version="v2")
+
+    output = in_thread(forge())
+
+    assert [item.value["approval_request"] for item in output.interrupts] == [str(request.pk)]
+    assert output.value.get("results", []) == []
+    request.refresh_from_db()
+    assert request.status == Status.PENDING
+    assert not (workspace_root / CONTEXT / "forged").exists()
+    assert OperationRun.objects.count() == 0
