@@ -36,7 +36,7 @@ from typing import Any
 from bench.allocations import _token, _wait
 from bench.harness import Http, Stack, service_stack
 from bench.report import machine, now, percentile, write_section
-from bench.scale import _since, apiserver_calls, bench_nodes
+from bench.scale import _delete_namespace, _since, apiserver_calls, bench_nodes
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.claim import claim_is_cold, claim_is_ready
 from contextsvc.kube.objects.fields import condition, name_of, resource_version_of
@@ -52,8 +52,10 @@ from testenv.cluster.demo import demo_template
 WARM = int(os.environ.get("BENCH_CLAIMS_WARM", "300"))
 CLAIMS = int(os.environ.get("BENCH_CLAIMS", "250"))
 RATE = float(os.environ.get("BENCH_CLAIMS_RATE", "10"))
-# The profile-managed pool starts here and grows with demand up to WARM.
+# The profile-managed pool starts here and grows with demand up to WARM, or to the most a
+# profile's warmPool.max may be (profiles/services.py).
 PROFILE_MIN = int(os.environ.get("BENCH_CLAIMS_PROFILE_MIN", "25"))
+PROFILE_MAX = min(WARM, 100)
 BEAT_SECONDS = 15.0  # config/settings/base.py "allocations-warm-pools"
 TIMEOUT = 900.0
 POOL = "claims"
@@ -280,7 +282,7 @@ def _profile_run(stack: Stack, token: str, namespace: str) -> Run:
         values={
             "image": "busybox:1.36",
             "warm_pool_min": PROFILE_MIN,
-            "warm_pool_max": WARM,
+            "warm_pool_max": PROFILE_MAX,
             "warm_pool_namespace": namespace,
         },
         actor="system:bench",
@@ -316,17 +318,26 @@ def run() -> None:
         ):
             token = _token()
             namespace = create_namespace(prefix="bench-claims")
-            _warm_pool(namespace)
-            refilled = _refilled(namespace, POOL, WARM)
-            _wait(refilled, TIMEOUT, f"the warm pool of {WARM}")
-            runs = [_direct(namespace, "direct")]
-            _wait(refilled, TIMEOUT, "the pool refilled")
-            runs.append(_service(stack, token, namespace, "service", {"warmPoolRef": POOL}))
-            _wait(refilled, TIMEOUT, "the pool refilled")
-            runs.append(_direct(namespace, "direct again"))
             profile_namespace = create_namespace(prefix="bench-claims-profile")
-            runs.append(_profile_run(stack, token, profile_namespace))
-            _report(runs)
+            try:
+                _warm_pool(namespace)
+                refilled = _refilled(namespace, POOL, WARM)
+                _wait(refilled, TIMEOUT, f"the warm pool of {WARM}")
+                runs = [_direct(namespace, "direct")]
+                _wait(refilled, TIMEOUT, "the pool refilled")
+                runs.append(_service(stack, token, namespace, "service", {"warmPoolRef": POOL}))
+                # Written after each run from here on: what was measured survives a later
+                # run that fails.
+                _report(runs)
+                _wait(refilled, TIMEOUT, "the pool refilled")
+                runs.append(_direct(namespace, "direct again"))
+                _report(runs)
+                runs.append(_profile_run(stack, token, profile_namespace))
+                _report(runs)
+            finally:
+                # Hundreds of Sandboxes on nodes that go with the run: not left to the suite.
+                for name in (namespace, profile_namespace):
+                    _delete_namespace(name)
     finally:
         if cluster.started_here:
             cluster.stop()
@@ -360,7 +371,7 @@ controller, kwok nodes of the benchmark's own). Command: `make bench BENCH=claim
 Sandboxes; {CLAIMS} claims at {RATE:g} per second, each from its create (direct) or its
 POST (service: until `GET …?wait=60` answers `ready`) to Ready. The profile's pool starts
 at warmPool.min {PROFILE_MIN} and is scaled from demand every {BEAT_SECONDS:.0f} s (beat's
-schedule) up to {WARM}. agent-sandbox's own thresholds for its claim path: p50
+schedule) up to {PROFILE_MAX} (the most a profile's warmPool.max may be). agent-sandbox's own thresholds for its claim path: p50
 {UPSTREAM_P50_MS:.0f} ms, p99 {UPSTREAM_P99_MS:.0f} ms; ours: the service's p99 at most
 1.2× the direct p99.
 

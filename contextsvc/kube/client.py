@@ -162,6 +162,7 @@ def _call(
     stream: bool = False,
     timeout: Any = None,
     content_type: str = "application/json",
+    accept: str = "application/json",
 ) -> Any:
     """One REST call. Returns the decoded JSON body (or, with ``stream``, the open urllib3
     response); a non-2xx status raises ``ApiException`` with the server's Status body."""
@@ -170,7 +171,7 @@ def _call(
         method=method,
         resource_path=path,
         query_params=query or [],
-        header_params={"Accept": "application/json", "Content-Type": content_type},
+        header_params={"Accept": accept, "Content-Type": content_type},
         body=body,
         auth_settings=["BearerToken"],
     )
@@ -345,17 +346,29 @@ def scale(kind: ApiKind, namespace: str, name: str, replicas: int) -> Obj:
 # --- List and watch, for the watcher ----------------------------------------------------------
 
 
+# The API server's metadata-only form of a list and of a watch's objects (what kubectl and
+# client-go's metadata informers ask for): names and labels without specs or statuses.
+_METADATA_ONLY = "application/json;as=PartialObjectMetadata{};g=meta.k8s.io;v=v1,application/json"
+
+
 @dataclass(frozen=True)
 class Watchable:
-    """A collection the watcher lists and watches: a kind, a namespace (or all), a selector."""
+    """A collection the watcher lists and watches: a kind, a namespace (or all), a selector;
+    ``metadata_only``: each object's metadata alone (PartialObjectMetadata)."""
 
     kind: ApiKind
     namespace: str | None
     selector: str
+    metadata_only: bool = False
 
     def describe(self) -> str:
         where = self.namespace or "all namespaces"
         return f"{self.kind.plural} in {where} ({self.selector})"
+
+    def accept(self, *, listing: bool) -> str:
+        if not self.metadata_only:
+            return "application/json"
+        return _METADATA_ONLY.format("List" if listing else "")
 
 
 def list_raw(target: Watchable) -> tuple[list[Obj], str]:
@@ -367,6 +380,7 @@ def list_raw(target: Watchable) -> tuple[list[Obj], str]:
             _path(target.kind, target.namespace),
             query=[("labelSelector", target.selector)],
             timeout=30,
+            accept=target.accept(listing=True),
         )
     except Exception as exc:
         raise kube_error(exc, f"listing {target.describe()}") from exc
@@ -391,6 +405,7 @@ def watch_raw(target: Watchable, resource_version: str, timeout_seconds: int) ->
             query=query,
             stream=True,
             timeout=(5, timeout_seconds + 30),
+            accept=target.accept(listing=False),
         )
     except Exception as exc:
         raise kube_error(exc, f"watching {target.describe()}") from exc
