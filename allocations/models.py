@@ -206,3 +206,45 @@ class PoolPresence(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.pool}"
+
+
+class ForeignObject(models.Model):
+    """An object of a kind the service creates (NetworkPolicy, PVC, Sandbox, SandboxClaim)
+    in a managed namespace that does not carry the service's label: somebody else's, whose
+    name is not ours to take. The watcher writes these from metadata-only watches of what
+    is not ours, so that a POST reads its name checks here instead of asking the API server
+    (docs/architecture.md)."""
+
+    namespace = models.CharField(max_length=63)
+    kind = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    seen_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "kind", "name"], name="foreign_object_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+class WarmPoolSeen(models.Model):
+    """A SandboxWarmPool in a managed namespace as the watcher last saw it, with what a
+    create checks of it and its SandboxTemplate (allocations/services/warmpool.py): a POST
+    naming the pool reads this row instead of the two objects."""
+
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    verdict = models.JSONField(help_text="WarmPoolVerdict as JSON.")
+    seen_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["namespace", "name"], name="warm_pool_seen_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"

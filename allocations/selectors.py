@@ -15,9 +15,11 @@ from allocations.models import (
     VISIBLE_PHASES,
     Allocation,
     AllocationEvent,
+    ForeignObject,
     Phase,
     PoolPresence,
     Strategy,
+    WarmPoolSeen,
 )
 from allocations.observe import HEARTBEAT_SECONDS, MILESTONES, Seen, managed_volumes, shard_of
 from contextsvc.core import namespaces
@@ -72,20 +74,46 @@ _LIVE_SQL = (
 )
 
 
-def watcher_vouches(*, namespace: str, name: str) -> bool:
-    """Whether an active watcher's caches hold the pool's objects, filled and current: the
-    heartbeat of a watcher of this namespace group holding the pool's shard, at most two
-    heartbeats old. Then PoolPresence says whether leftovers keep the name taken."""
-    managed = namespaces.managed_namespaces()
-    if managed is not None and namespace not in managed:
-        return False
-    shard = shard_of((namespace, name), settings.CS_WATCHER_SHARDS)
+def _heartbeat_holds(shard: int) -> bool:
     return ProcessHeartbeat.objects.filter(
         kind=ProcessHeartbeat.Kind.WATCHER,
         group=namespaces.group(),
         shards__contains=[shard],
         last_seen__gte=timezone.now() - timedelta(seconds=2 * HEARTBEAT_SECONDS),
     ).exists()
+
+
+def watcher_vouches(*, namespace: str, name: str | None = None) -> bool:
+    """Whether an active watcher's caches hold what a create checks, filled and current:
+    the heartbeat, at most two heartbeats old, of a watcher of this namespace group that
+    holds shard 0 (which records others' objects and the warm pools: ForeignObject,
+    WarmPoolSeen) and, for a pool ``name``, the pool's shard (whose leftovers PoolPresence
+    records)."""
+    managed = namespaces.managed_namespaces()
+    if managed is not None and namespace not in managed:
+        return False
+    shards = {0}
+    if name is not None:
+        shards.add(shard_of((namespace, name), settings.CS_WATCHER_SHARDS))
+    return all(_heartbeat_holds(shard) for shard in sorted(shards))
+
+
+def foreign_objects(*, namespace: str, wanted: list[tuple[str, str]]) -> list[str]:
+    """Of the objects a create would make (kind, name), those somebody else's object
+    already holds, as the watcher last saw them (``Kind/name``)."""
+    if not wanted:
+        return []
+    match = Q()
+    for kind, name in wanted:
+        match |= Q(kind=kind, name=name)
+    found = ForeignObject.objects.filter(match, namespace=namespace)
+    return sorted(f"{kind}/{name}" for kind, name in found.values_list("kind", "name"))
+
+
+def warm_pool_verdict(*, namespace: str, name: str) -> dict[str, Any] | None:
+    """The watcher's record of a warm pool and its template (None: it saw no such pool)."""
+    found = WarmPoolSeen.objects.filter(namespace=namespace, name=name).first()
+    return dict(found.verdict) if found is not None else None
 
 
 def pool_leftovers(*, namespace: str, name: str) -> list[str]:

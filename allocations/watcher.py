@@ -1,5 +1,7 @@
 """The watcher: lists and watches managed Sandboxes, SandboxClaims, Pods, PVCs and
-NetworkPolicies and turns every event into an observed-state update.
+NetworkPolicies and turns every event into an observed-state update. It also watches, for
+the creates' checks, the metadata of the objects of those kinds that are not ours, and the
+SandboxWarmPools and SandboxTemplates, and records them (allocations/services/seen.py).
 
 One instance is active at a time (a PostgreSQL advisory lock held on a dedicated
 connection); the others wait to take over. Each collection has an informer thread that
@@ -30,15 +32,36 @@ from allocations.services.observed import (
     pool_presence_reconcile,
     pool_presence_record,
 )
+from allocations.services.seen import (
+    ForeignKey,
+    foreign_objects_reconcile,
+    foreign_objects_update,
+    warm_pools_reconcile,
+    warm_pools_record,
+)
 from contexts.models import ContextResource
 from contexts.services import context_record_observed
 from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
 from contextsvc.kube import client as kube
-from contextsvc.kube.objects.fields import object_key, resource_version_of
-from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD, PVC, SANDBOX, SANDBOX_CLAIM
-from contextsvc.kube.objects.labels import MANAGED_SELECTOR, POOLED_POD_SELECTOR
+from contextsvc.kube.objects.fields import (
+    annotations_of,
+    name_of,
+    namespace_of,
+    object_key,
+    resource_version_of,
+)
+from contextsvc.kube.objects.kinds import (
+    NETWORK_POLICY,
+    POD,
+    PVC,
+    SANDBOX,
+    SANDBOX_CLAIM,
+    SANDBOX_TEMPLATE,
+    SANDBOX_WARM_POOL,
+)
+from contextsvc.kube.objects.labels import FOREIGN_SELECTOR, MANAGED_SELECTOR, POOLED_POD_SELECTOR
 from contextsvc.kube.objects.observed import trimmed
 from contextsvc.kube.objects.pod import sandbox_pods_among
 from contextsvc.kube.objects.pvc import context_key
@@ -50,8 +73,20 @@ STANDBY_POLL_SECONDS = 5.0
 LOCK_CHECK_SECONDS = 1.0
 ObjKey = tuple[str, str]
 ContextKey = tuple[str, str]
-# (is it a named context?, its key): what the processing thread is asked to look at.
-DirtyItem = tuple[bool, tuple[str, str]]
+# What the processing thread is asked to look at: (what, its key), one of
+#   POOL (namespace, name)           a pool, recorded by the shard that owns it;
+#   CONTEXT (namespace, name)        a named context's PVC;
+#   FOREIGN (namespace, kind, name)  somebody else's object appeared or went;
+#   WARM_POOLS (namespace,)          a warm pool or template of the namespace changed.
+# All but pools are recorded by shard 0's holder.
+POOL, CONTEXT, FOREIGN, WARM_POOLS = "pool", "context", "foreign", "warm-pools"
+DirtyItem = tuple[str, tuple[str, ...]]
+# The informers' fields that are a pool's objects (PoolObjects' lists); the others are
+# "foreign", "warm_pools" and "templates".
+POOL_FIELDS = ("sandboxes", "claims", "pods", "pvcs", "policies")
+# The kinds a create makes under names derived from the pool's: others' objects of these
+# kinds are watched (their metadata) for the names they hold.
+NAMED_KINDS = (NETWORK_POLICY, PVC, SANDBOX, SANDBOX_CLAIM)
 
 
 class Informer:
@@ -85,6 +120,10 @@ class Informer:
     def items_for(self, group: Any) -> list[dict[str, Any]]:
         with self.lock:
             return list(self.groups.get(group, {}).values())
+
+    def has(self, key: ObjKey) -> bool:
+        with self.lock:
+            return key in self.store
 
     def _put(self, key: ObjKey, obj: dict[str, Any] | None) -> dict[str, Any] | None:
         """Store or (``None``) forget one object; returns what was there. Hold the lock."""
@@ -179,10 +218,10 @@ class Watcher:
         self.presence_lock = threading.Lock()
 
     def owns(self, item: DirtyItem) -> bool:
-        is_context, key = item
-        if is_context:
+        what, key = item
+        if what != POOL:
             return 0 in self.shards
-        return shard_of(key, self.total) in self.shards
+        return shard_of((key[0], key[1]), self.total) in self.shards
 
     def add_shards(self, shards: frozenset[int]) -> None:
         """Take over more shards (an instance that held them is gone): every live
@@ -199,8 +238,8 @@ class Watcher:
             # of theirs in its caches, and would see them all gone.
             live = live.filter(namespace__in=managed)
         for namespace, name in live.values_list("namespace", "name"):
-            if self.owns((False, (namespace, name))):
-                self.dirty_pools.put((False, (namespace, name)))
+            if self.owns((POOL, (namespace, name))):
+                self.dirty_pools.put((POOL, (namespace, name)))
 
     def vouch_when_synced(self) -> None:
         """Record the leftovers and vouch for them, once every cache is filled (a kind whose
@@ -214,13 +253,14 @@ class Watcher:
         managed = namespaces.managed_namespaces()
 
         def records(key: PoolKey) -> bool:
-            return (managed is None or key[0] in managed) and self.owns((False, key))
+            return (managed is None or key[0] in managed) and self.owns((POOL, key))
 
         with self.presence_lock:
             # A change after this read queues its pool, written after the lock is let go.
             keys = {
                 key
                 for informer in self.informers
+                if informer.field in POOL_FIELDS
                 for obj in informer.items()
                 if (key := pool_key(obj))
             }
@@ -231,7 +271,28 @@ class Watcher:
                 if records(key) and (leftovers := self.pool_objects(key).leftovers())
             }
             pool_presence_reconcile(seen=seen, owns=records)
+        if 0 in self.shards:
+            self._record_seen(managed)
         self.vouched = self.shards
+
+    def _record_seen(self, managed: set[str] | None) -> None:
+        """ForeignObject and WarmPoolSeen made what the caches hold (shard 0's records)."""
+        foreign: set[ForeignKey] = {
+            (namespace_of(obj), informer.target.kind.kind, name_of(obj))
+            for informer in self.informers
+            if informer.field == "foreign"
+            for obj in informer.items()
+        }
+        foreign_objects_reconcile(seen=foreign, namespaces=managed)
+        with_pools = {
+            namespace_of(obj)
+            for informer in self.informers
+            if informer.field == "warm_pools"
+            for obj in informer.items()
+        }
+        for namespace in sorted(with_pools):
+            self.process_warm_pools(namespace)
+        warm_pools_reconcile(seen=with_pools, namespaces=managed)
 
     # --- wiring ---------------------------------------------------------------------------
 
@@ -245,18 +306,43 @@ class Watcher:
                 (kube.Watchable(POD, namespace, POOLED_POD_SELECTOR), "pods"),
                 (kube.Watchable(PVC, namespace, managed), "pvcs"),
                 (kube.Watchable(NETWORK_POLICY, namespace, managed), "policies"),
+                (kube.Watchable(SANDBOX_WARM_POOL, namespace, ""), "warm_pools"),
+                (kube.Watchable(SANDBOX_TEMPLATE, namespace, ""), "templates"),
+            ]
+            targets += [
+                (kube.Watchable(kind, namespace, FOREIGN_SELECTOR, metadata_only=True), "foreign")
+                for kind in NAMED_KINDS
             ]
         return targets
 
     def _on_change(
-        self, field: str
+        self, field: str, kind: str
     ) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], None]:
         def changed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
             touched = [obj for obj in (old, new) if obj is not None]
-            dirty: set[DirtyItem] = {(False, key) for obj in touched if (key := pool_key(obj))}
+            dirty: set[DirtyItem]
+            if field == "foreign":
+                # A name is taken or freed when an object appears or goes (or stops or
+                # starts being ours, which its watch reports the same way); not when it
+                # changes.
+                if (old is None) == (new is None):
+                    return
+                obj = touched[0]
+                dirty = {(FOREIGN, (namespace_of(obj), kind, name_of(obj)))}
+            elif field in ("warm_pools", "templates"):
+                # Their status changes with every claim; a verdict reads spec and annotations.
+                if (
+                    old is not None
+                    and new is not None
+                    and _verdict_inputs(old) == _verdict_inputs(new)
+                ):
+                    return
+                dirty = {(WARM_POOLS, (namespace_of(touched[0]),))}
+            else:
+                dirty = {(POOL, key) for obj in touched if (key := pool_key(obj))}
             if field == "pvcs":
                 # Named contexts' PVCs come through the same (managed) PVC collection.
-                dirty |= {(True, key) for obj in touched if (key := context_key(obj))}
+                dirty |= {(CONTEXT, key) for obj in touched if (key := context_key(obj))}
             for item in dirty:
                 if self.owns(item):
                     self.dirty_pools.put(item)
@@ -266,7 +352,8 @@ class Watcher:
     def pool_objects(self, key: PoolKey) -> PoolObjects:
         pool = PoolObjects()
         for informer in self.informers:
-            getattr(pool, informer.field).extend(informer.items_for(key))
+            if informer.field in POOL_FIELDS:
+                getattr(pool, informer.field).extend(informer.items_for(key))
         pool.pods = sandbox_pods_among(pool.pods)
         return pool
 
@@ -290,6 +377,31 @@ class Watcher:
             pool=self.pool_objects(key),
             seen=live.seen,
         )
+
+    def process_foreign(self, keys: list[ForeignKey]) -> None:
+        """Somebody else's objects that appeared or went, written at once."""
+        present, gone = [], []
+        for namespace, kind, name in keys:
+            held = any(
+                informer.field == "foreign"
+                and informer.target.kind.kind == kind
+                and informer.has((namespace, name))
+                for informer in self.informers
+            )
+            (present if held else gone).append((namespace, kind, name))
+        foreign_objects_update(present=present, gone=gone)
+
+    def process_warm_pools(self, namespace: str) -> None:
+        def items(field: str) -> list[dict[str, Any]]:
+            return [
+                obj
+                for informer in self.informers
+                if informer.field == field
+                for obj in informer.items_for(namespace)
+            ]
+
+        templates = {name_of(obj): obj for obj in items("templates")}
+        warm_pools_record(namespace=namespace, pools=items("warm_pools"), templates=templates)
 
     def process_context(self, key: ContextKey) -> None:
         namespace, name = key
@@ -330,25 +442,39 @@ class Watcher:
                         self.stop.set()
                         break
                     batch.add(extra)
-                for is_context, key in sorted(batch):
-                    try:
-                        if is_context:
-                            self.process_context(key)
-                        else:
-                            self.process_pool(key)
-                    except Exception:
-                        logger.exception("could not process %s", key)
-                        close_old_connections()
-                    self.events_processed += 1
+                foreign = [key for what, key in batch if what == FOREIGN]
+                if foreign:
+                    self._process(FOREIGN, foreign)
+                for what, key in sorted(item for item in batch if item[0] != FOREIGN):
+                    self._process(what, key)
+                self.events_processed += len(batch)
         finally:
             connection.close()
+
+    def _process(self, what: str, key: Any) -> None:
+        """One item (every FOREIGN item of a batch at once); a failure is logged, and the
+        next event or the next vouching writes it again."""
+        try:
+            if what == FOREIGN:
+                self.process_foreign(sorted(key))
+            elif what == CONTEXT:
+                self.process_context((key[0], key[1]))
+            elif what == WARM_POOLS:
+                self.process_warm_pools(key[0])
+            else:
+                self.process_pool((key[0], key[1]))
+        except Exception:
+            logger.exception("could not process %s %s", what, key)
+            close_old_connections()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     def run_leader(self) -> None:
         """Run informers and the processor until stopped (the caller holds the lock)."""
         for target, field in self._targets():
-            informer = Informer(target, field, self._on_change(field), self.stop)
+            informer = Informer(target, field, self._on_change(field, target.kind.kind), self.stop)
+            if field not in POOL_FIELDS:
+                informer.group_of = namespace_of  # looked up by namespace, not by pool
             self.informers.append(informer)
             threading.Thread(
                 target=informer.run, name=f"informer-{target.kind.plural}", daemon=True
@@ -557,3 +683,9 @@ def _hold_locks_and_watch(lock_conn: psycopg.Connection[Any], stop: threading.Ev
         watcher.shutdown()
         time.sleep(0.2)
     return False
+
+
+def _verdict_inputs(obj: dict[str, Any]) -> tuple[Any, ...]:
+    """What a warm pool's verdict reads of a pool or template: its spec (its generation,
+    which a status update leaves alone) and its annotations (the relaxations)."""
+    return ((obj.get("metadata") or {}).get("generation"), dict(annotations_of(obj)))

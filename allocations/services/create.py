@@ -20,7 +20,9 @@ from allocations import provisioning, queue, selectors
 from allocations.models import Allocation, AllocationEvent, Phase, Strategy
 from allocations.requests import PoolRequest
 from allocations.services.quotas import quotas_check
+from allocations.services.reconcile import NAME_COLLISION, allocation_reconcile_now
 from allocations.services.timeline import announce, record_event
+from allocations.services.warmpool import warm_pool_check
 from contextsvc.core import capabilities, namespaces
 from contextsvc.core.errors import AlreadyExists, InvalidRequest, Unavailable, cluster_call
 from contextsvc.core.models import default_team_pk
@@ -28,26 +30,16 @@ from contextsvc.core.services import audit_record
 from contextsvc.core.storage import check_storage_classes
 from contextsvc.core.teams import check_team_namespace, team_lock
 from contextsvc.kube import client as kube
-from contextsvc.kube import podsecurity
 from contextsvc.kube.objects.blueprint import builtin_blueprint
 from contextsvc.kube.objects.fields import name_of
 from contextsvc.kube.objects.kinds import (
     PVC,
     SANDBOX,
     SANDBOX_CLAIM,
-    SANDBOX_TEMPLATE,
-    SANDBOX_WARM_POOL,
 )
 from contextsvc.kube.objects.labels import pool_selector
 from contextsvc.kube.objects.names import profile_warm_pool_name
 from contextsvc.kube.objects.pvc import managed_claim, pvc_shape, requested_storage
-from contextsvc.kube.objects.warmpool import (
-    WARM_POOL_RELAXATIONS_ANNOTATION,
-    template_pod,
-    warm_pool_fence,
-    warm_pool_relaxations,
-    warm_pool_template_name,
-)
 from profiles import warmpools
 from profiles.services import profile_blueprint, profile_for_allocation
 
@@ -94,13 +86,6 @@ def _existing_workspace(request: PoolRequest, namespace: str) -> tuple[str, str,
     return shape.size, shape.access_mode, shape.storage_class
 
 
-@dataclass(frozen=True)
-class WarmPoolCheck:
-    relaxations: frozenset[str]
-    # NetworkPolicy rules for the claimed Pods (warm_pool_fence).
-    fence: dict[str, list[dict[str, Any]]]
-
-
 # What a pool's requested storage is kept in (a PostgreSQL bigint), and more than any
 # volume a cluster has.
 MAX_POOL_STORAGE = 2**63 - 1
@@ -119,38 +104,6 @@ def pool_storage(allocation: Allocation) -> int:
     return total
 
 
-def warm_pool_check(warm_pool: str, namespace: str) -> WarmPoolCheck:
-    """The pool exists, and its template passes the Pod Security table (podsecurity) but
-    for the restricted rules its owner relaxed on the pool, by name: the service does not
-    own the template, but it does not hand out unhardened sandboxes silently — at create,
-    and at every scale-up (the template may have been edited since)."""
-    with cluster_call():
-        pool = kube.get_object(SANDBOX_WARM_POOL, namespace, warm_pool)
-        template_name = warm_pool_template_name(pool) if pool is not None else None
-        template = (
-            kube.get_object(SANDBOX_TEMPLATE, namespace, template_name) if template_name else None
-        )
-    if pool is None:
-        raise InvalidRequest(f'warmPoolRef "{warm_pool}" does not exist in namespace "{namespace}"')
-    if template is None:
-        raise InvalidRequest(
-            f'warmPoolRef "{warm_pool}": its SandboxTemplate "{template_name or ""}" '
-            f'does not exist in namespace "{namespace}"'
-        )
-    relaxations = warm_pool_relaxations(pool) & podsecurity.RELAXABLE
-    pod_spec, annotations = template_pod(template)
-    problems = podsecurity.violations(pod_spec, annotations=annotations, relaxations=relaxations)
-    if problems:
-        refused = InvalidRequest(
-            f'warmPoolRef "{warm_pool}": its SandboxTemplate "{template_name}" is not '
-            f"hardened ({problems[0]}); harden it, or relax rules by name in the pool's "
-            f"{WARM_POOL_RELAXATIONS_ANNOTATION} annotation"
-        )
-        refused.details = {"problems": {"warmPoolRef": problems}}
-        raise refused
-    return WarmPoolCheck(relaxations, warm_pool_fence(template))
-
-
 def _taken(name: str) -> AlreadyExists:
     return AlreadyExists(f'sandbox pool "{name}" already exists')
 
@@ -159,28 +112,32 @@ def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
     """409 while a row or any object labelled with this pool name still exists, or while
     an object of somebody else's sits under a name this allocation would create (the Go
     service met that as AlreadyExists in the request, and its callers expect the 409).
-    Every cluster check at once: the POST waits for the slowest, not for their sum."""
+
+    While a watcher vouches for its caches, the cluster's part is read from what it
+    records (PoolPresence, ForeignObject): the POST asks the API server nothing, which a
+    burst of POSTs would otherwise queue behind the controllers' writes. A create that
+    still meets somebody else's object (made in the last instant) fails the allocation,
+    rolled back (provisioning.NameCollision). Without such a watcher, every cluster check
+    at once: the POST waits for the slowest, not for their sum."""
     name, namespace = allocation.name, allocation.namespace
     if Allocation.objects.filter(name=name).exclude(phase=Phase.RELEASED).exists():
         raise _taken(name)
-    # Somebody else's object under one of our names: one GET each (the API server's own
-    # answer; a create that still met one would fail the allocation, NameCollision).
-    checks: list[Callable[[], Any]] = [
-        functools.partial(kube.get_object, kind, namespace, name_of(body))
-        for kind, body in provisioning.desired_objects(allocation)
-    ]
+    wanted = provisioning.desired_objects(allocation)
     if selectors.watcher_vouches(namespace=namespace, name=name):
-        # Leftovers under other names, as the watcher's caches hold them: no list of every
-        # kind in the namespace for each POST (what made the API server the bottleneck).
-        if selectors.pool_leftovers(namespace=namespace, name=name):
+        if selectors.pool_leftovers(namespace=namespace, name=name) or selectors.foreign_objects(
+            namespace=namespace, wanted=[(kind.kind, name_of(body)) for kind, body in wanted]
+        ):
             raise _taken(name)
-    else:
-        selector = pool_selector(name)
-        labelled = [SANDBOX, PVC, *([SANDBOX_CLAIM] if claims else [])]
-        checks += [
-            functools.partial(kube.list_objects, kind, namespace, selector) for kind in labelled
-        ]
-        checks.append(functools.partial(provisioning.sandbox_pods, namespace, name))
+        return
+    # Somebody else's object under one of our names: one GET each (the API server's own
+    # answer); leftovers under other names: a list of each kind we label.
+    checks: list[Callable[[], Any]] = [
+        functools.partial(kube.get_object, kind, namespace, name_of(body)) for kind, body in wanted
+    ]
+    selector = pool_selector(name)
+    labelled = [SANDBOX, PVC, *([SANDBOX_CLAIM] if claims else [])]
+    checks += [functools.partial(kube.list_objects, kind, namespace, selector) for kind in labelled]
+    checks.append(functools.partial(provisioning.sandbox_pods, namespace, name))
     with cluster_call():
         if any(found for found in kube.concurrently(checks)):
             raise _taken(name)
@@ -330,8 +287,17 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
                 },
             )
             announce(allocation, "allocation.created")
-            queue.reconcile(allocation.pk)
+            if allocation.strategy != Strategy.WARMPOOL:
+                queue.reconcile(allocation.pk)
     except IntegrityError:
         # Another request took the name between our check and our insert.
         raise _taken(request.name) from None
+    if allocation.strategy == Strategy.WARMPOOL:
+        # Claims are made here, after the commit (allocation_reconcile_now says why). A
+        # claim's name somebody else took meanwhile fails the allocation, rolled back,
+        # and the caller gets the contract's 409, as from the Go service's create.
+        allocation_reconcile_now(allocation.pk)
+        allocation.refresh_from_db()
+        if allocation.phase == Phase.FAILED and allocation.reason == NAME_COLLISION:
+            raise _taken(allocation.name)
     return Created(allocation, warnings)

@@ -13,10 +13,11 @@ from allocations import queue
 from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, Phase, Strategy
 from allocations.requests import ARTIFACTS_SHARED_MESSAGE, KEEP, PoolUpdate
 from allocations.selectors import pool_not_found
-from allocations.services.create import pool_storage, warm_pool_check
+from allocations.services.create import pool_storage
 from allocations.services.quotas import quotas_check
 from allocations.services.release import allocation_release
 from allocations.services.timeline import announce, iso_time, record_event
+from allocations.services.warmpool import warm_pool_check
 from contextsvc.core.errors import Conflict, InvalidRequest, NotFound, cluster_call
 from contextsvc.core.models import Team
 from contextsvc.core.services import audit_record
@@ -49,7 +50,7 @@ def _check_scale(allocation: Allocation, replicas: int) -> None:
     caller's PVC and the warm pool's template are read from the cluster)."""
     if allocation.strategy == Strategy.WARMPOOL and replicas > allocation.replicas:
         # More claims hand out more of the template's Pods: it must still be hardened.
-        warm_pool_check(allocation.warm_pool, allocation.namespace)
+        warm_pool_check(allocation.warm_pool, allocation.namespace, fresh=True)
     if replicas <= 1:
         return
     if allocation.has_artifacts and allocation.artifacts_access_mode == "ReadWriteOnce":

@@ -4,6 +4,7 @@ cannot get there (or that the watcher or the resync sees fail)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -21,9 +22,12 @@ from allocations.models import (
     Phase,
 )
 from allocations.services.timeline import announce, record_event
-from contextsvc.core.queue import RetryLater, backoff
+from contextsvc.core import locks
+from contextsvc.core.queue import LOCK_BUSY_COUNTDOWN, RetryLater, backoff
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.kube import client as kube
+
+logger = logging.getLogger(__name__)
 
 
 def reconcile_deadline() -> timedelta:
@@ -34,6 +38,9 @@ def reconcile_deadline() -> timedelta:
 def allocation_reconcile_deadline(allocation: Allocation) -> Any:
     return allocation.requested_at + reconcile_deadline()
 
+
+# Why an allocation failed when somebody else's object holds one of its names.
+NAME_COLLISION = "NameCollision"
 
 # How soon a reconcile runs again when a wanted object's name is still held by one of ours
 # being deleted (a Sandbox's deletion waits for its Pod).
@@ -51,7 +58,11 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
     try:
         synced = provisioning.sync(allocation)
     except provisioning.NameCollision as exc:
-        allocation_fail(allocation_id=allocation_id, reason="NameCollision", message=str(exc))
+        allocation_fail(
+            allocation_id=allocation_id,
+            reason=NAME_COLLISION,
+            message=f'sandbox pool "{allocation.name}" already exists: {exc}',
+        )
         return "failed"
     except kube.KubeError as exc:
         if exc.transient and timezone.now() < allocation_reconcile_deadline(allocation):
@@ -81,6 +92,28 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
         f"created {len(synced.created)}, patched {len(synced.patched)}, "
         f"deleted {len(synced.deleted)}, waiting {len(synced.waiting)}"
     )
+
+
+def allocation_reconcile_now(allocation_id: int) -> str:
+    """The reconcile run by the request that made the allocation, not by a worker: a
+    warm-pool allocation's claims are made before the POST answers, as a direct claim is
+    made by its caller (a queue and a worker in between would cost more than the claim
+    does). Whatever it does not finish (the lock held, trouble worth a retry, a failure of
+    this process) is queued for a worker, as any reconcile is; the resync requeues an
+    allocation left requested should this process die before either."""
+    try:
+        with locks.try_advisory_lock(locks.ALLOCATION, allocation_id) as acquired:
+            if acquired:
+                return allocation_reconcile(allocation_id)
+    except RetryLater as later:
+        queue.reconcile(allocation_id, countdown=later.countdown)
+        return f"retry queued: {later}"
+    except Exception:
+        logger.exception("reconcile of allocation %s in the request failed; queued", allocation_id)
+        queue.reconcile(allocation_id)
+        return "queued"
+    queue.reconcile(allocation_id, countdown=LOCK_BUSY_COUNTDOWN)
+    return "queued: another holds its lock"
 
 
 def allocation_mark_applied(*, allocation_id: int, synced: provisioning.Synced) -> None:

@@ -39,12 +39,13 @@ USES: dict[ApiKind, frozenset[str]] = {
     # Suspend and resume, and the expiry backstop, patch a Sandbox's lifecycle fields.
     SANDBOX: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
     SANDBOX_CLAIM: frozenset({"get", "list", "watch", "create", "delete"}),
-    # Checked on create, listed for the dashboard; a profile's own (warmPool) are created,
-    # kept in step with the profile (their spec replaced, the pool's scale and the time of
-    # its last scaling patched) and deleted with it.
-    SANDBOX_WARM_POOL: frozenset({"get", "list", "create", "delete", "patch"}),
+    # Checked on create (the watcher records each pool's check with its template: watched),
+    # listed for the dashboard; a profile's own (warmPool) are created, kept in step with the
+    # profile (their spec replaced, the pool's scale and the time of its last scaling
+    # patched) and deleted with it.
+    SANDBOX_WARM_POOL: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
     SANDBOX_WARM_POOL_SCALE: frozenset({"patch"}),
-    SANDBOX_TEMPLATE: frozenset({"get", "list", "create", "delete", "patch"}),
+    SANDBOX_TEMPLATE: frozenset({"get", "list", "watch", "create", "delete", "patch"}),
     # Cluster-scoped: isolation modes and expandability.
     RUNTIME_CLASS: frozenset({"list"}),
     STORAGE_CLASS: frozenset({"get"}),

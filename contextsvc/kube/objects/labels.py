@@ -23,6 +23,8 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "context-service"
 
 MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+# Everything else (an object without the label matches too): somebody else's objects.
+FOREIGN_SELECTOR = f"{MANAGED_BY_LABEL}!={MANAGED_BY}"
 # Claimed warm-pool Pods only receive labels in allow-listed domains, so they carry the
 # pool label but not managed-by: Pods are found by the pool label alone.
 POOLED_POD_SELECTOR = POOL_LABEL
