@@ -195,22 +195,29 @@ def managed_volumes(strategy: str, replicas: int, *, artifacts: bool) -> int:
     return workspaces + int(artifacts)
 
 
-def milestones(strategy: str, pool: PoolObjects, seen: Seen) -> Milestones:
+def milestones(strategy: str, pool: PoolObjects, seen: Seen, *, ready: int = 0) -> Milestones:
     """The readiness phases the objects show now. A phase is reached when all the
     allocation wants of it are there: every PVC it makes Bound, a scheduled Pod for every
-    replica (direct allocations), every claim bound to a Sandbox (warm-pool ones)."""
+    replica (direct allocations), every claim bound to a Sandbox (warm-pool ones).
+
+    ``ready`` replicas, all of them, imply every phase before: a Ready Pod was scheduled and
+    mounts bound volumes. The watcher's caches are each current on their own, and a Pod's
+    Ready can arrive before its PVC's Bound; the timeline must not show ready first."""
     reached: set[str] = set()
+    all_ready = seen.replicas > 0 and ready >= seen.replicas
     live = [obj for obj in pool.pvcs if not is_deleting(obj)]
-    if seen.volumes and sum(1 for pvc in live if pvc_is_bound(pvc)) >= seen.volumes:
+    if seen.volumes and (
+        all_ready or sum(1 for pvc in live if pvc_is_bound(pvc)) >= seen.volumes
+    ):
         reached.add("volumes_bound")
     if strategy == Strategy.WARMPOOL:
         # A warm Sandbox's Pod was scheduled long before its claim: binding is the phase.
         bound = [claim for claim in pool.claims if claim_sandbox(claim)]
         cold = sum(1 for claim in bound if claim_is_cold(claim))
-        if len(bound) >= seen.replicas:
+        if all_ready or len(bound) >= seen.replicas:
             reached.add("claims_bound")
         return Milestones(frozenset(reached), warm=len(bound) - cold, cold=cold)
-    if sum(1 for pod in pool.pods if pod_is_scheduled(pod)) >= seen.replicas:
+    if all_ready or sum(1 for pod in pool.pods if pod_is_scheduled(pod)) >= seen.replicas:
         reached.add("pods_scheduled")
     return Milestones(frozenset(reached))
 

@@ -275,7 +275,7 @@ class Watcher:
             self._record_seen(managed)
         self.vouched = self.shards
 
-    def _record_seen(self, managed: set[str] | None) -> None:
+    def _record_seen(self, managed: list[str] | None) -> None:
         """ForeignObject and WarmPoolSeen made what the caches hold (shard 0's records)."""
         foreign: set[ForeignKey] = {
             (namespace_of(obj), informer.target.kind.kind, name_of(obj))
@@ -380,7 +380,8 @@ class Watcher:
 
     def process_foreign(self, keys: list[ForeignKey]) -> None:
         """Somebody else's objects that appeared or went, written at once."""
-        present, gone = [], []
+        present: list[ForeignKey] = []
+        gone: list[ForeignKey] = []
         for namespace, kind, name in keys:
             held = any(
                 informer.field == "foreign"

@@ -134,7 +134,7 @@ def allocation_record_observed(
     )
     noted = False
     if observation.failure is None:
-        marks = milestones(strategy, pool, seen)
+        marks = milestones(strategy, pool, seen, ready=observation.ready)
         if marks.reached - seen.noted:
             noted = allocation_note_milestones(allocation_id=allocation_id, milestones=marks)
     if _changes_nothing(phase, seen, observation) or not allocation_observe(

@@ -32,7 +32,7 @@ def foreign_objects_update(*, present: Iterable[ForeignKey], gone: Iterable[Fore
             ForeignObject.objects.filter(namespace=namespace, kind=kind, name=name).delete()
 
 
-def foreign_objects_reconcile(*, seen: set[ForeignKey], namespaces: set[str] | None) -> None:
+def foreign_objects_reconcile(*, seen: set[ForeignKey], namespaces: list[str] | None) -> None:
     """Once the watcher's caches are filled: the rows of the namespaces it watches
     (``namespaces``; None: every namespace) are what it sees now. Rows of objects that went
     while no watcher ran are removed."""
@@ -61,7 +61,7 @@ def warm_pools_record(
             )
 
 
-def warm_pools_reconcile(*, seen: set[str], namespaces: set[str] | None) -> None:
+def warm_pools_reconcile(*, seen: set[str], namespaces: list[str] | None) -> None:
     """Once the caches are filled: rows of namespaces where the watcher sees no warm pool
     at all are removed (the others are written whole by warm_pools_record)."""
     rows = WarmPoolSeen.objects.exclude(namespace__in=seen)

@@ -604,7 +604,8 @@ def test_mid_create_failure_rolls_back_everything_it_created(
     failed = wait_for_phase("clash", Phase.FAILED)
     assert failed.reason == "NameCollision"
     assert failed.message == (
-        f"Sandbox {namespace}/sandbox-clash-1 exists and does not belong to this allocation"
+        f'sandbox pool "clash" already exists: Sandbox {namespace}/sandbox-clash-1 exists and '
+        "does not belong to this allocation"
     )
     body = api.get("/v1/sandbox-pools/clash").json()
     assert body["status"] == "failed"

@@ -254,6 +254,30 @@ def test_a_phase_is_reached_only_when_all_it_waits_for_is_there() -> None:
     assert milestones(Strategy.EXISTING, all_there, seen(2, 0)).reached == {"pods_scheduled"}
 
 
+def test_every_replica_ready_implies_the_phases_before_it() -> None:
+    # The Pods' Ready seen before their PVCs' Bound (caches of two kinds, each current on
+    # its own): a Ready Pod mounts bound volumes, so ready is never recorded before them.
+    behind = PoolObjects(
+        pvcs=[pvc("a-workspace-0", "Pending"), pvc("a-workspace-1", "Pending")],
+        pods=[scheduled_pod("sandbox-a-0", True), scheduled_pod("sandbox-a-1", True)],
+    )
+
+    assert milestones(Strategy.DEDICATED, behind, seen(2, 2), ready=1).reached == {
+        "pods_scheduled"
+    }
+    assert milestones(Strategy.DEDICATED, behind, seen(2, 2), ready=2).reached == {
+        "volumes_bound",
+        "pods_scheduled",
+    }
+    # Nothing to bind stays nothing to bind.
+    assert milestones(Strategy.EXISTING, behind, seen(2, 0), ready=2).reached == {
+        "pods_scheduled"
+    }
+    assert milestones(Strategy.WARMPOOL, PoolObjects(), seen(2, 0), ready=2).reached == {
+        "claims_bound"
+    }
+
+
 def test_claims_are_bound_when_each_names_its_sandbox_warm_or_cold() -> None:
     pool = PoolObjects(
         claims=[
