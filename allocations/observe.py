@@ -206,9 +206,7 @@ def milestones(strategy: str, pool: PoolObjects, seen: Seen, *, ready: int = 0) 
     reached: set[str] = set()
     all_ready = seen.replicas > 0 and ready >= seen.replicas
     live = [obj for obj in pool.pvcs if not is_deleting(obj)]
-    if seen.volumes and (
-        all_ready or sum(1 for pvc in live if pvc_is_bound(pvc)) >= seen.volumes
-    ):
+    if seen.volumes and (all_ready or sum(1 for pvc in live if pvc_is_bound(pvc)) >= seen.volumes):
         reached.add("volumes_bound")
     if strategy == Strategy.WARMPOOL:
         # A warm Sandbox's Pod was scheduled long before its claim: binding is the phase.

@@ -262,17 +262,13 @@ def test_every_replica_ready_implies_the_phases_before_it() -> None:
         pods=[scheduled_pod("sandbox-a-0", True), scheduled_pod("sandbox-a-1", True)],
     )
 
-    assert milestones(Strategy.DEDICATED, behind, seen(2, 2), ready=1).reached == {
-        "pods_scheduled"
-    }
+    assert milestones(Strategy.DEDICATED, behind, seen(2, 2), ready=1).reached == {"pods_scheduled"}
     assert milestones(Strategy.DEDICATED, behind, seen(2, 2), ready=2).reached == {
         "volumes_bound",
         "pods_scheduled",
     }
     # Nothing to bind stays nothing to bind.
-    assert milestones(Strategy.EXISTING, behind, seen(2, 0), ready=2).reached == {
-        "pods_scheduled"
-    }
+    assert milestones(Strategy.EXISTING, behind, seen(2, 0), ready=2).reached == {"pods_scheduled"}
     assert milestones(Strategy.WARMPOOL, PoolObjects(), seen(2, 0), ready=2).reached == {
         "claims_bound"
     }
