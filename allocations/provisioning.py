@@ -5,6 +5,7 @@ delete what it owns. Idempotent: running it twice, or on two workers, changes no
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,12 +156,15 @@ def sync(allocation: Allocation) -> Synced:
                 kube.patch_object(kind, allocation.namespace, name, patch)
                 done.patched.append(f"{kind.kind}/{name}")
 
-    # The NetworkPolicy first, so that no Pod ever runs unfenced; everything else at once
-    # (a Sandbox made before its PVC waits for it, as it would for the binder).
-    fence, rest = wanted[:1], wanted[1:]
-    for kind, body in fence:
-        ensure(kind, body)
-    kube.concurrently([functools.partial(ensure, kind, body) for kind, body in rest])
+    # In stages, each kind's objects at once: the NetworkPolicy first, so that no Pod ever
+    # runs unfenced; then the PVCs; then the Sandboxes (or the claims). A Sandbox made
+    # together with its PVC has a Pod that reaches the scheduler before the PV controller
+    # bound the claim: it fails scheduling ("unbound immediate PersistentVolumeClaims"), is
+    # put back and waits out a back-off, and its events cost the API server more than the
+    # round trip saved (docs/performance.md, "Scale"). Made after its PVC, as a client
+    # creating the two one after the other does, the Pod finds the claim bound or nearly.
+    for _, stage in itertools.groupby(wanted, key=lambda desired: desired[0]):
+        kube.concurrently([functools.partial(ensure, kind, body) for kind, body in stage])
     if not allocation.prune_pending:
         return done
     wanted_names = {(kind, name_of(body)) for kind, body in wanted}

@@ -274,13 +274,12 @@ Readiness propagation compares this benchmark's own watch of the Pods with `read
 written by the watcher's UPDATE (the value GET serves from then on); both clocks are this
 machine's. A negative value means the service saw the Pod before the benchmark's watch did.
 
-Each POST checks the name against the cluster before answering (labelled leftovers, and
-somebody else's object under any name it would create: 3 API calls for one replica, the
-leftovers being read from the watcher's view), so that a collision is the contract's 409
-rather than a failed allocation later. An earlier run
-with 3 calls per POST (before that check, 2026-11-29 09:05): POSTs 28.9 s, ratio 1.29×;
-the direct path's time varies between runs on this machine (27.7–51.4 s), which moves the
-ratio more than the POSTs do.
+Each POST checks the name before answering (labelled leftovers, and somebody else's object
+under any name it would create), so that a collision is the contract's 409 rather than a
+failed allocation later. Since 2026-12-06 it reads both from the watcher's records
+(PoolPresence, ForeignObject) and asks the API server nothing; before, it made 3 GETs for
+one replica. The direct path's time varies between runs on this machine (27.7–51.4 s
+before 2026-12-02), which moves the ratio more than the POSTs do.
 """
     write_section("allocations", body)
     print(body)
