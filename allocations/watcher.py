@@ -453,8 +453,12 @@ class Watcher:
             connection.close()
 
     def _process(self, what: str, key: Any) -> None:
-        """One item (every FOREIGN item of a batch at once); a failure is logged, and the
-        next event or the next vouching writes it again."""
+        """One item (every FOREIGN item of a batch at once). A pool that failed is written
+        again at its next event. A failed write of somebody else's objects or of a warm
+        pool's check would leave a create reading a wrong record until the next event,
+        which may never come: the watcher's next heartbeat (within HEARTBEAT_SECONDS)
+        rewrites the records whole from its caches, and until that succeeds it no longer
+        vouches for them (creates read the cluster)."""
         try:
             if what == FOREIGN:
                 self.process_foreign(sorted(key))
@@ -466,6 +470,8 @@ class Watcher:
                 self.process_pool((key[0], key[1]))
         except Exception:
             logger.exception("could not process %s %s", what, key)
+            if what in (FOREIGN, WARM_POOLS):
+                self.vouched = frozenset()
             close_old_connections()
 
     # --- lifecycle ---------------------------------------------------------------------------

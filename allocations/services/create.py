@@ -1,7 +1,9 @@
 """Creating an allocation: the request checked against the cluster (the caller's PVC, the
 warm pool and its template's hardening, StorageClasses, the name free in the database and
-in the cluster), the runtime copied from its profile, the row recorded and its reconcile
-queued; and the profiles' warm pools that such creates claim from, scaled to demand."""
+in the cluster; the name and the warm pool from the watcher's records while it vouches),
+the runtime copied from its profile, the row recorded and its reconcile queued (a
+warm-pool allocation's run in the request); and the profiles' warm pools that such
+creates claim from, scaled to demand."""
 
 from __future__ import annotations
 
@@ -201,7 +203,8 @@ def _profile_warm_pool(request: PoolRequest, namespace: str) -> PoolRequest:
 
 def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None = None) -> Created:
     """Validate against the cluster, record the allocation (the team's, the default team's
-    without one) within the team's quotas, reconcile it after commit."""
+    without one) within the team's quotas, reconcile it after commit (a warm-pool one here,
+    before answering)."""
     namespace = namespaces.check_requested(request.namespace)
     team_id = team_id if team_id is not None else default_team_pk()
     check_team_namespace(team_id, namespace)

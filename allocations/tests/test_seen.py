@@ -6,11 +6,6 @@ instant fails the allocation, rolled back, with the contract's 409."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-from unittest import mock
-
 import pytest
 
 from allocations import selectors
@@ -28,6 +23,7 @@ from tests.support.kube import (
     admin_create,
     admin_delete,
     admin_patch,
+    kube_calls,
     make_warm_pool,
     pool_objects,
     wait_for_phase,
@@ -35,21 +31,6 @@ from tests.support.kube import (
 from tests.support.processes import wait_until
 
 pytestmark = pytest.mark.cluster
-
-
-@contextmanager
-def kube_calls() -> Iterator[list[tuple[str, str]]]:
-    """Every Kubernetes API call this process makes meanwhile, as (method, path): each is
-    passed through to the API server unchanged; only counted."""
-    calls: list[tuple[str, str]] = []
-    real = kube._call
-
-    def counted(method: str, path: str, **kwargs: Any) -> Any:
-        calls.append((method, path))
-        return real(method, path, **kwargs)
-
-    with mock.patch.object(kube, "_call", counted):
-        yield calls
 
 
 def vouched(namespace: str, name: str | None = None) -> None:
@@ -105,7 +86,7 @@ def test_somebody_elses_object_keeps_its_name_taken_and_the_post_asks_the_cluste
     with kube_calls() as free_calls:
         allocation_create(request=dedicated("free", namespace), actor="user:test")
 
-    assert (calls, free_calls) == ([], [])
+    assert (calls.sent, free_calls.sent) == ([], [])
     assert list(Allocation.objects.filter(namespace=namespace).values_list("name", flat=True)) == [
         "free"
     ]
@@ -141,7 +122,7 @@ def test_a_warm_pool_is_checked_from_the_watchers_record_and_claimed_in_the_requ
         created = allocation_create(request=warm("quick", namespace, "shelf"), actor="user:test")
 
     # Nothing read: the fence, then the claim, made before the POST answers.
-    assert calls == [
+    assert calls.sent == [
         ("POST", kube._path(NETWORK_POLICY, namespace)),
         ("POST", kube._path(SANDBOX_CLAIM, namespace)),
     ]
@@ -165,7 +146,7 @@ def test_a_warm_pool_is_checked_from_the_watchers_record_and_claimed_in_the_requ
     )
     with kube_calls() as calls, pytest.raises(InvalidRequest, match="is not hardened"):
         allocation_create(request=warm("rooted", namespace, "shelf"), actor="user:test")
-    assert calls == []
+    assert calls.sent == []
 
     admin_delete(SANDBOX_TEMPLATE, namespace, "shelf-template")
     wait_until(

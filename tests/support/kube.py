@@ -7,7 +7,9 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 from allocations.models import Allocation
 from allocations.resync import resync_all
@@ -35,6 +37,36 @@ def admin_create(kind: ApiKind, body: dict[str, Any]) -> dict[str, Any]:
     namespace = body["metadata"].get("namespace")
     created: dict[str, Any] = kube._call("POST", kube._path(kind, namespace), body=body)
     return created
+
+
+@dataclass
+class KubeCalls:
+    """The Kubernetes API calls a process made: ``log`` holds ("sent" or "answered",
+    method, path) in the order they happened; ``sent`` the calls in the order sent."""
+
+    log: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def sent(self) -> list[tuple[str, str]]:
+        return [(method, path) for what, method, path in self.log if what == "sent"]
+
+
+@contextlib.contextmanager
+def kube_calls() -> Iterator[KubeCalls]:
+    """Every Kubernetes API call this process makes meanwhile: each is passed through to
+    the API server unchanged, only recorded."""
+    calls = KubeCalls()
+    real = kube._call
+
+    def recorded(method: str, path: str, **kwargs: Any) -> Any:
+        calls.log.append(("sent", method, path))  # list.append is atomic: threads may call
+        try:
+            return real(method, path, **kwargs)
+        finally:
+            calls.log.append(("answered", method, path))
+
+    with mock.patch.object(kube, "_call", recorded):
+        yield calls
 
 
 def admin_delete(kind: ApiKind, namespace: str, name: str) -> None:
