@@ -443,10 +443,14 @@ class Watcher:
                         self.stop.set()
                         break
                     batch.add(extra)
+                # Pools first: a caller may be waiting on one turning ready. Others' objects
+                # after (every one of the batch in one transaction), then the rest.
+                for what, key in sorted(item for item in batch if item[0] == POOL):
+                    self._process(what, key)
                 foreign = [key for what, key in batch if what == FOREIGN]
                 if foreign:
                     self._process(FOREIGN, foreign)
-                for what, key in sorted(item for item in batch if item[0] != FOREIGN):
+                for what, key in sorted(item for item in batch if item[0] not in (POOL, FOREIGN)):
                     self._process(what, key)
                 self.events_processed += len(batch)
         finally:

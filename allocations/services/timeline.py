@@ -13,9 +13,11 @@ from contextsvc.core import events
 
 def announce(allocation: Allocation, event_type: str = "allocation.changed") -> None:
     events.publish(
+        # The allocation's own group first: its callers waiting on ``?wait`` are there, and
+        # the groups are sent to one after another.
+        events.allocation_group(allocation.pk),
         events.ALLOCATIONS,
         events.team_group(events.ALLOCATIONS, allocation.team_id),
-        events.allocation_group(allocation.pk),
         event_type=event_type,
         data=allocation_row(allocation),
     )
