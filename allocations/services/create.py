@@ -300,7 +300,12 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
         # claim's name somebody else took meanwhile fails the allocation, rolled back,
         # and the caller gets the contract's 409, as from the Go service's create.
         allocation_reconcile_now(allocation.pk)
-        allocation.refresh_from_db()
-        if allocation.phase == Phase.FAILED and allocation.reason == NAME_COLLISION:
-            raise _taken(allocation.name)
+        failed = Allocation.objects.filter(pk=allocation.pk, phase=Phase.FAILED).first()
+        if failed is not None:
+            if failed.reason == NAME_COLLISION:
+                raise _taken(allocation.name)
+            return Created(failed, warnings)
+        # Otherwise the answer is the pool as made, as the Go service's was (provisioning,
+        # none ready), even when the watcher has already seen its claims Ready: the
+        # controller can be that quick, and what the caller waits on is GET ?wait.
     return Created(allocation, warnings)
