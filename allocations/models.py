@@ -230,6 +230,14 @@ class ForeignObject(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}"
 
+    @staticmethod
+    def named(namespace: str, keys: list[tuple[str, str]]) -> Q:
+        """The rows of these (kind, name) in ``namespace``: one statement for all of them."""
+        match = Q(pk__in=[])
+        for kind, name in keys:
+            match |= Q(kind=kind, name=name)
+        return match & Q(namespace=namespace)
+
 
 class WarmPoolSeen(models.Model):
     """A SandboxWarmPool in a managed namespace as the watcher last saw it, with what a

@@ -103,10 +103,7 @@ def foreign_objects(*, namespace: str, wanted: list[tuple[str, str]]) -> list[st
     already holds, as the watcher last saw them (``Kind/name``)."""
     if not wanted:
         return []
-    match = Q()
-    for kind, name in wanted:
-        match |= Q(kind=kind, name=name)
-    found = ForeignObject.objects.filter(match, namespace=namespace)
+    found = ForeignObject.objects.filter(ForeignObject.named(namespace, wanted))
     return sorted(f"{kind}/{name}" for kind, name in found.values_list("kind", "name"))
 
 

@@ -5,6 +5,7 @@ template (WarmPoolSeen). Only the watcher holding shard 0 writes these."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -28,8 +29,9 @@ def foreign_objects_update(*, present: Iterable[ForeignKey], gone: Iterable[Fore
                 [ForeignObject(namespace=ns, kind=kind, name=name) for ns, kind, name in present],
                 ignore_conflicts=True,
             )
-        for namespace, kind, name in gone:
-            ForeignObject.objects.filter(namespace=namespace, kind=kind, name=name).delete()
+        for namespace, keys in itertools.groupby(gone, key=lambda key: key[0]):
+            named = [(kind, name) for _, kind, name in keys]
+            ForeignObject.objects.filter(ForeignObject.named(namespace, named)).delete()
 
 
 def foreign_objects_reconcile(*, seen: set[ForeignKey], namespaces: list[str] | None) -> None:
