@@ -10,10 +10,10 @@ wait (approvals/consumers.py is the model).
     A stream of JSON lines (``application/x-ndjson``). Without ``since``: every live pool
     (``{"type": "upsert", "pool": {…}}``), then changes as they happen; a pool that is
     released (or releasing: gone for a v1 caller) is ``{"type": "delete", "name", …}``.
-    Every line carries a ``cursor``; ``{"type": "bookmark"}`` lines carry it when nothing
-    changes. A client that reconnects with ``since=<the last cursor it read>`` gets every
-    change since, at least once (a write still in flight when a cursor was taken may come
-    again after it: upserts are idempotent). The stream ends after ``STREAM_SECONDS``;
+    Every line carries a ``cursor`` (opaque: PostgreSQL snapshot text);
+    ``{"type": "bookmark"}`` lines carry it when nothing changes. A client that reconnects
+    with ``since=<the last cursor it read>`` gets every change since, once, and nothing it
+    already had. The stream ends after ``STREAM_SECONDS``;
     clients reconnect with their cursor.
 
 Both subscribe to the channel layer before they read the database, so a change committed
@@ -63,8 +63,8 @@ def _read(name: str, phases: bool, reach: Reach) -> tuple[int, dict[str, Any]]:
 
 @longpoll.in_thread
 def _changes(
-    since: int | None, namespace: str | None, reach: Reach
-) -> tuple[list[dict[str, Any]], int]:
+    since: str | None, namespace: str | None, reach: Reach
+) -> tuple[list[dict[str, Any]], str]:
     found, cursor = selectors.allocation_changes(since=since, namespace=namespace, reach=reach)
     lines = []
     for allocation in found:
@@ -165,7 +165,7 @@ class PoolStreamConsumer(AsyncHttpConsumer):
         self,
         layer: Any,
         channel: str | None,
-        since: int | None,
+        since: str | None,
         namespace: str | None,
         reach: Reach,
     ) -> None:
@@ -177,8 +177,8 @@ class PoolStreamConsumer(AsyncHttpConsumer):
             fresh = []
             for line in lines:
                 key = line["pool"]["name"] if "pool" in line else line["name"]
-                # A write still in flight when the last cursor was taken is read again:
-                # send a pool only when it looks different from what was sent.
+                # A row written again with nothing a client sees changed (a reconcile
+                # attempt counted) is not news: send a pool only when it looks different.
                 if sent.get(key) != line:
                     sent[key] = line
                     fresh.append({**line, "cursor": cursor})
@@ -201,10 +201,11 @@ class PoolStreamConsumer(AsyncHttpConsumer):
                         await asyncio.wait_for(layer.receive(channel), 0.005)
 
 
-def _cursor(query: dict[str, list[str]]) -> int | None:
+def _cursor(query: dict[str, list[str]]) -> str | None:
     raw = (query.get("since") or [""])[0]
     if raw == "":
         return None
-    if not raw.isdigit() or len(raw) > 20:
+    cursor = selectors.change_cursor(raw)
+    if cursor is None:
         raise longpoll.Refused(400, "invalid_request", "since must be a cursor from this stream")
-    return int(raw)
+    return cursor

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import BooleanField, Count, Q, QuerySet, Sum
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from allocations.models import (
@@ -160,30 +162,71 @@ def is_visible(allocation: Allocation) -> bool:
 
 
 def allocation_changes(
-    *, since: int | None, reach: Reach, namespace: str | None = None
-) -> tuple[list[Allocation], int]:
-    """For the change stream: the allocations written by transactions from ``since`` on,
-    in the order they were written (without ``since``: every visible one), and the cursor
-    to ask from next time.
+    *, since: str | None, reach: Reach, namespace: str | None = None
+) -> tuple[list[Allocation], str]:
+    """For the change stream: the allocations written by transactions that ``since`` did
+    not see, in the order they were written (without ``since``: every visible one), and the
+    cursor to ask from next time.
 
-    Both come from one snapshot. The cursor is that snapshot's xmin: every transaction
-    before it has ended, so its writes are in what was read; a transaction from it on may
-    still commit after this read, and the next call (``since`` = this cursor) reads it.
-    A change is therefore never skipped, and may be read twice (the stream drops a pool
-    that looks as it did)."""
+    Both come from one snapshot, and the cursor is that snapshot (``pg_snapshot`` text,
+    ``xmin:xmax:in-progress ids``). A transaction it saw as committed wrote what this call
+    read; any other (in progress then, or later) is not visible in it, so the next call
+    reads its writes. A change is never skipped and an unchanged row never comes twice,
+    whatever order concurrent writes commit in and however long another transaction on the
+    server (another database's included: ids are server-wide) stays open.
+    ``selectors.change_cursor`` checks a cursor a client sends back."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        cursor.execute("SELECT pg_current_snapshot()::text")
         row = cursor.fetchone()
-        xmin = int(row[0]) if row else 0
+        snapshot = str(row[0]) if row else "1:1:"
         queryset = reach.narrow(Allocation.objects.all())
         if since is None:
             queryset = queryset.filter(phase__in=VISIBLE_PHASES)
         else:
-            queryset = queryset.filter(changed_xid__gte=since)
+            xmin = int(since.split(":", 1)[0])
+            # The range on the index first; the snapshot decides inside it.
+            queryset = (
+                queryset.filter(changed_xid__gte=xmin)
+                .alias(
+                    seen=RawSQL(
+                        "pg_visible_in_snapshot((changed_xid::text)::xid8, %s::pg_snapshot)",
+                        (since,),
+                        output_field=BooleanField(),
+                    )
+                )
+                .filter(seen=False)
+            )
         if namespace:
             queryset = queryset.filter(namespace=namespace)
-        return list(queryset.order_by("changed_xid", "id")), xmin
+        return list(queryset.order_by("changed_xid", "id")), snapshot
+
+
+# At most this many in-progress ids in a cursor: a server's open transactions are bounded
+# by its connections, and PostgreSQL's own limit is far above any we run with.
+CURSOR_MAX_IDS = 10_000
+_XID = r"[0-9]{1,19}"
+_CURSOR = re.compile(rf"({_XID}):({_XID}):((?:{_XID})(?:,{_XID})*)?")
+
+
+def change_cursor(raw: str) -> str | None:
+    """A cursor a client sent back, as the snapshot text ``allocation_changes`` takes; None
+    when it is not one. An earlier stream's cursor (one transaction id ``N``: every
+    transaction before ``N`` seen, none from it on) is the snapshot ``N:N:``."""
+    if raw.isdigit() and len(raw) <= 19:
+        return f"{int(raw)}:{int(raw)}:"
+    match = _CURSOR.fullmatch(raw)
+    if match is None:
+        return None
+    xmin, xmax = int(match[1]), int(match[2])
+    ids = [int(part) for part in match[3].split(",")] if match[3] else []
+    # PostgreSQL's own rules for a snapshot, so a bad one is refused here rather than
+    # failing the query: ids ascending and unique, xmin <= id < xmax.
+    if not 1 <= xmin <= xmax or len(ids) > CURSOR_MAX_IDS:
+        return None
+    if any(not xmin <= value < xmax for value in ids) or ids != sorted(set(ids)):
+        return None
+    return f"{xmin}:{xmax}:{','.join(map(str, ids))}"
 
 
 class TeamUse(NamedTuple):
