@@ -132,15 +132,30 @@ def allocation_record_observed(
     observation = observe(
         strategy, pool, requested_at=requested_at, now=timezone.now(), deadline=reconcile_deadline()
     )
-    noted = False
-    if observation.failure is None:
-        marks = milestones(strategy, pool, seen, ready=observation.ready)
-        if marks.reached - seen.noted:
-            noted = allocation_note_milestones(allocation_id=allocation_id, milestones=marks)
-    if _changes_nothing(phase, seen, observation) or not allocation_observe(
-        allocation_id=allocation_id, observation=observation
-    ):
-        return Recorded.CHANGED if noted else Recorded.UNCHANGED
+    marks = (
+        milestones(strategy, pool, seen, ready=observation.ready)
+        if observation.failure is None
+        else None
+    )
+    new_marks = marks if marks is not None and marks.reached - seen.noted else None
+    if new_marks is None and _changes_nothing(phase, seen, observation):
+        return Recorded.UNCHANGED
+    # One transaction and one announcement: a claim bound and Ready in the same event is one
+    # change. Announced with its milestone first, a caller waiting on ?wait woke to a row
+    # not yet ready, read it, and waited again for the second.
+    with transaction.atomic():
+        noted = (
+            allocation_note_milestones(allocation_id=allocation_id, milestones=new_marks)
+            if new_marks is not None
+            else None
+        )
+        changed = not _changes_nothing(phase, seen, observation) and allocation_observe(
+            allocation_id=allocation_id, observation=observation
+        )
+        if noted is not None and not changed:
+            announce(noted)
+    if not changed:
+        return Recorded.CHANGED if noted is not None else Recorded.UNCHANGED
     return Recorded.FAILED if observation.failure is not None else Recorded.CHANGED
 
 
@@ -152,14 +167,17 @@ MILESTONE_EVENTS = {
 }
 
 
-def allocation_note_milestones(*, allocation_id: int, milestones: Milestones) -> bool:
+def allocation_note_milestones(*, allocation_id: int, milestones: Milestones) -> Allocation | None:
     """Record the readiness phases reached for the first time (each time stamped once, by
-    whoever saw it first: the watcher or the resync), with a timeline event each. A warm-pool
-    allocation's warm and cold counts are those of the moment its claims were all bound."""
-    with transaction.atomic():
+    whoever saw it first: the watcher or the resync), with a timeline event each; the row as
+    written (None: nothing new). A warm-pool allocation's warm and cold counts are those of
+    the moment its claims were all bound. The caller announces the change (with the
+    observation it came with, allocation_record_observed)."""
+    # Inside allocation_record_observed's transaction: no savepoint of its own.
+    with transaction.atomic(savepoint=False):
         allocation = locked_while_observed(allocation_id)
         if allocation is None:
-            return False
+            return None
         now = timezone.now()
         new = [
             name
@@ -167,7 +185,7 @@ def allocation_note_milestones(*, allocation_id: int, milestones: Milestones) ->
             if name in milestones.reached and getattr(allocation, f"{name}_at") is None
         ]
         if not new:
-            return False
+            return None
         for name in new:
             setattr(allocation, f"{name}_at", now)
         fields = [f"{name}_at" for name in new]
@@ -183,8 +201,7 @@ def allocation_note_milestones(*, allocation_id: int, milestones: Milestones) ->
                 data |= {"warm": milestones.warm, "cold": milestones.cold}
                 text += f" ({milestones.warm} warm, {milestones.cold} cold-started)"
             record_event(allocation, MILESTONE_EVENTS[name], text, **data)
-        announce(allocation)
-    return True
+    return allocation
 
 
 def allocation_note_surplus(*, allocation_id: int) -> None:
@@ -257,7 +274,8 @@ def allocation_observe_ready(
     )
     if not changed:
         return False
-    with transaction.atomic():
+    # Inside allocation_record_observed's transaction when called from it: no savepoint.
+    with transaction.atomic(savepoint=False):
         allocation = Allocation.objects.get(pk=allocation_id)
         kind = (
             AllocationEvent.Kind.READY

@@ -4,14 +4,24 @@ every row and observation: checked against the real UPDATE in PostgreSQL."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from allocations.models import Allocation, AllocationEvent, Phase
-from allocations.observe import Observation, Seen
-from allocations.services.observed import _changes_nothing, allocation_observe
+from allocations.models import Allocation, AllocationEvent, Phase, Strategy
+from allocations.observe import Observation, PoolObjects, Seen
+from allocations.selectors import seen_of
+from allocations.services.observed import (
+    Recorded,
+    _changes_nothing,
+    allocation_observe,
+    allocation_record_observed,
+)
 from allocations.tests.factories import AllocationFactory
+from allocations.tests.test_observe import claim
+from contextsvc.core import events
 
 REASONS = st.sampled_from(["", "Unschedulable", "ImagePullBackOff"])
 MESSAGES = st.sampled_from(["", "0/4 nodes are available", "Back-off pulling image"])
@@ -93,3 +103,44 @@ def test_a_scale_down_never_counts_more_ready_replicas_than_wanted() -> None:
         Phase.READY, Seen(replicas=1, ready_replicas=1, reason="", message=""),
         Observation(ready=3, problem=None),
     ) is True  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_claim_bound_and_ready_in_one_event_is_one_change_announced_once(
+    monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A caller waiting on ``?wait`` wakes at the first announcement; announced with its
+    milestone first, it woke to a row not yet ready and waited for the second."""
+    allocation = AllocationFactory.create(
+        strategy=Strategy.WARMPOOL, warm_pool="warm", phase=Phase.PROVISIONING, replicas=1
+    )
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(events._sender, "send", lambda groups, event: sent.append(event))
+    bound_and_ready = PoolObjects(
+        claims=[claim(f"{allocation.name}-0", ready="True", sandbox="w1")]
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        recorded = allocation_record_observed(
+            allocation_id=allocation.pk,
+            phase=allocation.phase,
+            strategy=allocation.strategy,
+            requested_at=allocation.requested_at,
+            pool=bound_and_ready,
+            seen=seen_of(allocation),
+        )
+
+    allocation.refresh_from_db()
+    assert recorded == Recorded.CHANGED
+    assert (allocation.phase, allocation.ready_replicas, allocation.warm_claims) == (
+        Phase.READY,
+        1,
+        1,
+    )
+    assert allocation.claims_bound_at is not None
+    assert [(event["type"], event["data"]["phase"]) for event in sent] == [
+        ("allocation.changed", "ready")
+    ]
+    assert list(
+        AllocationEvent.objects.filter(allocation=allocation).values_list("kind", flat=True)
+    ) == [AllocationEvent.Kind.CLAIMS_BOUND, AllocationEvent.Kind.READY]
