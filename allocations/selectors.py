@@ -76,28 +76,24 @@ _LIVE_SQL = (
 )
 
 
-def _heartbeat_holds(shard: int) -> bool:
-    return ProcessHeartbeat.objects.filter(
-        kind=ProcessHeartbeat.Kind.WATCHER,
-        group=namespaces.group(),
-        shards__contains=[shard],
-        last_seen__gte=timezone.now() - timedelta(seconds=2 * HEARTBEAT_SECONDS),
-    ).exists()
-
-
 def watcher_vouches(*, namespace: str, name: str | None = None) -> bool:
     """Whether an active watcher's caches hold what a create checks, filled and current:
     the heartbeat, at most two heartbeats old, of a watcher of this namespace group that
     holds shard 0 (which records others' objects and the warm pools: ForeignObject,
     WarmPoolSeen) and, for a pool ``name``, the pool's shard (whose leftovers PoolPresence
-    records)."""
+    records). One query, whichever watchers hold the shards."""
     managed = namespaces.managed_namespaces()
     if managed is not None and namespace not in managed:
         return False
     shards = {0}
     if name is not None:
         shards.add(shard_of((namespace, name), settings.CS_WATCHER_SHARDS))
-    return all(_heartbeat_holds(shard) for shard in sorted(shards))
+    held = ProcessHeartbeat.objects.filter(
+        kind=ProcessHeartbeat.Kind.WATCHER,
+        group=namespaces.group(),
+        last_seen__gte=timezone.now() - timedelta(seconds=2 * HEARTBEAT_SECONDS),
+    ).values_list("shards", flat=True)
+    return shards <= {shard for listed in held for shard in listed}
 
 
 def foreign_objects(*, namespace: str, wanted: list[tuple[str, str]]) -> list[str]:

@@ -22,7 +22,7 @@ from allocations import provisioning, queue, selectors
 from allocations.models import Allocation, AllocationEvent, Phase, Strategy
 from allocations.requests import PoolRequest
 from allocations.services.quotas import quotas_check
-from allocations.services.reconcile import NAME_COLLISION, allocation_reconcile_now
+from allocations.services.reconcile import FAILED, NAME_COLLISION, allocation_reconcile_now
 from allocations.services.timeline import announce, record_event
 from allocations.services.warmpool import warm_pool_check
 from contextsvc.core import capabilities, namespaces
@@ -110,7 +110,7 @@ def _taken(name: str) -> AlreadyExists:
     return AlreadyExists(f'sandbox pool "{name}" already exists')
 
 
-def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
+def _check_name_free(allocation: Allocation, *, claims: bool, vouched: bool) -> None:
     """409 while a row or any object labelled with this pool name still exists, or while
     an object of somebody else's sits under a name this allocation would create (the Go
     service met that as AlreadyExists in the request, and its callers expect the 409).
@@ -125,7 +125,7 @@ def _check_name_free(allocation: Allocation, *, claims: bool) -> None:
     if Allocation.objects.filter(name=name).exclude(phase=Phase.RELEASED).exists():
         raise _taken(name)
     wanted = provisioning.desired_objects(allocation)
-    if selectors.watcher_vouches(namespace=namespace, name=name):
+    if vouched:
         if selectors.pool_leftovers(namespace=namespace, name=name) or selectors.foreign_objects(
             namespace=namespace, wanted=[(kind.kind, name_of(body)) for kind, body in wanted]
         ):
@@ -213,6 +213,9 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
     if problem:
         raise Unavailable(problem)
     request = _profile_warm_pool(request, namespace)
+    # Whether the watcher's records stand for the cluster (the warm pool's check and the
+    # name's), asked once.
+    vouched = selectors.watcher_vouches(namespace=namespace, name=request.name)
     profile, blueprint, warnings = _runtime(request, caps)
     size, access_mode, storage_class = request.size, request.access_mode, request.storage_class
     relaxations: frozenset[str] = frozenset()
@@ -225,7 +228,7 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
     if request.strategy == Strategy.EXISTING:
         size, access_mode, storage_class = _existing_workspace(request, namespace)
     elif request.strategy == Strategy.WARMPOOL:
-        checked = warm_pool_check(request.warm_pool, namespace)
+        checked = warm_pool_check(request.warm_pool, namespace, vouched=vouched)
         relaxations = checked.relaxations
         blueprint = {"fence": checked.fence, "relaxations": sorted(relaxations)}
 
@@ -252,8 +255,9 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
         team_id=team_id,
     )
     allocation.requested_storage = pool_storage(allocation)
-    allocation.full_clean(validate_constraints=False)
-    _check_name_free(allocation, claims=caps.extensions)
+    # The team is checked by team_lock below (a query of its own here).
+    allocation.full_clean(exclude=["team"], validate_constraints=False)
+    _check_name_free(allocation, claims=caps.extensions, vouched=vouched)
     try:
         with transaction.atomic():
             team = team_lock(allocation.team_id)
@@ -295,17 +299,17 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
     except IntegrityError:
         # Another request took the name between our check and our insert.
         raise _taken(request.name) from None
-    if allocation.strategy == Strategy.WARMPOOL:
-        # Claims are made here, after the commit (allocation_reconcile_now says why). A
-        # claim's name somebody else took meanwhile fails the allocation, rolled back,
-        # and the caller gets the contract's 409, as from the Go service's create.
-        allocation_reconcile_now(allocation.pk)
-        failed = Allocation.objects.filter(pk=allocation.pk, phase=Phase.FAILED).first()
-        if failed is not None:
-            if failed.reason == NAME_COLLISION:
-                raise _taken(allocation.name)
-            return Created(failed, warnings)
-        # Otherwise the answer is the pool as made, as the Go service's was (provisioning,
-        # none ready), even when the watcher has already seen its claims Ready: the
-        # controller can be that quick, and what the caller waits on is GET ?wait.
+    # A warm-pool allocation's claims are made here, after the commit
+    # (allocation_reconcile_now says why). A claim's name somebody else took meanwhile fails
+    # the allocation, rolled back, and the caller gets the contract's 409, as from the Go
+    # service's create. Otherwise the answer is the pool as made, as the Go service's was
+    # (provisioning, none ready), even when the watcher has already seen its claims Ready:
+    # the controller can be that quick, and what the caller waits on is GET ?wait.
+    if allocation.strategy == Strategy.WARMPOOL and (
+        allocation_reconcile_now(allocation.pk) == FAILED
+    ):
+        failed = Allocation.objects.get(pk=allocation.pk)
+        if failed.reason == NAME_COLLISION:
+            raise _taken(allocation.name)
+        return Created(failed, warnings)
     return Created(allocation, warnings)

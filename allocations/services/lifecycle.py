@@ -50,7 +50,7 @@ def _check_scale(allocation: Allocation, replicas: int) -> None:
     caller's PVC and the warm pool's template are read from the cluster)."""
     if allocation.strategy == Strategy.WARMPOOL and replicas > allocation.replicas:
         # More claims hand out more of the template's Pods: it must still be hardened.
-        warm_pool_check(allocation.warm_pool, allocation.namespace, fresh=True)
+        warm_pool_check(allocation.warm_pool, allocation.namespace, vouched=False)
     if replicas <= 1:
         return
     if allocation.has_artifacts and allocation.artifacts_access_mode == "ReadWriteOnce":

@@ -42,6 +42,9 @@ def allocation_reconcile_deadline(allocation: Allocation) -> Any:
 # Why an allocation failed when somebody else's object holds one of its names.
 NAME_COLLISION = "NameCollision"
 
+# What a reconcile that failed the allocation returns.
+FAILED = "failed"
+
 # How soon a reconcile runs again when a wanted object's name is still held by one of ours
 # being deleted (a Sandbox's deletion waits for its Pod).
 WAITING_COUNTDOWN = 2.0
@@ -63,7 +66,7 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
             reason=NAME_COLLISION,
             message=f'sandbox pool "{allocation.name}" already exists: {exc}',
         )
-        return "failed"
+        return FAILED
     except kube.KubeError as exc:
         if exc.transient and timezone.now() < allocation_reconcile_deadline(allocation):
             allocation_note_retry(allocation_id=allocation_id, message=exc.message)
@@ -72,7 +75,7 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
         allocation_fail(
             allocation_id=allocation_id, reason=reason or "KubernetesError", message=exc.message
         )
-        return "failed"
+        return FAILED
     if allocation.prune_pending:
         # Done for this many replicas; a scale since then keeps it pending.
         Allocation.objects.filter(pk=allocation_id, replicas=allocation.replicas).update(

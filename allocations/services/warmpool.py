@@ -91,10 +91,11 @@ def _verdict_from_cluster(warm_pool: str, namespace: str) -> Verdict | None:
     return warm_pool_verdict(pool, template)
 
 
-def warm_pool_check(warm_pool: str, namespace: str, *, fresh: bool = False) -> WarmPoolCheck:
-    """At create (from the watcher's record while it vouches for it, else from the
-    cluster), and at every scale-up (``fresh``: the template may have been edited since)."""
-    if not fresh and selectors.watcher_vouches(namespace=namespace):
+def warm_pool_check(warm_pool: str, namespace: str, *, vouched: bool) -> WarmPoolCheck:
+    """At create (from the watcher's record while it vouches for it: ``vouched``, from
+    selectors.watcher_vouches; else from the cluster), and at every scale-up (not vouched:
+    the template may have been edited since)."""
+    if vouched:
         verdict = selectors.warm_pool_verdict(namespace=namespace, name=warm_pool)
     else:
         verdict = _verdict_from_cluster(warm_pool, namespace)
