@@ -8,8 +8,8 @@ from django.db.models import QuerySet
 from approvals.models import NotificationChannel, NotificationEvent
 from contextsvc.core.auth import Role
 from contextsvc.core.fields import AgentTypesField
+from contextsvc.core.limits import LIMITS
 from contextsvc.core.models import Scope
-from contextsvc.core.teams import LIMITS, parse_limit
 from profiles.models import SandboxProfile
 from rules.model import MAX_OPERATION_TEXT
 
@@ -173,28 +173,28 @@ class TeamForm(forms.Form):
 
 
 class QuotaForm(forms.Form):
-    """A team's limits as an admin writes them (empty: no limit); the kernel's parser
-    (teams.parse_limit) reads them, as it reads ``manage.py team quota``."""
+    """A team's limits as an admin writes them (empty: no limit): a field for each of the
+    kernel's declarations (contextsvc/core/limits.py), read by its parser, as ``manage.py
+    team quota`` reads them."""
 
-    live_allocations = forms.CharField(max_length=20, required=False)
-    live_sandboxes = forms.CharField(max_length=20, required=False)
-    storage = forms.CharField(max_length=32, required=False, help_text="A quantity, e.g. 500Gi")
-    pending_approvals = forms.CharField(max_length=20, required=False)
-    requests_per_minute = forms.CharField(
-        max_length=20, required=False, help_text="API requests of the team's tokens"
-    )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for limit in LIMITS:
+            self.fields[limit.name] = forms.CharField(
+                max_length=32 if limit.quantity else 20, required=False, help_text=limit.help
+            )
 
     def limits(self) -> dict[str, int | None]:
         """The Team fields and their new values; a problem is a form error of its field. A
         limit the form did not send is left as it is (empty sent means none)."""
         found: dict[str, int | None] = {}
-        for name, field in LIMITS.items():
-            if self.add_prefix(name) not in self.data:
+        for limit in LIMITS:
+            if self.add_prefix(limit.name) not in self.data:
                 continue
             try:
-                found[field] = parse_limit(name, self.cleaned_data[name])
+                found[limit.field] = limit.parse(self.cleaned_data[limit.name])
             except ValueError as exc:
-                self.add_error(name, str(exc))
+                self.add_error(limit.name, str(exc))
         return found
 
 

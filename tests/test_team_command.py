@@ -8,6 +8,13 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
+from contextsvc.core.limits import (
+    LIVE_ALLOCATIONS,
+    LIVE_SANDBOXES,
+    PENDING_APPROVALS,
+    REQUESTS_PER_MINUTE,
+    STORAGE,
+)
 from contextsvc.core.models import ApiClient, AuditEntry, Team, TeamMember
 from contextsvc.core.teams import reach_of, team_id_of
 from tests.support.api import issue_token
@@ -58,11 +65,11 @@ def test_a_team_gets_limits_clients_and_people() -> None:
 
     research = Team.objects.get(name="research")
     assert (
-        research.max_live_sandboxes,
-        research.max_storage_bytes,
-        research.max_pending_approvals,
-        research.max_live_allocations,
-        research.max_requests_per_minute,
+        LIVE_SANDBOXES.of(research),
+        STORAGE.of(research),
+        PENDING_APPROVALS.of(research),
+        LIVE_ALLOCATIONS.of(research),
+        REQUESTS_PER_MINUTE.of(research),
     ) == (None, 500 * GIB, 5, None, 600)
     assert ApiClient.objects.get(name="research-harness").team == research
     alice = User.objects.get(username="alice")

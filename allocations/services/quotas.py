@@ -10,17 +10,15 @@ team that claims them."""
 from __future__ import annotations
 
 from allocations import selectors
+from contextsvc.core.limits import LIVE_ALLOCATIONS, LIVE_SANDBOXES
 from contextsvc.core.models import Team
-from contextsvc.core.teams import Quota, quota_check, storage_check
-
-LIVE_ALLOCATIONS = Quota("max_live_allocations", "live allocations")
-LIVE_SANDBOXES = Quota("max_live_sandboxes", "live sandboxes")
+from contextsvc.core.teams import quota_check, storage_check
 
 
 def quotas_check(team: Team, *, allocations: int = 0, sandboxes: int = 0, storage: int = 0) -> None:
     """Refuse a change that adds ``allocations``, ``sandboxes`` and ``storage`` (bytes) to
     what the team holds, when it would pass one of its limits (the first, in this order)."""
-    if team.max_live_allocations is not None or team.max_live_sandboxes is not None:
+    if LIVE_ALLOCATIONS.of(team) is not None or LIVE_SANDBOXES.of(team) is not None:
         live, running = selectors.team_pools(team_id=team.pk)
         quota_check(team, LIVE_ALLOCATIONS, in_use=live, more=allocations)
         quota_check(team, LIVE_SANDBOXES, in_use=running, more=sandboxes)

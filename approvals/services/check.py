@@ -22,9 +22,10 @@ from approvals.selectors import approvals_pending_count, operation_digest
 from approvals.services.policy import Policy, policy_for
 from contextsvc.core.auth import Role
 from contextsvc.core.errors import InvalidRequest
+from contextsvc.core.limits import PENDING_APPROVALS
 from contextsvc.core.models import default_team_pk
 from contextsvc.core.services import audit_record
-from contextsvc.core.teams import Quota, quota_check, team_lock
+from contextsvc.core.teams import quota_check, team_lock
 from contextsvc.core.users import people_with_role
 from rules import (
     Decision,
@@ -115,9 +116,6 @@ class _Judged:
     workspace: str
     execution: dict[str, Any]
     team_id: int
-
-
-PENDING_APPROVALS = Quota("max_pending_approvals", "pending approval requests")
 
 
 def approval_check(
@@ -243,7 +241,7 @@ def _queue_for_human(
     after = policy.approval.escalate_after
     with transaction.atomic():
         team = team_lock(team_id)
-        if team.max_pending_approvals is not None:
+        if PENDING_APPROVALS.of(team) is not None:
             pending = approvals_pending_count(team_id=team.pk)
             quota_check(team, PENDING_APPROVALS, in_use=pending, more=1)
         request = ApprovalRequest.objects.create(

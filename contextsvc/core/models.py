@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from contextsvc.core.limits import LIMITS
+
 
 class ProcessHeartbeat(models.Model):
     """The last time a background process (worker, watcher) proved it was alive.
@@ -74,16 +76,8 @@ class Team(models.Model):
     name = models.SlugField(max_length=63, unique=True)
     description = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    max_live_allocations = models.PositiveIntegerField(null=True, blank=True)
-    max_live_sandboxes = models.PositiveIntegerField(null=True, blank=True)
-    # The sum of the PVCs the service requests for the team: its allocations' workspace and
-    # artifacts volumes, its named contexts', its agent workspaces' (teams.storage_in_use;
-    # a caller's own existing PVC is not ours, and is not counted).
-    max_storage_bytes = models.PositiveBigIntegerField(null=True, blank=True)
-    max_pending_approvals = models.PositiveIntegerField(null=True, blank=True)
-    # Requests of the team's API tokens, a burst of this many and then this many a minute
-    # (contextsvc/core/ratelimit.py); past it, a 429. The dashboard's people are not counted.
-    max_requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    # Its limits (max_live_allocations, max_storage_bytes, …): a column each, added below
+    # from their declarations (contextsvc/core/limits.py).
     # The managed namespaces the team's pools, contexts and workspaces may be made in
     # (CS_ALLOWED_NAMESPACES still bounds them); empty: any managed namespace.
     namespaces = models.JSONField(default=list, blank=True)
@@ -93,6 +87,10 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+for _limit in LIMITS:
+    Team.add_to_class(_limit.field, _limit.column())
 
 
 def default_team_pk() -> int:

@@ -13,6 +13,7 @@ from django.db.models import ForeignObjectRel
 from django.utils import timezone
 
 from contextsvc.core.auth import PREFIX_SHOWN, generate_token, hash_token
+from contextsvc.core.limits import LIMITS
 from contextsvc.core.models import (
     DEFAULT_TEAM,
     ApiClient,
@@ -23,7 +24,7 @@ from contextsvc.core.models import (
     Team,
     TeamMember,
 )
-from contextsvc.core.teams import LIMITS, MEMBERSHIP_CACHE
+from contextsvc.core.teams import MEMBERSHIP_CACHE
 from contextsvc.core.validators import is_dns1123_label
 
 HEARTBEAT_RETENTION = timedelta(days=1)
@@ -218,7 +219,7 @@ def api_token_revoke(*, token: ApiToken, actor: str) -> ApiToken:
 
 # --- Teams ------------------------------------------------------------------------------------
 
-QUOTA_FIELDS = tuple(LIMITS.values())
+QUOTA_FIELDS = tuple(limit.field for limit in LIMITS)
 
 
 def _quota_payload(team: Team) -> dict[str, int | None]:

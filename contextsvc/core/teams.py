@@ -13,18 +13,16 @@ gets past a limit by counting before another's insert commits.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
 
 from contextsvc.core.auth import ApiPrincipal, principal_scopes
 from contextsvc.core.errors import Forbidden
+from contextsvc.core.limits import STORAGE, Limit
 from contextsvc.core.models import Scope, Team, TeamMember, default_team_pk
-from contextsvc.quantity import format_bytes, parse_quantity
 
 M = TypeVar("M", bound=Model)
 
@@ -83,77 +81,6 @@ class QuotaExceeded(Forbidden):
     code = "quota_exceeded"
 
 
-def _count(value: int) -> str:
-    return str(value)
-
-
-@dataclass(frozen=True)
-class Quota:
-    """One limit of a team: the ``Team`` field that holds it, what the messages call it,
-    and how its amounts read."""
-
-    field: str
-    label: str
-    show: Callable[[int], str] = _count
-
-
-NO_LIMIT = "none"
-# A team's limits by the names an admin gives them (``manage.py team quota
-# --live-sandboxes``, the dashboard's Teams page), and the Team field each sets.
-LIMITS = {
-    "live_allocations": "max_live_allocations",
-    "live_sandboxes": "max_live_sandboxes",
-    "storage": "max_storage_bytes",
-    "pending_approvals": "max_pending_approvals",
-    "requests_per_minute": "max_requests_per_minute",  # a rate: contextsvc/core/ratelimit.py
-}
-STORAGE_LIMIT = "storage"  # the one written as a quantity (500Gi)
-
-
-# The largest each column holds (PositiveIntegerField; storage: PositiveBigIntegerField).
-LIMIT_MAXIMUM = {STORAGE_LIMIT: 2**63 - 1}
-COUNT_MAXIMUM = 2**31 - 1
-_UNIT = re.compile(r".*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)$")
-
-
-def parse_limit(limit: str, text: str) -> int | None:
-    """The ``limit`` (of LIMITS) as an admin writes it: a whole number, or a quantity with
-    its unit for storage (500Gi); ``none`` (or nothing) for no limit. ``ValueError`` says
-    what is wrong."""
-    quantity = limit == STORAGE_LIMIT
-    text = text.strip()
-    if text in ("", NO_LIMIT):
-        return None
-    try:
-        value = parse_quantity(text) if quantity else Decimal(int(text))
-    except ValueError:
-        kind = "a quantity (500Gi)" if quantity else "a whole number"
-        raise ValueError(f"must be {kind} or {NO_LIMIT!r}") from None
-    if value < 0 or value != int(value):
-        raise ValueError("must be a whole amount of 0 or more")
-    if quantity and value and not _UNIT.match(text):
-        # 500 is 500 bytes to Kubernetes: as a team's storage, surely a slip.
-        raise ValueError(f"needs a unit ({text}Gi, {text}Mi …): {text} alone is {text} bytes")
-    maximum = LIMIT_MAXIMUM.get(limit, COUNT_MAXIMUM)
-    if value > maximum:
-        shown = format_bytes(maximum) if quantity else str(maximum)
-        raise ValueError(f"must be at most {shown}")
-    return int(value)
-
-
-def limits_shown(team: Team) -> str:
-    """The team's limits in a line (``live sandboxes 40, storage 500Gi``)."""
-    shown = []
-    for limit, field in LIMITS.items():
-        value = getattr(team, field)
-        if value is not None:
-            amount = format_bytes(value) if limit == STORAGE_LIMIT else str(value)
-            shown.append(f"{limit.replace('_', ' ')} {amount}")
-    return ", ".join(shown) or "no limits"
-
-
-STORAGE = Quota("max_storage_bytes", "of requested storage", show=format_bytes)
-
 # The bytes of storage a team's objects request, one counter per app that makes PVCs for
 # a team (sandbox pools, named contexts, agent workspaces), each added in its AppConfig's
 # ready(): the storage quota is their sum, and this layer knows none of those models.
@@ -172,7 +99,7 @@ def storage_in_use(team_id: int) -> int:
 
 def storage_check(team: Team, *, more: int) -> None:
     """Refuse (403) ``more`` bytes of storage past the team's limit (``team`` is locked)."""
-    if team.max_storage_bytes is not None and more > 0:
+    if STORAGE.of(team) is not None and more > 0:
         quota_check(team, STORAGE, in_use=storage_in_use(team.pk), more=more)
 
 
@@ -204,10 +131,10 @@ def team_lock(team_id: int | None) -> Team:
     return Team.objects.select_for_update(no_key=True).get(pk=team_id)
 
 
-def quota_check(team: Team, quota: Quota, *, in_use: int, more: int) -> None:
+def quota_check(team: Team, quota: Limit, *, in_use: int, more: int) -> None:
     """Refuse (403) when ``more`` on top of ``in_use`` would pass the team's limit; a
     change that adds nothing (``more`` ≤ 0) is never refused, even over a lowered limit."""
-    limit = getattr(team, quota.field)
+    limit = quota.of(team)
     if limit is None or more <= 0 or in_use + more <= limit:
         return
     error = QuotaExceeded(

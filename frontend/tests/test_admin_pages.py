@@ -21,6 +21,7 @@ from approvals.models import Grant
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
 from contextsvc.core import services
 from contextsvc.core.auth import user_role
+from contextsvc.core.limits import LIVE_SANDBOXES, REQUESTS_PER_MINUTE, STORAGE
 from contextsvc.core.models import ApiClient, ApiToken, AuditEntry, Team, TeamMember
 from contextsvc.core.users import ensure_role_groups
 from frontend.tests.support import client_for
@@ -284,7 +285,7 @@ def test_teams_are_made_limited_and_filled_by_admins_only() -> None:
     admin.post("/teams/move/", {"kind": "person", "member": "user-viewer", "team": "research"})
 
     research.refresh_from_db()
-    assert (research.max_live_sandboxes, research.max_storage_bytes) == (12, 10 * 1024**3)
+    assert (LIVE_SANDBOXES.of(research), STORAGE.of(research)) == (12, 10 * 1024**3)
     assert ApiClient.objects.get(name="harness").team == research
     assert TeamMember.objects.get(user__username="user-viewer").team == research
     page = admin.get("/teams/").content.decode()
@@ -405,11 +406,11 @@ def test_saving_a_teams_limits_unchanged_keeps_its_request_rate() -> None:
         "runaway: live sandboxes 4, requests per minute 0."
     ]
     stopped.refresh_from_db()
-    assert (stopped.max_requests_per_minute, stopped.max_live_sandboxes) == (0, 4)
+    assert (REQUESTS_PER_MINUTE.of(stopped), LIVE_SANDBOXES.of(stopped)) == (0, 4)
     # A form that does not send a limit leaves it as it is.
     admin.post(action, {f"{prefix}-live_sandboxes": "5"})
     stopped.refresh_from_db()
-    assert (stopped.max_requests_per_minute, stopped.max_live_sandboxes) == (0, 5)
+    assert (REQUESTS_PER_MINUTE.of(stopped), LIVE_SANDBOXES.of(stopped)) == (0, 5)
 
 
 def test_a_bad_team_name_is_refused_on_its_field_and_nothing_is_made() -> None:

@@ -16,8 +16,8 @@ from django.views.decorators.http import require_POST
 from allocations.selectors import team_use
 from approvals.selectors import approvals_pending_count
 from contextsvc.core import services
+from contextsvc.core.limits import LIMITS, limits_shown
 from contextsvc.core.models import DEFAULT_TEAM, ApiClient, Team
-from contextsvc.core.teams import LIMITS, limits_shown
 from contextsvc.quantity import format_bytes
 from frontend.access import actor, admin_required
 from frontend.forms import MoveForm, QuotaForm, TeamForm
@@ -40,8 +40,7 @@ def _row(team: Team) -> dict[str, Any]:
         "form": QuotaForm(
             prefix=f"team-{team.pk}",
             initial={
-                name: "" if getattr(team, field) is None else getattr(team, field)
-                for name, field in LIMITS.items()
+                limit.name: "" if (value := limit.of(team)) is None else value for limit in LIMITS
             },
         ),
     }

@@ -7,14 +7,12 @@ from django.contrib.auth.models import User
 
 from contextsvc.core import services
 from contextsvc.core.auth import ApiPrincipal
+from contextsvc.core.limits import LIVE_SANDBOXES as SANDBOXES
+from contextsvc.core.limits import STORAGE
 from contextsvc.core.models import DEFAULT_TEAM, Team, default_team_pk
-from contextsvc.core.teams import EVERY_TEAM, Quota, QuotaExceeded, Reach, quota_check, reach_of
-from contextsvc.quantity import format_bytes
+from contextsvc.core.teams import EVERY_TEAM, QuotaExceeded, Reach, quota_check, reach_of
 
 pytestmark = pytest.mark.django_db
-
-SANDBOXES = Quota("max_live_sandboxes", "live sandboxes")
-STORAGE = Quota("max_storage_bytes", "of requested storage", show=format_bytes)
 
 
 def test_a_token_reaches_its_team_and_an_admin_every_team() -> None:

@@ -20,18 +20,18 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contextsvc.core import services
+from contextsvc.core.limits import LIMITS, NO_LIMIT, Limit, limits_shown
 from contextsvc.core.models import ApiClient, Team
-from contextsvc.core.teams import LIMITS, NO_LIMIT, limits_shown, parse_limit
 
 ACTOR = "system:manage.py"
 
 
-def _limit(option: str, text: str) -> int | None:
-    flag = f"--{option.replace('_', '-')}"
+def _limit(limit: Limit, text: str) -> int | None:
+    flag = f"--{limit.name.replace('_', '-')}"
     if not text.strip():
         raise CommandError(f"{flag} needs a value: a limit, or {NO_LIMIT!r} to remove it")
     try:
-        return parse_limit(option, text)
+        return limit.parse(text)
     except ValueError as exc:
         raise CommandError(f"{flag} {exc}") from None
 
@@ -53,8 +53,8 @@ class Command(BaseCommand):
         create.add_argument("--description", default="")
         quota = sub.add_parser("quota", help="set a team's limits ('none' removes one)")
         quota.add_argument("name")
-        for option in LIMITS:
-            quota.add_argument(f"--{option.replace('_', '-')}", dest=option, default=None)
+        for limit in LIMITS:
+            quota.add_argument(f"--{limit.name.replace('_', '-')}", dest=limit.name, default=None)
         where = sub.add_parser(
             "namespaces", help="the namespaces a team may make objects in (none: every one)"
         )
@@ -80,9 +80,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"team {team.name!r} created (no limits)")
             elif action == "quota":
                 limits = {
-                    field: _limit(option, options[option])
-                    for option, field in LIMITS.items()
-                    if options[option] is not None
+                    limit.field: _limit(limit, options[limit.name])
+                    for limit in LIMITS
+                    if options[limit.name] is not None
                 }
                 if not limits:
                     raise CommandError("name at least one limit to set")
