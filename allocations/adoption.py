@@ -4,6 +4,7 @@ is reported as an orphan. Nothing is ever deleted here."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +145,7 @@ def adopt(key: PoolKey, pool: PoolObjects, *, dry_run: bool = False) -> Allocati
 
 
 def adopt_context(
-    key: tuple[str, str], pvc: dict[str, Any], *, dry_run: bool = False
+    key: tuple[str, str], pvc: Mapping[str, Any], *, dry_run: bool = False
 ) -> ContextResource | Orphan:
     """A named context's PVC with both labels and no row (the Go service's) becomes a
     context again, so its callers can read and delete it."""

@@ -23,8 +23,9 @@ from allocations.services.observed import (
     allocation_record_observed,
 )
 from contexts.models import ContextResource
-from contexts.resync import resync_contexts
+from contexts.services import VOLUME_KIND as CONTEXT_VOLUMES
 from contextsvc.core import namespaces
+from contextsvc.core.volumes import Pvc, VolumeKey, registry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import annotations_of, creation_time, name_of, status_phase
 from contextsvc.kube.objects.kinds import (
@@ -40,7 +41,6 @@ from contextsvc.kube.objects.labels import MANAGED_SELECTOR, POOLED_POD_SELECTOR
 from contextsvc.kube.objects.pvc import (
     PVC_EVENTS_SELECTOR,
     VOLUME_PROBLEM_ANNOTATION,
-    context_key,
     pvc_events_problem,
     volume_problem_patch,
 )
@@ -52,7 +52,12 @@ logger = logging.getLogger(__name__)
 @dataclass
 class ClusterSnapshot:
     pools: dict[PoolKey, PoolObjects]
-    context_pvcs: dict[tuple[str, str], dict[str, Any]]
+    # The PVCs of each kind of volume (contextsvc/core/volumes.py), by kind and key.
+    volumes: dict[str, dict[VolumeKey, Pvc]]
+
+    @property
+    def context_pvcs(self) -> dict[VolumeKey, Pvc]:
+        return self.volumes.get(CONTEXT_VOLUMES, {})
 
 
 def _listed(kind: ApiKind, selector: str) -> list[dict[str, Any]]:
@@ -76,8 +81,12 @@ def snapshot() -> ClusterSnapshot:
     claims = _listed(SANDBOX_CLAIM, managed)
     pods = _listed(POD, POOLED_POD_SELECTOR)
     pvcs = _listed(PVC, managed)
-    # Named contexts' PVCs carry our managed-by label too: they are among ``pvcs``.
-    context_pvcs = {key: pvc for pvc in pvcs if (key := context_key(pvc))}
+    # Named contexts' and agent workspaces' PVCs carry our managed-by label too: they are
+    # among ``pvcs``.
+    by_kind: dict[str, dict[VolumeKey, Pvc]] = {kind.name: {} for kind in registry.kinds()}
+    for pvc in pvcs:
+        for name, key in registry.keys_of(pvc):
+            by_kind[name][key] = pvc
     return ClusterSnapshot(
         pools=group_by_pool(
             sandboxes=sandboxes,
@@ -86,7 +95,7 @@ def snapshot() -> ClusterSnapshot:
             pvcs=pvcs,
             policies=_listed(NETWORK_POLICY, managed),
         ),
-        context_pvcs=context_pvcs,
+        volumes=by_kind,
     )
 
 
@@ -221,16 +230,17 @@ def resync_allocation(allocation: Allocation, pool: PoolObjects, report: ResyncR
         report.requeued.append(allocation.name)
 
 
-def _resync_contexts(
-    pvcs: dict[tuple[str, str], dict[str, Any]], report: ResyncReport, *, adopt: bool
-) -> None:
-    """The named contexts' part (contexts/resync.py), then the adoption of context PVCs
-    that have no row."""
-    known = resync_contexts(pvcs, report, grace=_requeue_grace())
+def _resync_volumes(cluster: ClusterSnapshot, report: ResyncReport, *, adopt: bool) -> None:
+    """Each kind of volume's part (its VolumeKind.resync: named contexts, agent
+    workspaces), then the adoption of context PVCs that have no row (the Go service's;
+    an agent type's workspace PVC is adopted when its workspace is ensured)."""
+    known: dict[str, set[VolumeKey]] = {}
+    for kind in registry.kinds():
+        known[kind.name] = kind.resync(cluster.volumes[kind.name], report, _requeue_grace())
     if not adopt:
         return
-    for key, pvc in sorted(pvcs.items()):
-        if key not in known:
+    for key, pvc in sorted(cluster.context_pvcs.items()):
+        if key not in known.get(CONTEXT_VOLUMES, set()):
             _record(report, key, adoption.adopt_context(key, pvc))
 
 
@@ -259,7 +269,7 @@ def resync_all(*, adopt: bool = True) -> ResyncReport:
         pool = pools.pop((allocation.namespace, allocation.name), PoolObjects())
         note_volume_problems(allocation, pool, events)
         resync_allocation(allocation, pool, report)
-    _resync_contexts(cluster.context_pvcs, report, adopt=adopt)
+    _resync_volumes(cluster, report, adopt=adopt)
     if adopt:
         for key, pool in sorted(pools.items()):
             try:

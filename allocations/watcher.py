@@ -39,11 +39,10 @@ from allocations.services.seen import (
     warm_pools_reconcile,
     warm_pools_record,
 )
-from contexts.models import ContextResource
-from contexts.services import context_record_observed
 from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
+from contextsvc.core.volumes import registry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import (
     annotations_of,
@@ -64,7 +63,6 @@ from contextsvc.kube.objects.kinds import (
 from contextsvc.kube.objects.labels import FOREIGN_SELECTOR, MANAGED_SELECTOR, POOLED_POD_SELECTOR
 from contextsvc.kube.objects.observed import trimmed
 from contextsvc.kube.objects.pod import sandbox_pods_among
-from contextsvc.kube.objects.pvc import context_key
 
 logger = logging.getLogger(__name__)
 
@@ -72,14 +70,14 @@ WATCH_TIMEOUT_SECONDS = 300
 STANDBY_POLL_SECONDS = 5.0
 LOCK_CHECK_SECONDS = 1.0
 ObjKey = tuple[str, str]
-ContextKey = tuple[str, str]
 # What the processing thread is asked to look at: (what, its key), one of
-#   POOL (namespace, name)           a pool, recorded by the shard that owns it;
-#   CONTEXT (namespace, name)        a named context's PVC;
-#   FOREIGN (namespace, kind, name)  somebody else's object appeared or went;
-#   WARM_POOLS (namespace,)          a warm pool or template of the namespace changed.
+#   POOL (namespace, name)                 a pool, recorded by the shard that owns it;
+#   VOLUME (volume kind, namespace, name)  a named context's or an agent workspace's PVC
+#                                          (contextsvc/core/volumes.py: the kinds);
+#   FOREIGN (namespace, kind, name)        somebody else's object appeared or went;
+#   WARM_POOLS (namespace,)                a warm pool or template of the namespace changed.
 # All but pools are recorded by shard 0's holder.
-POOL, CONTEXT, FOREIGN, WARM_POOLS = "pool", "context", "foreign", "warm-pools"
+POOL, VOLUME, FOREIGN, WARM_POOLS = "pool", "volume", "foreign", "warm-pools"
 DirtyItem = tuple[str, tuple[str, ...]]
 # The informers' fields that are a pool's objects (PoolObjects' lists); the others are
 # "foreign", "warm_pools" and "templates".
@@ -208,7 +206,7 @@ class Watcher:
         self.informers: list[Informer] = []
         self.events_processed = 0
         # Which shards this instance records (of ``total``): every instance watches every
-        # object, and records only its own pools; named contexts belong to shard 0.
+        # object, and records only its own pools; the rest belongs to shard 0.
         self.total = total
         self.shards: frozenset[int] = shards
         # The shards whose pools' leftovers are recorded from filled caches: what this
@@ -341,8 +339,11 @@ class Watcher:
             else:
                 dirty = {(POOL, key) for obj in touched if (key := pool_key(obj))}
             if field == "pvcs":
-                # Named contexts' PVCs come through the same (managed) PVC collection.
-                dirty |= {(CONTEXT, key) for obj in touched if (key := context_key(obj))}
+                # Named contexts' and agent workspaces' PVCs come through the same
+                # (managed) PVC collection.
+                dirty |= {
+                    (VOLUME, (kind, *key)) for obj in touched for kind, key in registry.keys_of(obj)
+                }
             for item in dirty:
                 if self.owns(item):
                     self.dirty_pools.put(item)
@@ -404,27 +405,20 @@ class Watcher:
         templates = {name_of(obj): obj for obj in items("templates")}
         warm_pools_record(namespace=namespace, pools=items("warm_pools"), templates=templates)
 
-    def process_context(self, key: ContextKey) -> None:
-        namespace, name = key
-        context = (
-            ContextResource.objects.filter(namespace=namespace, name=name)
-            .exclude(status=ContextResource.Status.DELETED)
-            .first()
-        )
-        if context is None:
-            return
-        # Contexts are few and rarely change: a scan of the PVC cache is cheap enough.
+    def process_volume(self, kind_name: str, key: tuple[str, str]) -> None:
+        kind = registry.get(kind_name)
+        # Few, and rarely changing: a scan of the PVC cache is cheap enough.
         pvc = next(
             (
                 obj
                 for informer in self.informers
                 if informer.field == "pvcs"
                 for obj in informer.items()
-                if context_key(obj) == key
+                if kind.key(obj) == key
             ),
             None,
         )
-        context_record_observed(context=context, pvc=pvc)
+        kind.record(key, pvc)
 
     def _process_loop(self) -> None:
         try:
@@ -466,8 +460,8 @@ class Watcher:
         try:
             if what == FOREIGN:
                 self.process_foreign(sorted(key))
-            elif what == CONTEXT:
-                self.process_context((key[0], key[1]))
+            elif what == VOLUME:
+                self.process_volume(key[0], (key[1], key[2]))
             elif what == WARM_POOLS:
                 self.process_warm_pools(key[0])
             else:

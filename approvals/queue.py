@@ -7,6 +7,11 @@ from uuid import UUID
 from contextsvc.core.queue import after_commit, send
 
 DELIVER = "approvals.tasks.deliver"
+# Beat's (config/settings/base.py).
+EXPIRE_DUE = "approvals.tasks.expire_due"
+ESCALATE_DUE = "approvals.tasks.escalate_due"
+DELIVERIES_DUE = "approvals.tasks.deliveries_due"
+RETENTION = "approvals.tasks.retention"
 
 
 def deliver(delivery_id: UUID) -> None:

@@ -4,25 +4,20 @@ the deletes and creates that stalled queued again."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from django.utils import timezone
 
 from contexts import queue, services
 from contexts.models import ContextResource
-
-
-class Report(Protocol):
-    """What the resync's report (allocations/resync.py: ResyncReport) counts here."""
-
-    changed: int
-    requeued: list[str]
+from contextsvc.core.volumes import ResyncReport, VolumeKey
 
 
 def resync_contexts(
-    pvcs: dict[tuple[str, str], dict[str, Any]], report: Report, *, grace: timedelta
-) -> set[tuple[str, str]]:
+    pvcs: dict[VolumeKey, Mapping[str, Any]], report: ResyncReport, grace: timedelta
+) -> set[VolumeKey]:
     """Record what each context's PVC (``pvcs``: by namespace and name) says of it, and
     re-queue the deletes and creates that stalled for longer than ``grace``. Returns the
     contexts' keys: the PVCs of the others have no row (the resync may adopt them)."""

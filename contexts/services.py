@@ -4,6 +4,7 @@ after commit (contexts/queue.py); the tasks only hand ids to the functions here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,12 +22,12 @@ from contextsvc.core.errors import (
     kubernetes_failure,
 )
 from contextsvc.core.models import default_team_pk
-from contextsvc.core.queue import RetryLater, backoff
+from contextsvc.core.queue import Retry, RetryLater, backoff
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.core.storage import check_storage_classes
 from contextsvc.core.teams import Reach, check_team_namespace, storage_check, team_lock
+from contextsvc.core.volumes import Volume, VolumeKey, VolumeTaken
 from contextsvc.kube import client as kube
-from contextsvc.kube.objects.fields import name_of
 from contextsvc.kube.objects.kinds import PVC
 from contextsvc.kube.objects.names import context_pvc_name
 from contextsvc.kube.objects.pvc import context_manifest_of, is_context_pvc, pvc_is_bound
@@ -35,8 +36,10 @@ from contextsvc.quantity import parse_quantity
 # A PVC leaves through its controller: poll that long at most before leaving the rest to
 # the watcher and the periodic resync (as an allocation's release does).
 DELETE_POLLS = 60
+# Its name in the registry of volumes (contextsvc/core/volumes.py).
+VOLUME_KIND = "context"
 # A context's PVC create that keeps failing transiently is given up after this many.
-CONTEXT_ATTEMPTS = 10
+CONTEXT_RETRY = Retry(attempts=10)
 
 
 def context_keep_artifacts(
@@ -188,15 +191,13 @@ def context_apply(*, context_id: int) -> str:
     ).first()
     if context is None:
         return "nothing to do"
-    body = context_manifest_of(context)
-    if kube.create_if_absent(PVC, body):
-        return "created"
-    existing = kube.get_object(PVC, context.namespace, name_of(body))
-    if existing is None or is_context_pvc(existing, context.name):
-        # Gone again in between: the next reconcile or the resync creates it.
-        return "exists"
-    _context_drop(context, reason="its PVC name is held by an object the service does not own")
-    raise ContextNameTaken(context.name)
+    try:
+        return (
+            "created" if context_volume(context).apply(context_manifest_of(context)) else "exists"
+        )
+    except VolumeTaken:
+        _context_drop(context, reason="its PVC name is held by an object the service does not own")
+        raise ContextNameTaken(context.name) from None
 
 
 def context_reconcile(context_id: int, attempt: int = 0) -> str:
@@ -208,8 +209,9 @@ def context_reconcile(context_id: int, attempt: int = 0) -> str:
     except ContextNameTaken:
         return "name taken"
     except kube.KubeError as error:
-        if error.transient and attempt < CONTEXT_ATTEMPTS:
-            raise RetryLater(backoff(attempt)) from error
+        later = CONTEXT_RETRY.again(transient=error.transient, attempt=attempt)
+        if later is not None:
+            raise later from error
         context_fail(context_id=context_id, message=error.message)
         return "failed"
 
@@ -272,15 +274,11 @@ def context_delete_objects(context_id: int, attempt: int = 0) -> str:
     ).first()
     if context is None:
         return "nothing to do"
-    name = context_pvc_name(context.name)
     try:
-        pvc = kube.get_object(PVC, context.namespace, name)
-        if pvc is not None and is_context_pvc(pvc, context.name):
-            kube.delete_object(PVC, context.namespace, name)
-            pvc = kube.get_object(PVC, context.namespace, name)
+        left = context_volume(context).delete()
     except kube.KubeError as exc:
         raise RetryLater(backoff(attempt)) from exc
-    if pvc is None or not is_context_pvc(pvc, context.name):
+    if left is None:
         context_record_observed(context=context, pvc=None)
         return "deleted"
     if attempt < DELETE_POLLS:
@@ -288,7 +286,27 @@ def context_delete_objects(context_id: int, attempt: int = 0) -> str:
     return "pending"
 
 
-def context_record_observed(*, context: ContextResource, pvc: dict[str, Any] | None) -> bool:
+def context_volume(context: ContextResource) -> Volume:
+    return Volume(
+        context.namespace,
+        context_pvc_name(context.name),
+        owns=lambda pvc: is_context_pvc(pvc, context.name),
+    )
+
+
+def context_pvc_observed(key: VolumeKey, pvc: Mapping[str, Any] | None) -> bool:
+    """What the watcher saw of a named context's PVC (None: none of the context's is
+    there), recorded on the context (volumes.VolumeKind.record)."""
+    namespace, name = key
+    context = (
+        ContextResource.objects.filter(namespace=namespace, name=name)
+        .exclude(status=ContextResource.Status.DELETED)
+        .first()
+    )
+    return context is not None and context_record_observed(context=context, pvc=pvc)
+
+
+def context_record_observed(*, context: ContextResource, pvc: Mapping[str, Any] | None) -> bool:
     """The one decision the watcher, the resync and the delete task make about a
     context's PVC (None: there is none of the context's own): a deleting context is
     deleted once it is gone; otherwise Bound means ready. True when it changed."""

@@ -5,12 +5,13 @@ from __future__ import annotations
 from celery import shared_task
 
 from contextsvc.core import locks
+from usage.queue import METER
 from usage.services import usage_meter
 
 METER_LOCK = (locks.SINGLETON, locks.singleton_key("usage-meter"))
 
 
-@shared_task(name="usage.tasks.meter", ignore_result=True)
+@shared_task(name=METER, ignore_result=True)
 def meter() -> str:
     """Beat: the current hour's usage recomputed, the hours that ended closed."""
     with locks.try_advisory_lock(*METER_LOCK) as acquired:

@@ -6,7 +6,18 @@ class WorkspacesConfig(AppConfig):
     verbose_name = "Agent workspaces"
 
     def ready(self) -> None:
+        from contextsvc.core import volumes
         from contextsvc.core.teams import storage_counter
+        from contextsvc.kube.objects.pvc import agent_workspace_key
         from workspaces.selectors import workspace_storage
+        from workspaces.services import resync_workspaces, workspace_pvc_observed
 
         storage_counter(self.name, workspace_storage)
+        volumes.registry.register(
+            volumes.VolumeKind(
+                name="agent-workspace",
+                key=agent_workspace_key,
+                record=workspace_pvc_observed,
+                resync=resync_workspaces,
+            )
+        )

@@ -7,6 +7,8 @@ commit, through the tasks in workspaces/tasks.py (queued by workspaces/queue.py)
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -17,22 +19,19 @@ from django.utils import timezone
 from contextsvc.core import namespaces
 from contextsvc.core.errors import AlreadyExists, Conflict, InvalidRequest, cluster_call
 from contextsvc.core.models import default_team_pk
-from contextsvc.core.queue import RetryLater, backoff
+from contextsvc.core.queue import Retry, RetryLater
 from contextsvc.core.services import audit_record
 from contextsvc.core.teams import Reach, check_team_namespace, storage_check, team_lock
 from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
+from contextsvc.core.volumes import ResyncReport, Volume, VolumeKey, VolumeTaken
 from contextsvc.kube import client as kube
-from contextsvc.kube.objects.fields import labels_of
 from contextsvc.kube.objects.job import cleanup_job_manifest, job_outcome
 from contextsvc.kube.objects.kinds import JOB, PVC, STORAGE_CLASS
-from contextsvc.kube.objects.labels import (
-    AGENT_WORKSPACE,
-    WORKSPACE_AGENT_LABEL,
-    WORKSPACE_TYPE_LABEL,
-)
 from contextsvc.kube.objects.names import agent_workspace_pvc_name, cleanup_job_name
 from contextsvc.kube.objects.pvc import (
     agent_workspace_pvc_manifest,
+    is_agent_workspace_pvc,
+    managed_label_patch,
     pvc_capacity,
     pvc_is_bound,
     pvc_resize_patch,
@@ -45,10 +44,14 @@ from workspaces import queue
 from workspaces.models import AgentWorkspace, WorkspaceContext
 from workspaces.selectors import LIVE, contexts_due, workspace_get, workspace_not_found
 
+logger = logging.getLogger(__name__)
 SYSTEM_ACTOR = "system:workspaces"
 # A PVC create that keeps failing transiently is given up (the workspace fails) after this
 # many retries; a delete is retried for as long as it takes.
-CREATE_ATTEMPTS = 10
+CREATE_RETRY = Retry(attempts=10)
+DELETE_RETRY = Retry()
+# Why a workspace fails when its PVC's name is somebody else's.
+NAME_HELD = "its PVC name is held by an object the service does not own"
 # Deletes are quick, but a PVC leaves through its controller: poll that long at most before
 # leaving the rest to housekeeping.
 DELETE_POLLS = 60
@@ -129,10 +132,7 @@ def workspace_ensure(
         team_id=owner,
     )
     if pvc is not None:
-        labels = labels_of(pvc)
-        if labels.get(WORKSPACE_TYPE_LABEL) != AGENT_WORKSPACE or (
-            labels.get(WORKSPACE_AGENT_LABEL) != agent_type
-        ):
+        if not is_agent_workspace_pvc(pvc, agent_type):
             raise AlreadyExists(
                 f'PVC "{name}" exists in namespace "{namespace}" and is not an agent workspace'
             )
@@ -158,7 +158,26 @@ def workspace_ensure(
                 queue.create_pvc(workspace.pk)
     except IntegrityError:
         raise _workspace_taken(agent_type, namespace) from None
+    if workspace.adopted:
+        _label_adopted(workspace)
     return workspace, True
+
+
+def _label_adopted(workspace: AgentWorkspace) -> None:
+    """Our managed-by label on an adopted PVC, so that the watches see it from now on; one
+    the cluster refuses now is labelled by the next resync (resync_workspaces)."""
+    try:
+        kube.patch_object(PVC, workspace.namespace, workspace.pvc_name, managed_label_patch())
+    except kube.KubeError as error:
+        logger.warning("could not label the adopted PVC of %s: %s", workspace, error.message)
+
+
+def workspace_volume(workspace: AgentWorkspace) -> Volume:
+    return Volume(
+        workspace.namespace,
+        workspace.pvc_name,
+        owns=lambda pvc: is_agent_workspace_pvc(pvc, workspace.agent_type),
+    )
 
 
 def _workspace_taken(agent_type: str, namespace: str) -> AlreadyExists:
@@ -166,7 +185,7 @@ def _workspace_taken(agent_type: str, namespace: str) -> AlreadyExists:
     return AlreadyExists(f'the workspace of "{agent_type}" in "{namespace}" already exists')
 
 
-def _observe_pvc(workspace: AgentWorkspace, pvc: dict[str, Any]) -> None:
+def _observe_pvc(workspace: AgentWorkspace, pvc: Mapping[str, Any]) -> None:
     capacity = pvc_capacity(pvc)
     workspace.capacity_bytes = _bytes(capacity) if capacity else None
     if pvc_is_bound(pvc):
@@ -188,14 +207,18 @@ def workspace_create_pvc(workspace_id: int, attempt: int = 0) -> str:
         storage_class=workspace.storage_class or None,
     )
     try:
-        kube.create_if_absent(PVC, body)
+        created = workspace_volume(workspace).apply(body)
+    except VolumeTaken:
+        workspace_fail(workspace_id=workspace_id, message=NAME_HELD)
+        return "failed"
     except kube.KubeError as error:
-        if error.transient and attempt < CREATE_ATTEMPTS:
-            raise RetryLater(backoff(attempt)) from error
+        later = CREATE_RETRY.again(transient=error.transient, attempt=attempt)
+        if later is not None:
+            raise later from error
         workspace_fail(workspace_id=workspace_id, message=error.message)
         return "failed"
-    workspaces_observe()
-    return "created"
+    # Bound, its capacity: the watcher records them from the PVC's events.
+    return "created" if created else "exists"
 
 
 def workspace_fail(*, workspace_id: int, message: str) -> bool:
@@ -260,12 +283,16 @@ def workspace_delete_pvc(workspace_id: int, attempt: int = 0) -> str:
     if workspace is None:
         return "nothing to do"
     try:
-        kube.delete_object(PVC, workspace.namespace, workspace.pvc_name)
-        workspaces_observe()
+        left = workspace_volume(workspace).delete()
     except kube.KubeError as error:
-        raise RetryLater(backoff(attempt)) from error
-    workspace.refresh_from_db()
-    if workspace.status != AgentWorkspace.Status.DELETED and attempt < DELETE_POLLS:
+        later = DELETE_RETRY.again(transient=error.transient, attempt=attempt)
+        if later is not None:
+            raise later from error
+        raise
+    if left is None:
+        workspace_record_observed(workspace=workspace, pvc=None)
+        return AgentWorkspace.Status.DELETED
+    if attempt < DELETE_POLLS:
         raise RetryLater(1.0)
     return workspace.status
 
@@ -505,34 +532,71 @@ def cleanup_jobs_observe() -> int:
     return finished
 
 
-def workspaces_observe() -> int:
-    """Workspace PVCs: Bound → ready, capacity, and PVCs gone → deleted."""
-    changed = 0
-    for workspace in AgentWorkspace.objects.exclude(status=AgentWorkspace.Status.DELETED):
-        pvc = kube.get_object(PVC, workspace.namespace, workspace.pvc_name)
-        if workspace.status == AgentWorkspace.Status.DELETING:
-            if pvc is None:
-                AgentWorkspace.objects.filter(pk=workspace.pk).update(
-                    status=AgentWorkspace.Status.DELETED
-                )
-                changed += 1
-            continue
-        if pvc is None:
-            continue
-        before = (workspace.status, workspace.capacity_bytes)
-        _observe_pvc(workspace, pvc)
-        if (workspace.status, workspace.capacity_bytes) != before:
-            AgentWorkspace.objects.filter(pk=workspace.pk).update(
-                status=workspace.status, capacity_bytes=workspace.capacity_bytes
+def workspace_record_observed(*, workspace: AgentWorkspace, pvc: Mapping[str, Any] | None) -> bool:
+    """The one decision the watcher, the resync and the delete task make about a
+    workspace's PVC (None: none of the workspace's own is there): a deleting workspace is
+    deleted once it is gone; otherwise Bound means ready, and its capacity is recorded.
+    True when it changed."""
+    if pvc is not None and not is_agent_workspace_pvc(pvc, workspace.agent_type):
+        pvc = None
+    if workspace.status == AgentWorkspace.Status.DELETING:
+        return pvc is None and bool(
+            AgentWorkspace.objects.filter(
+                pk=workspace.pk, status=AgentWorkspace.Status.DELETING
+            ).update(status=AgentWorkspace.Status.DELETED, updated_at=timezone.now())
+        )
+    if pvc is None or workspace.status not in LIVE:
+        return False
+    before = (workspace.status, workspace.capacity_bytes)
+    _observe_pvc(workspace, pvc)
+    if (workspace.status, workspace.capacity_bytes) == before:
+        return False
+    return bool(
+        AgentWorkspace.objects.filter(pk=workspace.pk, status__in=LIVE).update(
+            status=workspace.status, capacity_bytes=workspace.capacity_bytes
+        )
+    )
+
+
+def workspace_pvc_observed(key: VolumeKey, pvc: Mapping[str, Any] | None) -> bool:
+    """What the watcher saw of an agent workspace's PVC, recorded on the workspace
+    (volumes.VolumeKind.record)."""
+    namespace, agent_type = key
+    workspace = (
+        AgentWorkspace.objects.filter(namespace=namespace, agent_type=agent_type)
+        .exclude(status=AgentWorkspace.Status.DELETED)
+        .first()
+    )
+    return workspace is not None and workspace_record_observed(workspace=workspace, pvc=pvc)
+
+
+def resync_workspaces(
+    pvcs: dict[VolumeKey, Mapping[str, Any]], report: ResyncReport, grace: timedelta
+) -> set[VolumeKey]:
+    """The periodic resync's part (allocations/resync.py lists the managed PVCs once for
+    every kind): each workspace recomputed from its PVC. A live workspace whose PVC the
+    list did not find is looked up once: an adopted PVC our label did not reach yet is
+    labelled (the watches see it from then on) and recorded. Stalled creates and deletes
+    are housekeeping's (every minute)."""
+    workspaces = list(AgentWorkspace.objects.exclude(status=AgentWorkspace.Status.DELETED))
+    for workspace in workspaces:
+        key = (workspace.namespace, workspace.agent_type)
+        pvc = pvcs.get(key)
+        if pvc is None and workspace.adopted and workspace.status in LIVE:
+            pvc = workspace_volume(workspace).own(
+                kube.get_object(PVC, workspace.namespace, workspace.pvc_name)
             )
-            changed += 1
-    return changed
+            if pvc is not None:
+                _label_adopted(workspace)
+        if workspace_record_observed(workspace=workspace, pvc=pvc):
+            report.changed += 1
+    return {(workspace.namespace, workspace.agent_type) for workspace in workspaces}
 
 
 def housekeeping() -> str:
-    """What beat runs every minute: PVC states, finished cleanup Jobs, expired contexts,
-    and the expansions usage reports ask for."""
-    observed = workspaces_observe()
+    """What beat runs every minute: stalled PVC creates and deletes, finished cleanup
+    Jobs, expired contexts, and the expansions usage reports ask for. (The PVCs' states
+    come from the watcher: workspace_pvc_observed.)"""
     requeued = _requeue_stalled()
     finished = cleanup_jobs_observe()
     started = len(contexts_expire())
@@ -540,9 +604,7 @@ def housekeeping() -> str:
         status=AgentWorkspace.Status.READY, usage_bytes__isnull=False
     ).values_list("pk", flat=True):
         workspace_expand(workspace_id)
-    return (
-        f"observed {observed}, requeued {requeued}, cleanups finished {finished}, started {started}"
-    )
+    return f"requeued {requeued}, cleanups finished {finished}, started {started}"
 
 
 def _requeue_stalled() -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -23,7 +22,7 @@ from allocations.models import (
 )
 from allocations.services.timeline import announce, record_event
 from contextsvc.core import locks
-from contextsvc.core.queue import LOCK_BUSY_COUNTDOWN, RetryLater, backoff
+from contextsvc.core.queue import LOCK_BUSY_COUNTDOWN, Retry, RetryLater
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.kube import client as kube
 
@@ -33,10 +32,6 @@ logger = logging.getLogger(__name__)
 def reconcile_deadline() -> timedelta:
     """How long transient trouble may last before an allocation fails."""
     return timedelta(seconds=settings.CS_RECONCILE_DEADLINE_SECONDS)
-
-
-def allocation_reconcile_deadline(allocation: Allocation) -> Any:
-    return allocation.requested_at + reconcile_deadline()
 
 
 # Why an allocation failed when somebody else's object holds one of its names.
@@ -68,9 +63,12 @@ def allocation_reconcile(allocation_id: int, attempt: int = 0) -> str:
         )
         return FAILED
     except kube.KubeError as exc:
-        if exc.transient and timezone.now() < allocation_reconcile_deadline(allocation):
+        later = Retry(deadline=reconcile_deadline()).again(
+            transient=exc.transient, attempt=attempt, since=allocation.requested_at
+        )
+        if later is not None:
             allocation_note_retry(allocation_id=allocation_id, message=exc.message)
-            raise RetryLater(backoff(attempt)) from exc
+            raise later from exc
         reason = exc.reason if not exc.transient else "DeadlineExceeded"
         allocation_fail(
             allocation_id=allocation_id, reason=reason or "KubernetesError", message=exc.message

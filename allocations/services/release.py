@@ -14,7 +14,7 @@ from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, Phas
 from allocations.selectors import pool_not_found
 from allocations.services.timeline import announce, iso_time, record_event
 from contexts.services import context_keep_artifacts
-from contextsvc.core.queue import RetryLater, backoff
+from contextsvc.core.queue import Retry, RetryLater
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.core.teams import Reach
 from contextsvc.kube import client as kube
@@ -23,6 +23,9 @@ from contextsvc.kube.objects.names import artifacts_context_name, artifacts_pvc_
 from contextsvc.kube.objects.pvc import artifacts_retain_patch
 
 logger = logging.getLogger(__name__)
+# A release keeps trying through transient trouble for as long as it takes: what it
+# deletes must go.
+RELEASE_RETRY = Retry()
 
 
 # A rollback's deletes are quick, but Pods and PVCs leave through controllers; it polls
@@ -130,8 +133,9 @@ def _retain_artifacts(allocation: Allocation, attempt: int) -> None:
     except kube.KubeError as exc:
         if exc.status == 404:
             return  # it was never made: nothing to keep (the context reports it missing)
-        if exc.transient:
-            raise RetryLater(backoff(attempt)) from exc
+        later = RELEASE_RETRY.again(transient=exc.transient, attempt=attempt)
+        if later is not None:
+            raise later from exc
         raise
 
 
@@ -141,8 +145,9 @@ def _delete_owned(allocation: Allocation, attempt: int) -> provisioning.Owned | 
     try:
         return provisioning.delete_owned(allocation)
     except kube.KubeError as exc:
-        if exc.transient:
-            raise RetryLater(backoff(attempt)) from exc
+        later = RELEASE_RETRY.again(transient=exc.transient, attempt=attempt)
+        if later is not None:
+            raise later from exc
         logger.error("cannot delete objects of %s: %s", allocation.name, exc.message)
         return None
 

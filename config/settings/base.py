@@ -8,6 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from allocations import queue as allocations_queue
+from approvals import queue as approvals_queue
+from contextsvc.core import queue as core_queue
 from contextsvc.env import (
     ConfigError,
     check_public_url,
@@ -21,6 +24,8 @@ from contextsvc.env import (
     env_str,
     parse_database_url,
 )
+from usage import queue as usage_queue
+from workspaces import queue as workspaces_queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 LOCAL_DIR = BASE_DIR / ".local"
@@ -200,61 +205,29 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
+# Every task by its app's constant (each app's queue.py), as services queue them.
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
-    "process-heartbeat": {
-        "task": "contextsvc.core.tasks.record_heartbeat",
-        "schedule": 30.0,
-    },
-    "cluster-capabilities": {
-        "task": "contextsvc.core.tasks.refresh_capabilities",
-        "schedule": 60.0,
-    },
-    "approvals-expire": {
-        "task": "approvals.tasks.expire_due",
-        "schedule": 5.0,
-    },
+    "process-heartbeat": {"task": core_queue.RECORD_HEARTBEAT, "schedule": 30.0},
+    "cluster-capabilities": {"task": core_queue.REFRESH_CAPABILITIES, "schedule": 60.0},
+    "approvals-expire": {"task": approvals_queue.EXPIRE_DUE, "schedule": 5.0},
     # Undecided requests past their profile's escalateAfter: the escalation group is told.
-    "approvals-escalate": {
-        "task": "approvals.tasks.escalate_due",
-        "schedule": 5.0,
-    },
+    "approvals-escalate": {"task": approvals_queue.ESCALATE_DUE, "schedule": 5.0},
     # The safety net under each delivery's own retries (a worker lost with the task).
-    "approvals-deliveries": {
-        "task": "approvals.tasks.deliveries_due",
-        "schedule": 30.0,
-    },
-    "workspaces-housekeeping": {
-        "task": "workspaces.tasks.housekeeping",
-        "schedule": 60.0,
-    },
+    "approvals-deliveries": {"task": approvals_queue.DELIVERIES_DUE, "schedule": 30.0},
+    "workspaces-housekeeping": {"task": workspaces_queue.HOUSEKEEPING, "schedule": 60.0},
     "allocations-resync": {
-        "task": "allocations.tasks.resync",
+        "task": allocations_queue.RESYNC,
         "schedule": float(CS_RESYNC_INTERVAL_SECONDS),
     },
     # Profiles' warm pools made, kept in step and sized from demand.
-    "allocations-warm-pools": {
-        "task": "allocations.tasks.warm_pools",
-        "schedule": 15.0,
-    },
+    "allocations-warm-pools": {"task": allocations_queue.WARM_POOLS, "schedule": 15.0},
     # An allocation is released within this many seconds of its expiry.
-    "allocations-expire": {
-        "task": "allocations.tasks.expire",
-        "schedule": 5.0,
-    },
+    "allocations-expire": {"task": allocations_queue.EXPIRE, "schedule": 5.0},
     # Old released allocations and finished approvals removed (CS_RETENTION_*).
-    "allocations-retention": {
-        "task": "allocations.tasks.retention",
-        "schedule": 3600.0,
-    },
-    "approvals-retention": {
-        "task": "approvals.tasks.retention",
-        "schedule": 3600.0,
-    },
+    "allocations-retention": {"task": allocations_queue.RETENTION, "schedule": 3600.0},
+    "approvals-retention": {"task": approvals_queue.RETENTION, "schedule": 3600.0},
     # Usage by team and profile: the current hour recomputed, ended hours closed.
-    "usage-meter": {
-        "task": "usage.tasks.meter",
-        "schedule": 60.0,
-    },
+    "usage-meter": {"task": usage_queue.METER, "schedule": 60.0},
 }
 
 # --- Kubernetes --------------------------------------------------------------------------

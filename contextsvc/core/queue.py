@@ -7,22 +7,32 @@ and wraps :func:`after_commit`; its ``tasks.py`` registers them under those name
 only hands the id to a service.
 
 A service that wants to be called again later raises :class:`RetryLater`; the task turns
-it into Celery's retry (:func:`run`)."""
+it into Celery's retry (:func:`run`). How long a service keeps trying after trouble is its
+:class:`Retry` policy: a number of attempts or a deadline, and no retry at all for a
+permanent error (kopf's TemporaryError / PermanentError split)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from celery import Task, current_app
 from django.db import transaction
+from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from contextsvc.core import locks
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
+
+# The kernel's own periodic tasks (contextsvc/core/tasks.py), by name: beat's schedule
+# (config/settings/base.py) names every task from its app's constant, as services queue them.
+RECORD_HEARTBEAT = "contextsvc.core.tasks.record_heartbeat"
+REFRESH_CAPABILITIES = "contextsvc.core.tasks.refresh_capabilities"
 
 # A busy lock means another worker is on the same object right now: look again soon.
 LOCK_BUSY_COUNTDOWN = 1.0
@@ -40,6 +50,33 @@ class RetryLater(Exception):
 def backoff(attempt: int) -> float:
     """Seconds before retry number ``attempt + 1`` after a transient failure."""
     return float(min(2**attempt, MAX_BACKOFF))
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How long work that meets trouble keeps trying: at most ``attempts`` retries, or
+    until ``deadline`` has passed since the work began; a permanent error is not retried
+    at all. Every task that retries states its policy as one of these."""
+
+    attempts: int | None = None
+    deadline: timedelta | None = None
+
+    def again(
+        self, *, transient: bool, attempt: int, since: datetime | None = None
+    ) -> RetryLater | None:
+        """The retry to raise after failed attempt number ``attempt`` (0 for the first),
+        or None: give up, and fail the object with the error."""
+        if not transient:
+            return None
+        if self.attempts is not None and attempt >= self.attempts:
+            return None
+        if (
+            self.deadline is not None
+            and since is not None
+            and timezone.now() >= since + self.deadline
+        ):
+            return None
+        return RetryLater(backoff(attempt))
 
 
 def after_commit(task_name: str, *args: Any, countdown: float = 0) -> None:

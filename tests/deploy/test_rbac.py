@@ -252,11 +252,9 @@ def test_the_service_account_can_do_everything_the_service_does(
         storage_class="standard",
         actor="user:test",
     )
+    # Seen bound by the service account's watcher.
     wait_until(
-        lambda: (
-            workspaces.workspaces_observe()
-            or AgentWorkspace.objects.get(pk=workspace.pk).status == AgentWorkspace.Status.READY
-        ),
+        lambda: AgentWorkspace.objects.get(pk=workspace.pk).status == AgentWorkspace.Status.READY,
         timeout=60,
         message="the workspace to bind",
     )

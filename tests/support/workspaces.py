@@ -11,7 +11,6 @@ from contextsvc.kube.objects.kinds import JOB
 from tests.support.api import ApiClient, issue_token
 from tests.support.kube import admin_patch_status
 from tests.support.processes import wait_until
-from workspaces import services as workspaces
 from workspaces.models import AgentWorkspace
 
 
@@ -29,8 +28,9 @@ def ensure(client: ApiClient, namespace: str, **extra: Any) -> Any:
 
 
 def ready(namespace: str) -> AgentWorkspace:
+    """The namespace's workspace once the watcher saw its PVC bound."""
+
     def bound() -> AgentWorkspace | None:
-        workspaces.workspaces_observe()
         found = AgentWorkspace.objects.filter(namespace=namespace).first()
         return found if found and found.status == AgentWorkspace.Status.READY else None
 

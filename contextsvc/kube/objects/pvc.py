@@ -295,6 +295,29 @@ def managed_claim(pvc: Manifest) -> tuple[str, str] | None:
     return None
 
 
+def agent_workspace_key(pvc: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, agent type) of an agent workspace's PVC; None for any other object."""
+    labels = labels_of(pvc)
+    agent_type = labels.get(WORKSPACE_AGENT_LABEL)
+    if labels.get(WORKSPACE_TYPE_LABEL) != AGENT_WORKSPACE or not agent_type:
+        return None
+    return object_key(pvc)[0], str(agent_type)
+
+
+def is_agent_workspace_pvc(pvc: Mapping[str, Any], agent_type: str) -> bool:
+    """The PVC carries the seed's labels of ``agent_type``'s workspace (what a workspace
+    adopts, and what it deletes; else it is not one)."""
+    return (
+        agent_workspace_key(pvc) is not None
+        and labels_of(pvc).get(WORKSPACE_AGENT_LABEL) == agent_type
+    )
+
+
+def managed_label_patch() -> Manifest:
+    """Our managed-by label on a PVC the service adopted, so that its watches see it."""
+    return {"metadata": {"labels": {MANAGED_BY_LABEL: MANAGED_BY}}}
+
+
 def agent_workspace_pvc_manifest(
     *, agent_type: str, namespace: str, size: str, storage_class: str | None
 ) -> Manifest:
