@@ -77,6 +77,14 @@ def test_existing_pvcs_are_adopted_or_refused(rossoctl: ApiClient, namespace: st
 
     assert adopted.status_code == 201
     assert (adopted.json()["adopted"], adopted.json()["size"]) == (True, "8Gi")
+    # Labelled ours when adopted: the watcher's PVC events reach it (ready() saw them).
+    assert (kube.get_object(PVC, namespace, "weather-service-workspace") or {})["metadata"][
+        "labels"
+    ] == {
+        "rossoctl.io/type": "agent-workspace",
+        "rossoctl.io/agent": "weather-service",
+        "app.kubernetes.io/managed-by": "context-service",
+    }
     assert refused.status_code == 409
     assert refused.json()["message"] == (
         f'PVC "other-workspace" exists in namespace "{namespace}" and is not an agent workspace'

@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from contextsvc.core.models import AuditEntry
-from contextsvc.kube import client as kube
-from contextsvc.kube.objects.kinds import PVC
 from tests.support.kube import kube_calls, make_pvc
+from tests.support.unchanged import cluster
 from workspaces.models import AgentWorkspace
 from workspaces.services import (
     NAME_HELD,
@@ -23,12 +22,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 NAME = "weather-service-workspace"
 
 
-def resource_version(namespace: str) -> str:
-    found = kube.get_object(PVC, namespace, NAME)
-    assert found is not None
-    return str(found["metadata"]["resourceVersion"])
-
-
 def test_a_pvc_of_somebody_elses_under_the_name_fails_the_workspace_and_is_left_alone(
     namespace: str,
 ) -> None:
@@ -36,7 +29,8 @@ def test_a_pvc_of_somebody_elses_under_the_name_fails_the_workspace_and_is_left_
         namespace=namespace, agent_type="weather-service", status=AgentWorkspace.Status.PROVISIONING
     )
     make_pvc(namespace, NAME, modes=["ReadWriteMany"], labels={"team": "theirs"})
-    before = resource_version(namespace)
+    # What a write of ours would change (its status, which the PV controller writes, aside).
+    before = cluster(namespace)
 
     assert workspace_create_pvc(workspace.pk) == "failed"
 
@@ -45,7 +39,7 @@ def test_a_pvc_of_somebody_elses_under_the_name_fails_the_workspace_and_is_left_
     assert list(
         AuditEntry.objects.filter(target=str(workspace)).values_list("action", "payload")
     ) == [("workspace.fail", {"message": NAME_HELD})]
-    assert resource_version(namespace) == before
+    assert cluster(namespace) == before
 
 
 def test_a_deleting_workspace_never_deletes_somebody_elses_pvc_under_its_name(
@@ -56,13 +50,14 @@ def test_a_deleting_workspace_never_deletes_somebody_elses_pvc_under_its_name(
         namespace=namespace, agent_type="weather-service", status=AgentWorkspace.Status.DELETING
     )
     make_pvc(namespace, NAME, modes=["ReadWriteMany"], labels={"team": "theirs"})
-    before = resource_version(namespace)
+    # What a write of ours would change (its status, which the PV controller writes, aside).
+    before = cluster(namespace)
 
     assert workspace_delete_pvc(workspace.pk) == AgentWorkspace.Status.DELETED
 
     workspace.refresh_from_db()
     assert workspace.status == AgentWorkspace.Status.DELETED
-    assert resource_version(namespace) == before
+    assert cluster(namespace) == before
 
 
 def test_housekeeping_reads_no_workspace_pvc(namespace: str) -> None:
