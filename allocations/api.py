@@ -10,7 +10,6 @@ from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
 )
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -35,65 +34,9 @@ SandboxPoolRequest = PolymorphicProxySerializer(
 )
 
 
-class Workspace(serializers.Serializer):
-    size = serializers.CharField(help_text="Empty for a warm-pool allocation")
-    accessMode = serializers.CharField(help_text="Empty for a warm-pool allocation")
-    storageClass = serializers.CharField(required=False)
-    claimName = serializers.CharField(required=False)
-    readOnly = serializers.BooleanField(required=False)
-
-
-class Artifacts(serializers.Serializer):
-    size = serializers.CharField()
-    accessMode = serializers.CharField()
-    storageClass = serializers.CharField(required=False)
-    retain = serializers.BooleanField()
-    claimName = serializers.CharField(help_text="The PVC (and, once retained, the context's)")
-
-
-class PoolPhase(serializers.Serializer):
-    phase = serializers.ChoiceField(
-        choices=[
-            "accepted",
-            "objectsCreated",
-            "volumesBound",
-            "podsScheduled",
-            "claimed",
-            "claimsBound",
-            "ready",
-        ]
-    )
-    at = serializers.DateTimeField(allow_null=True, help_text="When it was first seen")
-    seconds = serializers.FloatField(allow_null=True, help_text="Since the request")
-
-
-class ClaimOrigins(serializers.Serializer):
-    warm = serializers.IntegerField(help_text="Claims that took a warm Sandbox")
-    cold = serializers.IntegerField(help_text="Claims whose Sandbox was started for them")
-
-
-class SandboxPool(serializers.Serializer):
-    name = serializers.CharField()
-    status = serializers.ChoiceField(choices=["provisioning", "ready", "suspended", "failed"])
-    replicas = serializers.IntegerField()
-    readyReplicas = serializers.IntegerField()
-    sandboxSelector = serializers.CharField()
-    workspace = Workspace()
-    warmPoolRef = serializers.CharField(required=False)
-    message = serializers.CharField(required=False, help_text="Why it failed")
-    profile = serializers.CharField(required=False)
-    namespace = serializers.CharField(required=False, help_text="When not the default")
-    warnings = serializers.ListField(child=serializers.CharField(), required=False)
-    expiresAt = serializers.DateTimeField(required=False, help_text="When it is released")
-    artifacts = Artifacts(required=False)
-    phases = PoolPhase(many=True, required=False, help_text="Only with ?detail=phases")
-    claims = ClaimOrigins(
-        required=False, help_text="Warm-pool allocations with ?detail=phases, once bound"
-    )
-
-
-class SandboxPoolList(serializers.Serializer):
-    items = SandboxPool(many=True)
+# The responses, from the declarations that render them.
+SandboxPool = v1.POOL_SHOWN.serializer()
+SandboxPoolList = v1.POOL_LIST.serializer()
 
 
 # The v1 contract's own examples (v1-api.md).
@@ -128,8 +71,12 @@ POOL_EXAMPLES = [
 ]
 
 
-def _pool(allocation: Allocation, *, phases: bool = False) -> dict[str, object]:
-    return v1.pool_response(allocation, default_namespace=settings.CS_NAMESPACE, phases=phases)
+def _pool(
+    allocation: Allocation, *, phases: bool = False, warnings: tuple[str, ...] = ()
+) -> dict[str, object]:
+    return v1.pool_response(
+        allocation, default_namespace=settings.CS_NAMESPACE, phases=phases, warnings=warnings
+    )
 
 
 def _detail(request: Request) -> bool:
@@ -174,7 +121,11 @@ class SandboxPoolCollectionApi(ServiceAPIView):
             status=request.query_params.get("status"),
             namespace=request.query_params.get("namespace"),
         )
-        return Response({"items": [_pool(allocation, phases=phases) for allocation in allocations]})
+        return Response(
+            v1.POOL_LIST.render(
+                [v1.Shown(allocation, settings.CS_NAMESPACE, phases) for allocation in allocations]
+            )
+        )
 
     @extend_schema(
         operation_id="sandbox_pools_create",
@@ -188,9 +139,7 @@ class SandboxPoolCollectionApi(ServiceAPIView):
         created = allocation_create(
             request=pool_request, actor=actor_of(request.user), team_id=team_id_of(request.user)
         )
-        body = _pool(created.allocation)
-        if created.warnings:
-            body["warnings"] = list(created.warnings)
+        body = _pool(created.allocation, warnings=created.warnings)
         return Response(
             body, status=201, headers={"Location": f"/v1/sandbox-pools/{created.allocation.name}"}
         )

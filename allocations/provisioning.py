@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from django.conf import settings
@@ -24,7 +24,7 @@ from contextsvc.kube.objects.networkpolicy import (
     network_policy_manifest,
 )
 from contextsvc.kube.objects.pod import sandbox_pods_among
-from contextsvc.kube.objects.poolspec import ArtifactsSpec, PoolSpec
+from contextsvc.kube.objects.poolspec import PoolSpec
 from contextsvc.kube.objects.pvc import artifacts_pvc_manifest, managed_pvc_names, pvc_manifest
 from contextsvc.kube.objects.sandbox import expiry_backstop, sandbox_drift, sandbox_manifest
 
@@ -33,29 +33,14 @@ class NameCollision(Exception):
     """An object with one of our names exists but does not carry this allocation's labels."""
 
 
+# The spec's attributes the row holds under the same names (the rest are worked out below).
+_COPIED = tuple(item.name for item in fields(PoolSpec) if item.name != "shutdown_time")
+
+
 def pool_spec(allocation: Allocation) -> PoolSpec:
     return PoolSpec(
-        name=allocation.name,
-        namespace=allocation.namespace,
-        replicas=allocation.replicas,
-        strategy=allocation.strategy,
-        size=allocation.workspace_size,
-        access_mode=allocation.workspace_access_mode,
-        storage_class=allocation.workspace_storage_class or None,
-        claim_name=allocation.claim_name or None,
-        read_only=bool(allocation.read_only),
-        warm_pool=allocation.warm_pool or None,
-        suspended=allocation.suspended,
+        **{name: getattr(allocation, name) for name in _COPIED},
         shutdown_time=(expiry_backstop(allocation.expires_at) if allocation.expires_at else None),
-        artifacts=(
-            ArtifactsSpec(
-                allocation.artifacts_size,
-                allocation.artifacts_access_mode,
-                allocation.artifacts_storage_class or None,
-            )
-            if allocation.has_artifacts
-            else None
-        ),
     )
 
 

@@ -8,34 +8,37 @@ build them directly. The services never see the HTTP contract itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
-
-
-@dataclass(frozen=True)
-class Artifacts:
-    size: str
-    access_mode: str
-    storage_class: str = ""
-    retain: bool = False
+from typing import Any
 
 
 @dataclass(frozen=True)
 class PoolRequest:
+    """A pool as the caller asked for it. Its attributes are named as the allocation's
+    columns, into which ``allocation_create`` copies them by name: a new one is declared here
+    and as a column, with no copy step between."""
+
     name: str
     replicas: int
     strategy: str
-    size: str = ""
-    access_mode: str = ""
-    storage_class: str = ""
+    workspace_size: str = ""
+    workspace_access_mode: str = ""
+    workspace_storage_class: str = ""
     claim_name: str = ""
     read_only: bool | None = None
     warm_pool: str = ""
-    profile: str = ""
-    namespace: str = ""
+    profile_name: str = ""
+    namespace: str = ""  # "": the service's own
     # v1 additions: released at this time; an artifacts PVC next to the workspace.
     expires_at: datetime | None = None
-    artifacts: Artifacts | None = None
+    artifacts_size: str = ""  # "": none
+    artifacts_access_mode: str = ""
+    artifacts_storage_class: str = ""
+    artifacts_retain: bool = False
+
+    def columns(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 ARTIFACTS_SHARED_MESSAGE = (

@@ -8,21 +8,16 @@ message it is used verbatim; the other messages are ours and are listed in docs/
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.utils import timezone
 
 from allocations.models import Allocation, Phase, Strategy
 from allocations.observe import managed_volumes
-from allocations.requests import (
-    ARTIFACTS_SHARED_MESSAGE,
-    KEEP,
-    Artifacts,
-    PoolRequest,
-    PoolUpdate,
-)
+from allocations.requests import ARTIFACTS_SHARED_MESSAGE, KEEP, PoolRequest, PoolUpdate
 from contextsvc.core import openapi
 from contextsvc.core.contract import Body, Field, reject_unknown_fields
 from contextsvc.core.errors import InvalidRequest
@@ -79,7 +74,10 @@ WARM_POOL_REF = Field(
     message="warmPoolRef must be a lowercase Kubernetes name",
 )
 PROFILE = Field(
-    "profile", schema={"pattern": openapi.DNS_LABEL}, help="v1 extension: a sandbox profile"
+    "profile",
+    schema={"pattern": openapi.DNS_LABEL},
+    help="v1 extension: a sandbox profile",
+    column="profile_name",
 )
 NAMESPACE = Field(
     "namespace",
@@ -264,49 +262,47 @@ POOL_UPDATE = Body(
 
 def parse_pool_request(body: dict[str, Any], *, now: datetime | None = None) -> PoolRequest:
     """The contract's request, then the lifecycle additions (checked after the contract's
-    own checks, so a contract client gets the contract's messages in its order)."""
-    request = _parse_contract_request(body)
-    expires_at = _expiry(POOL.decode(body, only=_EXPIRY), now or timezone.now())
-    artifacts = _artifacts(body, request)
-    if expires_at is None and artifacts is None:
-        return request
-    return dataclasses.replace(request, expires_at=expires_at, artifacts=artifacts)
+    own checks, so a contract client gets the contract's messages in its order), as one
+    typed request."""
+    columns = _parse_contract_request(body)
+    columns["expires_at"] = _expiry(POOL.decode(body, only=_EXPIRY), now or timezone.now())
+    columns.update(_artifacts(body, columns["strategy"], columns["replicas"]))
+    return PoolRequest(**columns)
 
 
-def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
+def _parse_contract_request(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's columns from the contract's part of the body, in the contract's order
+    of checks."""
     values = POOL.decode(body, only=_CONTRACT_FIELDS)
     workspace = values["workspace"]
     name = values["name"] or ""
     replicas = values["replicas"] or 0
     warm_pool = values["warmPoolRef"] or ""
-    profile = values["profile"] or ""
     namespace = values["namespace"] or ""
     size = workspace["size"] or ""
     access_mode = workspace["accessMode"] or ""
     storage_class = workspace["storageClass"] or ""
     claim = workspace["claimName"] or ""
     read_only = workspace["readOnly"]
+    any_workspace = bool(size or access_mode or storage_class or claim or read_only is not None)
 
     NAME.check(name)
     REPLICAS.check(replicas)
+    # The fields every strategy has, each into the column its declaration names.
+    columns: dict[str, Any] = {
+        item.column: values[item.name] or "" for item in POOL.fields if item.column
+    } | {"name": name, "replicas": replicas}
     if warm_pool:
         WARM_POOL_REF.check(warm_pool)
-        if size or access_mode or storage_class or claim or read_only is not None:
+        if any_workspace:
             raise InvalidRequest(WARM_POOL_WITH_WORKSPACE)
         NAMESPACE.check(namespace or None)
-        return PoolRequest(
-            name,
-            replicas,
-            Strategy.WARMPOOL,
-            warm_pool=warm_pool,
-            profile=profile,
-            namespace=namespace,
-        )
-    if profile and not (size or access_mode or storage_class or claim or read_only is not None):
+        return columns | {"strategy": Strategy.WARMPOOL, "warm_pool": warm_pool}
+    if columns["profile_name"] and not any_workspace:
         # v1 addition: a profile and no workspace ask for the profile's own warm pool (the
         # service resolves it; a profile without one is refused there).
         NAMESPACE.check(namespace or None)
-        return PoolRequest(name, replicas, Strategy.WARMPOOL, profile=profile, namespace=namespace)
+        return columns | {"strategy": Strategy.WARMPOOL}
     if claim:
         CLAIM_NAME.check(claim)
         if size or access_mode or storage_class:
@@ -314,15 +310,11 @@ def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
         if read_only is None:
             raise InvalidRequest(READ_ONLY_REQUIRED)
         NAMESPACE.check(namespace or None)
-        return PoolRequest(
-            name,
-            replicas,
-            Strategy.EXISTING,
-            claim_name=claim,
-            read_only=read_only,
-            profile=profile,
-            namespace=namespace,
-        )
+        return columns | {
+            "strategy": Strategy.EXISTING,
+            "claim_name": claim,
+            "read_only": read_only,
+        }
     if read_only is not None:
         raise InvalidRequest(READ_ONLY_WITHOUT_CLAIM)
     if not size.strip():
@@ -331,17 +323,12 @@ def _parse_contract_request(body: dict[str, Any]) -> PoolRequest:
     ACCESS_MODE.check(access_mode)
     STORAGE_CLASS.check(storage_class)
     NAMESPACE.check(namespace or None)
-    strategy = Strategy.SHARED if access_mode == "ReadWriteMany" else Strategy.DEDICATED
-    return PoolRequest(
-        name,
-        replicas,
-        strategy,
-        size=size,
-        access_mode=access_mode,
-        storage_class=storage_class,
-        profile=profile,
-        namespace=namespace,
-    )
+    return columns | {
+        "strategy": Strategy.SHARED if access_mode == "ReadWriteMany" else Strategy.DEDICATED,
+        "workspace_size": size,
+        "workspace_access_mode": access_mode,
+        "workspace_storage_class": storage_class,
+    }
 
 
 # --- Lifecycle additions ---------------------------------------------------------------------
@@ -369,11 +356,12 @@ def _expiry(values: dict[str, Any], now: datetime) -> datetime | None:
     return moment
 
 
-def _artifacts(body: dict[str, Any], request: PoolRequest) -> Artifacts | None:
+def _artifacts(body: dict[str, Any], strategy: str, replicas: int) -> dict[str, Any]:
+    """The artifacts volume's columns (none when not asked for)."""
     if body.get("artifacts") is None:
-        return None
+        return {}
     raw = POOL.decode(body, only=("artifacts",))["artifacts"]
-    if request.strategy == Strategy.WARMPOOL:
+    if strategy == Strategy.WARMPOOL:
         raise InvalidRequest(
             "artifacts cannot be combined with warmPoolRef (the pool's template decides the "
             "volumes)"
@@ -383,10 +371,15 @@ def _artifacts(body: dict[str, Any], request: PoolRequest) -> Artifacts | None:
     storage_class = raw["storageClass"] or ""
     ARTIFACTS["size"].check(size)
     ARTIFACTS["accessMode"].check(access_mode)
-    if access_mode == "ReadWriteOnce" and request.replicas > 1:
+    if access_mode == "ReadWriteOnce" and replicas > 1:
         raise InvalidRequest(ARTIFACTS_SHARED_MESSAGE)
     ARTIFACTS["storageClass"].check(storage_class)
-    return Artifacts(size, access_mode, storage_class, bool(raw["retain"]))
+    return {
+        "artifacts_size": size,
+        "artifacts_access_mode": access_mode,
+        "artifacts_storage_class": storage_class,
+        "artifacts_retain": bool(raw["retain"]),
+    }
 
 
 def parse_pool_update(body: dict[str, Any], *, now: datetime | None = None) -> PoolUpdate:
@@ -418,13 +411,20 @@ def pool_status(allocation: Allocation) -> str:
     return V1_STATUS.get(Phase(allocation.phase), "provisioning")
 
 
-def _timestamp(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
+def _timestamp(at: datetime | None) -> str | None:
+    return at.isoformat().replace("+00:00", "Z") if at else None
 
 
-def pool_phases(allocation: Allocation) -> list[dict[str, Any]]:
-    """The readiness phases that apply to the allocation, in order, each with when it was
-    first seen and the seconds since the request (both null until then)."""
+class Step(NamedTuple):
+    """A readiness phase: when it was first seen (None until then), and the request's time."""
+
+    phase: str
+    at: datetime | None
+    since: datetime
+
+
+def pool_phases(allocation: Allocation) -> list[Step]:
+    """The readiness phases that apply to the allocation, in order."""
     if allocation.strategy == Strategy.WARMPOOL:
         steps = [
             ("claimed", allocation.provisioned_at),
@@ -448,65 +448,194 @@ def pool_phases(allocation: Allocation) -> list[dict[str, Any]]:
         if at is not None and later is not None and at > later:
             steps[index] = (phase, later)
         later = steps[index][1] or later
-    return [
-        {
-            "phase": phase,
-            "at": _timestamp(at) if at else None,
-            "seconds": round((at - allocation.requested_at).total_seconds(), 3) if at else None,
-        }
-        for phase, at in steps
-    ]
+    return [Step(phase, at, allocation.requested_at) for phase, at in steps]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An allocation as a response shows it: what the caller asked to see with it."""
+
+    allocation: Allocation
+    default_namespace: str
+    phases: bool = False  # ?detail=phases
+    warnings: tuple[str, ...] = ()
+
+
+def _of(attribute: str) -> Callable[[Shown], Any]:
+    return lambda shown: getattr(shown.allocation, attribute)
+
+
+def _waiting_or_failed(allocation: Allocation) -> bool:
+    """Whether the answer says why it failed, or why it is not ready yet (what the
+    controller, or the last retry, reported)."""
+    return allocation.phase == Phase.FAILED or bool(
+        allocation.message and allocation.phase in (Phase.REQUESTED, Phase.PROVISIONING)
+    )
+
+
+# The responses, declared once for the body and its document. The contract's fields come
+# first, then additions that break nothing: fields a Go client ignores, present only when
+# they apply.
+SHOWN_WORKSPACE = Body(
+    "Workspace",
+    (
+        Field.out("size", lambda a: a.workspace_size, help="Empty for a warm-pool allocation"),
+        Field.out(
+            "accessMode",
+            lambda a: a.workspace_access_mode,
+            help="Empty for a warm-pool allocation",
+        ),
+        Field.out(
+            "storageClass",
+            lambda a: a.workspace_storage_class,
+            shown=lambda a: bool(a.workspace_storage_class),
+        ),
+        Field.out("claimName", lambda a: a.claim_name, shown=lambda a: bool(a.claim_name)),
+        Field.out("readOnly", lambda a: a.read_only, bool, shown=lambda a: a.read_only is not None),
+    ),
+)
+SHOWN_ARTIFACTS = Body(
+    "Artifacts",
+    (
+        Field.out("size", lambda a: a.artifacts_size),
+        Field.out("accessMode", lambda a: a.artifacts_access_mode),
+        Field.out("retain", lambda a: a.artifacts_retain, bool),
+        Field.out(
+            "claimName",
+            lambda a: artifacts_pvc_name(a.name),
+            help="The PVC (and, once retained, the context's)",
+        ),
+        Field.out(
+            "storageClass",
+            lambda a: a.artifacts_storage_class,
+            shown=lambda a: bool(a.artifacts_storage_class),
+        ),
+    ),
+)
+SHOWN_PHASE = Body(
+    "PoolPhase",
+    (
+        Field.out(
+            "phase",
+            lambda step: step.phase,
+            schema={
+                "enum": [
+                    "accepted",
+                    "objectsCreated",
+                    "volumesBound",
+                    "podsScheduled",
+                    "claimed",
+                    "claimsBound",
+                    "ready",
+                ]
+            },
+        ),
+        Field.out(
+            "at",
+            lambda step: _timestamp(step.at),
+            schema={"format": "date-time"},
+            nullable=True,
+            help="When it was first seen",
+        ),
+        Field.out(
+            "seconds",
+            lambda step: round((step.at - step.since).total_seconds(), 3) if step.at else None,
+            float,
+            nullable=True,
+            help="Since the request",
+        ),
+    ),
+)
+SHOWN_CLAIMS = Body(
+    "ClaimOrigins",
+    (
+        Field.out("warm", lambda a: a.warm_claims, int, help="Claims that took a warm Sandbox"),
+        Field.out(
+            "cold", lambda a: a.cold_claims, int, help="Claims whose Sandbox was started for them"
+        ),
+    ),
+)
+POOL_SHOWN = Body(
+    "SandboxPool",
+    (
+        Field.out("name", _of("name")),
+        Field.out(
+            "status",
+            lambda shown: pool_status(shown.allocation),
+            schema={"enum": ["provisioning", "ready", "suspended", "failed"]},
+        ),
+        Field.out("replicas", _of("replicas"), int),
+        Field.out("readyReplicas", _of("ready_replicas"), int),
+        Field.out("sandboxSelector", _of("selector")),
+        Field.out("workspace", lambda s: s.allocation, dict, body=SHOWN_WORKSPACE),
+        Field.out("warmPoolRef", _of("warm_pool"), shown=lambda s: bool(s.allocation.warm_pool)),
+        Field.out(
+            "message",
+            _of("message"),
+            shown=lambda s: _waiting_or_failed(s.allocation),
+            help="Why it failed, or why it is not ready yet",
+        ),
+        # The request's fields that are kept as they were given, under their columns.
+        *(item.echo(lambda s: s.allocation) for item in POOL.fields if item.column),
+        Field.out(
+            "namespace",
+            _of("namespace"),
+            shown=lambda s: s.allocation.namespace != s.default_namespace,
+            help="When not the default",
+        ),
+        Field.out(
+            "expiresAt",
+            lambda s: _timestamp(s.allocation.expires_at),
+            shown=lambda s: s.allocation.expires_at is not None,
+            schema={"format": "date-time"},
+            help="When it is released",
+        ),
+        Field.out(
+            "artifacts",
+            lambda s: s.allocation,
+            dict,
+            body=SHOWN_ARTIFACTS,
+            shown=lambda s: s.allocation.has_artifacts,
+        ),
+        Field.out(
+            "phases",
+            lambda s: pool_phases(s.allocation),
+            list,
+            body=SHOWN_PHASE,
+            shown=lambda s: s.phases,
+            help="Only with ?detail=phases",
+        ),
+        Field.out(
+            "claims",
+            lambda s: s.allocation,
+            dict,
+            body=SHOWN_CLAIMS,
+            shown=lambda s: bool(
+                s.phases
+                and s.allocation.strategy == Strategy.WARMPOOL
+                and s.allocation.claims_bound_at
+            ),
+            help="Warm-pool allocations with ?detail=phases, once bound",
+        ),
+        Field.out(
+            "warnings",
+            lambda s: list(s.warnings),
+            list,
+            shown=lambda s: bool(s.warnings),
+            schema={"items": {"type": "string"}},
+        ),
+    ),
+)
+POOL_LIST = Body(
+    "SandboxPoolList", (Field.out("items", lambda shown: shown, list, body=POOL_SHOWN),)
+)
 
 
 def pool_response(
-    allocation: Allocation, *, default_namespace: str, phases: bool = False
+    allocation: Allocation,
+    *,
+    default_namespace: str,
+    phases: bool = False,
+    warnings: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    workspace: dict[str, Any] = {
-        "size": allocation.workspace_size,
-        "accessMode": allocation.workspace_access_mode,
-    }
-    if allocation.workspace_storage_class:
-        workspace["storageClass"] = allocation.workspace_storage_class
-    if allocation.claim_name:
-        workspace["claimName"] = allocation.claim_name
-    if allocation.read_only is not None:
-        workspace["readOnly"] = allocation.read_only
-    body: dict[str, Any] = {
-        "name": allocation.name,
-        "status": pool_status(allocation),
-        "replicas": allocation.replicas,
-        "readyReplicas": allocation.ready_replicas,
-        "sandboxSelector": allocation.selector,
-        "workspace": workspace,
-    }
-    if allocation.warm_pool:
-        body["warmPoolRef"] = allocation.warm_pool
-    # Additions that break nothing: fields a Go client ignores, present only when they apply.
-    if allocation.phase == Phase.FAILED or (
-        allocation.message and allocation.phase in (Phase.REQUESTED, Phase.PROVISIONING)
-    ):
-        # Why it failed, or why it is not ready yet (what the controller, or the last
-        # retry, reported).
-        body["message"] = allocation.message
-    if allocation.profile_name:
-        body["profile"] = allocation.profile_name
-    if allocation.namespace != default_namespace:
-        body["namespace"] = allocation.namespace
-    if allocation.expires_at is not None:
-        body["expiresAt"] = _timestamp(allocation.expires_at)
-    if allocation.has_artifacts:
-        artifacts: dict[str, Any] = {
-            "size": allocation.artifacts_size,
-            "accessMode": allocation.artifacts_access_mode,
-            "retain": allocation.artifacts_retain,
-            "claimName": artifacts_pvc_name(allocation.name),
-        }
-        if allocation.artifacts_storage_class:
-            artifacts["storageClass"] = allocation.artifacts_storage_class
-        body["artifacts"] = artifacts
-    if phases:
-        # Asked for with ?detail=phases: where the time to ready went.
-        body["phases"] = pool_phases(allocation)
-        if allocation.strategy == Strategy.WARMPOOL and allocation.claims_bound_at:
-            body["claims"] = {"warm": allocation.warm_claims, "cold": allocation.cold_claims}
-    return body
+    return POOL_SHOWN.render(Shown(allocation, default_namespace, phases, warnings))

@@ -217,8 +217,8 @@ def bench_direct() -> float:
                 namespace=namespace,
                 replicas=1,
                 strategy="dedicated",
-                size="1Gi",
-                access_mode="ReadWriteOnce",
+                workspace_size="1Gi",
+                workspace_access_mode="ReadWriteOnce",
             )
             pvc = pvc_manifest(spec, dedicated_pvc_name(spec.name, 0))
             sandbox = sandbox_manifest(spec, 0, runtime)

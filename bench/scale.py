@@ -210,8 +210,8 @@ def _direct(n: int) -> tuple[float, Counter[tuple[str, str]]]:
             namespace=namespace,
             replicas=1,
             strategy="dedicated",
-            size="1Gi",
-            access_mode="ReadWriteOnce",
+            workspace_size="1Gi",
+            workspace_access_mode="ReadWriteOnce",
         )
         pvc = pvc_manifest(spec, dedicated_pvc_name(spec.name, 0))
         sandbox = sandbox_manifest(spec, 0, runtime)

@@ -113,7 +113,7 @@ def test_every_scheduled_task_runs_as_beat_schedules_it(
     # warm pool nobody has made yet.
     for name, expires in (("steady", None), ("brief", now + timedelta(seconds=3))):
         allocation_create(
-            request=PoolRequest(name, 1, "dedicated", size="1Gi", access_mode="ReadWriteOnce",
+            request=PoolRequest(name, 1, "dedicated", workspace_size="1Gi", workspace_access_mode="ReadWriteOnce",
                                 namespace=namespace, expires_at=expires),
             actor="user:test",
         )  # fmt: skip

@@ -47,27 +47,23 @@ def _may_read(request: Request, agent_type: str) -> bool:
 MAX_BYTES = 2**63 - 1
 
 
-def _shown(name: str, source: Any, kind: type = str, *, nullable: bool = False) -> Field:
-    return Field(name, kind, required=True, nullable=nullable, source=source)
-
-
 # The workspace as every endpoint shows it: the body and its document from one declaration.
 WORKSPACE = Body(
     "AgentWorkspace",
     (
-        _shown("agentType", lambda w: w.agent_type),
-        _shown("namespace", lambda w: w.namespace),
-        _shown("pvcName", lambda w: w.pvc_name),
-        _shown("status", lambda w: w.status),
-        _shown("storageClass", lambda w: w.storage_class or None, nullable=True),
-        _shown("initialSize", lambda w: w.initial_size),
-        _shown("maxSize", lambda w: w.max_size),
-        _shown("size", lambda w: format_bytes(w.requested_bytes)),
-        _shown("capacityBytes", lambda w: w.capacity_bytes, int, nullable=True),
-        _shown("usageBytes", lambda w: w.usage_bytes, int, nullable=True),
-        _shown("expansion", lambda w: w.expansion_note or None, nullable=True),
-        _shown("adopted", lambda w: w.adopted, bool),
-        _shown("message", lambda w: w.message or None, nullable=True),
+        Field.out("agentType", lambda w: w.agent_type),
+        Field.out("namespace", lambda w: w.namespace),
+        Field.out("pvcName", lambda w: w.pvc_name),
+        Field.out("status", lambda w: w.status),
+        Field.out("storageClass", lambda w: w.storage_class or None, nullable=True),
+        Field.out("initialSize", lambda w: w.initial_size),
+        Field.out("maxSize", lambda w: w.max_size),
+        Field.out("size", lambda w: format_bytes(w.requested_bytes)),
+        Field.out("capacityBytes", lambda w: w.capacity_bytes, int, nullable=True),
+        Field.out("usageBytes", lambda w: w.usage_bytes, int, nullable=True),
+        Field.out("expansion", lambda w: w.expansion_note or None, nullable=True),
+        Field.out("adopted", lambda w: w.adopted, bool),
+        Field.out("message", lambda w: w.message or None, nullable=True),
     ),
 )
 AgentWorkspaceSerializer = WORKSPACE.serializer()

@@ -165,11 +165,13 @@ def _runtime(
         problem = caps.extensions_problem()
         if problem:
             raise InvalidRequest(f"warm-pool allocations need {problem.removeprefix('the ')}")
-        if request.profile and request.warm_pool == profile_warm_pool_name(request.profile):
+        if request.profile_name and request.warm_pool == profile_warm_pool_name(
+            request.profile_name
+        ):
             # Its own warm pool: the profile's blueprint is what runs.
-            return profile_for_allocation(request.profile), {}, ()
-        return None, {}, (WARM_POOL_PROFILE_IGNORED,) if request.profile else ()
-    profile = profile_for_allocation(request.profile)
+            return profile_for_allocation(request.profile_name), {}, ()
+        return None, {}, (WARM_POOL_PROFILE_IGNORED,) if request.profile_name else ()
+    profile = profile_for_allocation(request.profile_name)
     service_account = settings.CS_SANDBOX_SERVICE_ACCOUNT
     if profile is None:
         blueprint = builtin_blueprint(
@@ -192,10 +194,10 @@ def _profile_warm_pool(request: PoolRequest, namespace: str) -> PoolRequest:
     """A request that names a profile and no workspace takes the profile's warm pool."""
     if request.strategy != Strategy.WARMPOOL or request.warm_pool:
         return request
-    profile = profile_for_allocation(request.profile)
+    profile = profile_for_allocation(request.profile_name)
     if profile is None or not profile.has_warm_pool or profile.warm_pool_namespace != namespace:
         raise InvalidRequest(
-            f'profile "{request.profile}" has no warm pool in namespace "{namespace}": '
+            f'profile "{request.profile_name}" has no warm pool in namespace "{namespace}": '
             "give a workspace, or a warmPoolRef"
         )
     return dataclasses.replace(request, warm_pool=profile_warm_pool_name(profile.name))
@@ -217,43 +219,33 @@ def allocation_create(*, request: PoolRequest, actor: str, team_id: int | None =
     # name's), asked once.
     vouched = selectors.watcher_vouches(namespace=namespace, name=request.name)
     profile, blueprint, warnings = _runtime(request, caps)
-    size, access_mode, storage_class = request.size, request.access_mode, request.storage_class
     relaxations: frozenset[str] = frozenset()
     check_storage_classes(
         {
-            "workspace.storageClass": storage_class,
-            "artifacts.storageClass": request.artifacts.storage_class if request.artifacts else "",
+            "workspace.storageClass": request.workspace_storage_class,
+            "artifacts.storageClass": request.artifacts_storage_class,
         }
     )
+    # The request's columns as asked, then what the service works out.
+    allocation = Allocation(
+        **request.columns(),
+        profile=profile,
+        blueprint=blueprint,
+        requester=actor,
+        team_id=team_id,
+    )
+    allocation.namespace = namespace
+    allocation.profile_name = profile.name if profile else ""
     if request.strategy == Strategy.EXISTING:
-        size, access_mode, storage_class = _existing_workspace(request, namespace)
+        (
+            allocation.workspace_size,
+            allocation.workspace_access_mode,
+            allocation.workspace_storage_class,
+        ) = _existing_workspace(request, namespace)
     elif request.strategy == Strategy.WARMPOOL:
         checked = warm_pool_check(request.warm_pool, namespace, vouched=vouched)
         relaxations = checked.relaxations
-        blueprint = {"fence": checked.fence, "relaxations": sorted(relaxations)}
-
-    allocation = Allocation(
-        name=request.name,
-        namespace=namespace,
-        replicas=request.replicas,
-        strategy=request.strategy,
-        workspace_size=size,
-        workspace_access_mode=access_mode,
-        workspace_storage_class=storage_class,
-        claim_name=request.claim_name,
-        read_only=request.read_only,
-        warm_pool=request.warm_pool,
-        profile=profile,
-        profile_name=profile.name if profile else "",
-        blueprint=blueprint,
-        requester=actor,
-        expires_at=request.expires_at,
-        artifacts_size=request.artifacts.size if request.artifacts else "",
-        artifacts_access_mode=request.artifacts.access_mode if request.artifacts else "",
-        artifacts_storage_class=request.artifacts.storage_class if request.artifacts else "",
-        artifacts_retain=bool(request.artifacts and request.artifacts.retain),
-        team_id=team_id,
-    )
+        allocation.blueprint = {"fence": checked.fence, "relaxations": sorted(relaxations)}
     allocation.requested_storage = pool_storage(allocation)
     # The team is checked by team_lock below (a query of its own here).
     allocation.full_clean(exclude=["team"], validate_constraints=False)

@@ -665,7 +665,12 @@ def test_release_never_touches_an_allocation_sharing_a_prefix(
 
 def test_concurrent_reconciles_create_each_object_once(namespace: str) -> None:
     request = PoolRequest(
-        "race", 3, "dedicated", size="1Gi", access_mode="ReadWriteOnce", namespace=namespace
+        "race",
+        3,
+        "dedicated",
+        workspace_size="1Gi",
+        workspace_access_mode="ReadWriteOnce",
+        namespace=namespace,
     )
     allocation = allocation_create(request=request, actor="user:test").allocation
     errors: list[BaseException] = []

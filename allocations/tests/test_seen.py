@@ -45,7 +45,7 @@ def vouched(namespace: str, name: str | None = None) -> None:
 
 
 def dedicated(name: str, namespace: str) -> PoolRequest:
-    return PoolRequest(name, 1, "dedicated", size="1Gi", access_mode="ReadWriteOnce",
+    return PoolRequest(name, 1, "dedicated", workspace_size="1Gi", workspace_access_mode="ReadWriteOnce",
                        namespace=namespace)  # fmt: skip
 
 

@@ -28,7 +28,7 @@ def test_pool_request_errors(body: dict[str, Any], message: str) -> None:
 
 def test_strategies_follow_from_the_request() -> None:
     assert parse_pool_request(pool()) == PoolRequest(
-        "shared-review", 3, "shared", size="5Gi", access_mode="ReadWriteMany"
+        "shared-review", 3, "shared", workspace_size="5Gi", workspace_access_mode="ReadWriteMany"
     )
     assert parse_pool_request(
         pool(workspace={"size": "1Gi", "accessMode": "ReadWriteOnce", "storageClass": "fast"})
@@ -36,9 +36,9 @@ def test_strategies_follow_from_the_request() -> None:
         "shared-review",
         3,
         "dedicated",
-        size="1Gi",
-        access_mode="ReadWriteOnce",
-        storage_class="fast",
+        workspace_size="1Gi",
+        workspace_access_mode="ReadWriteOnce",
+        workspace_storage_class="fast",
     )
     assert parse_pool_request(
         pool(workspace={"claimName": "data.set", "readOnly": False})

@@ -49,7 +49,12 @@ def test_resync_and_a_restarted_watcher_repair_missed_events(
     namespace: str, watcher_process: ManagedProcess
 ) -> None:
     request = PoolRequest(
-        "missed", 2, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
+        "missed",
+        2,
+        "shared",
+        workspace_size="1Gi",
+        workspace_access_mode="ReadWriteMany",
+        namespace=namespace,
     )
     allocation = allocation_create(request=request, actor="user:test").allocation
     wait_for_phase("missed", Phase.READY)
@@ -104,7 +109,7 @@ def test_one_watcher_is_active_and_a_standby_takes_over(
             )
             # The standby now does the active one's work: readiness reaches the row.
             request = PoolRequest(
-                "takeover", 1, "shared", size="1Gi", access_mode="ReadWriteMany",
+                "takeover", 1, "shared", workspace_size="1Gi", workspace_access_mode="ReadWriteMany",
                 namespace=namespace,
             )  # fmt: skip
             allocation_create(request=request, actor="user:test")
@@ -213,7 +218,12 @@ def test_informer_relists_after_410_gone(
 @pytest.mark.usefixtures("service")
 def test_the_resync_records_only_what_changed(namespace: str) -> None:
     request = PoolRequest(
-        "steady", 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
+        "steady",
+        1,
+        "shared",
+        workspace_size="1Gi",
+        workspace_access_mode="ReadWriteMany",
+        namespace=namespace,
     )
     allocation_create(request=request, actor="user:test")
     wait_for_phase("steady", Phase.READY)
@@ -271,7 +281,7 @@ def test_two_watcher_shards_share_the_pools_and_take_over_from_each_other(
         for names in by_shard.values():
             for name in names[:1]:
                 request = PoolRequest(
-                    name, 1, "shared", size="1Gi", access_mode="ReadWriteMany",
+                    name, 1, "shared", workspace_size="1Gi", workspace_access_mode="ReadWriteMany",
                     namespace=namespace,
                 )  # fmt: skip
                 allocation_create(request=request, actor="user:test")
@@ -289,7 +299,12 @@ def test_two_watcher_shards_share_the_pools_and_take_over_from_each_other(
         )
         late = by_shard[orphaned][1]
         request = PoolRequest(
-            late, 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=namespace
+            late,
+            1,
+            "shared",
+            workspace_size="1Gi",
+            workspace_access_mode="ReadWriteMany",
+            namespace=namespace,
         )
         allocation_create(request=request, actor="user:test")
         assert wait_for_phase(late, Phase.READY).ready_replicas == 1
@@ -324,7 +339,12 @@ def test_two_namespace_groups_share_a_database_each_recording_its_own(
 
     def create(name: str, where: str) -> None:
         request = PoolRequest(
-            name, 1, "shared", size="1Gi", access_mode="ReadWriteMany", namespace=where
+            name,
+            1,
+            "shared",
+            workspace_size="1Gi",
+            workspace_access_mode="ReadWriteMany",
+            namespace=where,
         )
         allocation_create(request=request, actor="user:test")
 
@@ -370,7 +390,7 @@ def _vouched(namespace: str, name: str) -> bool:
 
 
 def _pool(name: str, namespace: str) -> PoolRequest:
-    return PoolRequest(name, 1, "dedicated", size="1Gi", access_mode="ReadWriteOnce",
+    return PoolRequest(name, 1, "dedicated", workspace_size="1Gi", workspace_access_mode="ReadWriteOnce",
                        namespace=namespace)  # fmt: skip
 
 

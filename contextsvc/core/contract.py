@@ -20,6 +20,7 @@ store them, and no name, path or command a caller means contains one.
 
 from __future__ import annotations
 
+import builtins
 import copy
 import json
 import re
@@ -207,15 +208,51 @@ class Field:
     # The document's view when the parser's is not enough (a serializer instance: a choice
     # of objects another module parses).
     document: Any = None
-    # In a response: the field's value for the object shown (``Body.render``).
+    # In a response: the field's value for the object shown (``Body.render``), and when a
+    # field the v1 contract omits unless it applies is shown (always, without it).
     source: Callable[[Any], Any] | None = None
+    shown: Callable[[Any], bool] | None = None
+    # In a request: the attribute of the typed request (and the column) its value goes to,
+    # for a field kept as it was given; ``echo`` is then the field in the answer.
+    column: str = ""
+
+    @classmethod
+    def out(
+        cls,
+        name: str,
+        source: Callable[[Any], Any],
+        kind: builtins.type = str,
+        *,
+        shown: Callable[[Any], bool] | None = None,
+        **options: Any,
+    ) -> Field:
+        """A field of a response: ``source`` gives its value, present always or, with
+        ``shown``, only when that says so (the document then calls it optional)."""
+        return cls(name, kind, required=shown is None, source=source, shown=shown, **options)
+
+    def echo(self, row: Callable[[Any], Any]) -> Field:
+        """This request field in a response: its column of ``row(shown)``, present when
+        given (the v1 contract's additions are left out when they do not apply)."""
+        column = self.column
+
+        def value(shown: Any) -> Any:
+            return getattr(row(shown), column)
+
+        return Field.out(
+            self.name, value, self.type, shown=lambda shown: bool(value(shown)), help=self.help
+        )
 
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": _JSON_TYPES[self.type], **self.schema}
         if self.type is int and "format" not in schema:
             schema["format"] = "int64"
-        if self.type is str and "pattern" not in schema and "enum" not in schema:
-            schema["pattern"] = NO_NUL  # refused in every string (read_json_object)
+        if (
+            self.type is str
+            and self.source is None
+            and "pattern" not in schema
+            and "enum" not in schema
+        ):
+            schema["pattern"] = NO_NUL  # refused in every request's string (read_json_object)
         return schema
 
     def ok(self, value: Any) -> bool:
@@ -374,9 +411,21 @@ class Body:
         return values
 
     def render(self, obj: Any) -> dict[str, Any]:
-        """A response of this shape: each field's ``source`` applied to ``obj``, so that the
-        body and its document are one declaration."""
-        return {item.name: item.source(obj) for item in self.fields if item.source is not None}
+        """A response of this shape: each field's ``source`` applied to ``obj`` (a nested
+        object, or an array of them, rendered by its own body), so that the body and its
+        document are one declaration. A field whose ``shown`` says no is left out."""
+        rendered: dict[str, Any] = {}
+        for item in self.fields:
+            if item.source is None or (item.shown is not None and not item.shown(obj)):
+                continue
+            value = item.source(obj)
+            if item.body is not None and value is not None:
+                if item.type is list:
+                    value = [item.body.render(each) for each in value]
+                else:
+                    value = item.body.render(value)
+            rendered[item.name] = value
+        return rendered
 
     def document_keywords(self) -> dict[str, Any]:
         """What a serializer cannot say: the object is closed, and its exclusive pairs."""
@@ -452,8 +501,11 @@ def document_keywords(component: str) -> dict[str, Any]:
 def _serializer(body: Body) -> type[serializers.Serializer]:
     attrs: dict[str, Any] = {"__doc__": body.description or None}
     for order, item in enumerate(body.fields):
-        # Absent and null are one thing to the parser: an optional field may be null.
-        allow_null = item.nullable or (body.null_is_absent and not item.required)
+        # Absent and null are one thing to the parser: an optional request field may be
+        # null. A response's field left out is absent, never null.
+        allow_null = item.nullable or (
+            body.null_is_absent and not item.required and item.source is None
+        )
         options: dict[str, Any] = {"required": item.required, "allow_null": allow_null}
         if item.help:
             options["help_text"] = item.help
@@ -461,7 +513,7 @@ def _serializer(body: Body) -> type[serializers.Serializer]:
         if item.document is not None:
             made = copy.deepcopy(item.document)
         elif item.body is not None:
-            made = item.body.serializer()(**options)
+            made = item.body.serializer()(many=item.type is list, **options)
         else:
             schema = item.json_schema()
             if allow_null and "enum" in schema:

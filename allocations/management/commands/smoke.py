@@ -46,9 +46,9 @@ class Command(BaseCommand):
             name,
             1,
             "dedicated",
-            size=options["size"],
-            access_mode="ReadWriteOnce",
-            profile=options["profile"],
+            workspace_size=options["size"],
+            workspace_access_mode="ReadWriteOnce",
+            profile_name=options["profile"],
             namespace=options["namespace"],
         )
         try:

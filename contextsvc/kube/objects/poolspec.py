@@ -9,27 +9,40 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class PoolSpec:
-    """The desired state of one allocation, as its manifests need it."""
+    """The desired state of one allocation, as its manifests need it. Its attributes are
+    named as the allocation's columns, which the service copies by name
+    (allocations/provisioning.pool_spec): a new one is declared here and used by a manifest,
+    with no copy step between."""
 
     name: str
     namespace: str
     replicas: int
     strategy: str  # "dedicated" | "shared" | "existing" | "warmpool"
-    size: str = ""
-    access_mode: str = ""
-    storage_class: str | None = None
-    claim_name: str | None = None
-    read_only: bool = False
-    warm_pool: str | None = None
+    workspace_size: str = ""
+    workspace_access_mode: str = ""
+    workspace_storage_class: str = ""  # "": the cluster's default class
+    claim_name: str = ""
+    read_only: bool | None = None
+    warm_pool: str = ""
     # Lifecycle: Sandboxes without Pods while suspended; stopped by the controller at
     # shutdown_time (RFC 3339) if the service has not released them by then.
     suspended: bool = False
     shutdown_time: str | None = None
-    artifacts: ArtifactsSpec | None = None
+    artifacts_size: str = ""  # "": no artifacts volume
+    artifacts_access_mode: str = ""
+    artifacts_storage_class: str = ""
+
+    @property
+    def artifacts(self) -> ArtifactsSpec | None:
+        if not self.artifacts_size:
+            return None
+        return ArtifactsSpec(
+            self.artifacts_size, self.artifacts_access_mode, self.artifacts_storage_class
+        )
 
 
 @dataclass(frozen=True)
 class ArtifactsSpec:
     size: str
     access_mode: str
-    storage_class: str | None = None
+    storage_class: str = ""

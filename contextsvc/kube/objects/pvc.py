@@ -89,12 +89,12 @@ def pvc_manifest(spec: PoolSpec, name: str) -> Manifest:
             "labels": {**pool_labels(spec.name), REPLICAS_KEY: str(spec.replicas)},
         },
         "spec": {
-            "accessModes": [spec.access_mode],
-            "resources": {"requests": {"storage": spec.size}},
+            "accessModes": [spec.workspace_access_mode],
+            "resources": {"requests": {"storage": spec.workspace_size}},
         },
     }
-    if spec.storage_class:
-        body["spec"]["storageClassName"] = spec.storage_class
+    if spec.workspace_storage_class:
+        body["spec"]["storageClassName"] = spec.workspace_storage_class
     return body
 
 

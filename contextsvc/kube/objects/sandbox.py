@@ -55,7 +55,7 @@ def sandbox_manifest(spec: PoolSpec, index: int, blueprint: Blueprint) -> Manife
     workspace_mount = {
         "name": WORKSPACE_VOLUME,
         "mountPath": WORKSPACE_MOUNT_PATH,
-        "readOnly": spec.read_only,
+        "readOnly": bool(spec.read_only),
     }
     ours = [dict(workspace_mount)]
     volumes: list[Manifest] = [
@@ -63,7 +63,7 @@ def sandbox_manifest(spec: PoolSpec, index: int, blueprint: Blueprint) -> Manife
             "name": WORKSPACE_VOLUME,
             "persistentVolumeClaim": {
                 "claimName": workspace_claim_for(spec, index),
-                "readOnly": spec.read_only,
+                "readOnly": bool(spec.read_only),
             },
         }
     ]

@@ -60,9 +60,9 @@ SPEC = PoolSpec(
     namespace="ns",
     replicas=2,
     strategy="dedicated",
-    size="1Gi",
-    access_mode="ReadWriteOnce",
-    storage_class="fast",
+    workspace_size="1Gi",
+    workspace_access_mode="ReadWriteOnce",
+    workspace_storage_class="fast",
 )
 
 
