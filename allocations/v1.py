@@ -291,7 +291,7 @@ def _parse_contract_request(body: dict[str, Any]) -> dict[str, Any]:
     # The fields every strategy has, each into the column its declaration names.
     columns: dict[str, Any] = {
         item.column: values[item.name] or "" for item in POOL.fields if item.column
-    } | {"name": name, "replicas": replicas}
+    } | {"name": name, "replicas": replicas, "namespace": namespace}
     if warm_pool:
         WARM_POOL_REF.check(warm_pool)
         if any_workspace:

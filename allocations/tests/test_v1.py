@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +14,8 @@ from tests.support.v1_messages import (
     POOL_ERRORS,
     pool,
 )
+
+NOW = datetime(2026, 12, 6, 9, tzinfo=UTC)
 
 
 def refused(body: dict[str, Any]) -> str:
@@ -50,6 +53,49 @@ def test_strategies_follow_from_the_request() -> None:
     assert parse_pool_request(
         {"name": "w", "replicas": 1, "warmPoolRef": "warm", "workspace": None}
     ) == (PoolRequest("w", 1, "warmpool", warm_pool="warm"))
+    # What every strategy carries: the namespace and the profile, the lifecycle additions.
+    assert parse_pool_request(
+        pool(namespace="team-a", profile="fast", ttlSeconds=600), now=NOW
+    ) == PoolRequest(
+        "shared-review",
+        3,
+        "shared",
+        workspace_size="5Gi",
+        workspace_access_mode="ReadWriteMany",
+        profile_name="fast",
+        namespace="team-a",
+        expires_at=NOW + timedelta(seconds=600),
+    )
+    assert parse_pool_request(
+        pool(
+            namespace="team-b",
+            warmPoolRef="warm",
+            workspace={},
+            expiresAt="2026-12-06T12:00:00Z",
+        ),
+        now=NOW,
+    ) == PoolRequest(
+        "shared-review",
+        3,
+        "warmpool",
+        warm_pool="warm",
+        namespace="team-b",
+        expires_at=datetime(2026, 12, 6, 12, tzinfo=UTC),
+    )
+    assert parse_pool_request(
+        pool(
+            artifacts={"size": "2Gi", "accessMode": "ReadWriteMany", "retain": True},
+        )
+    ) == PoolRequest(
+        "shared-review",
+        3,
+        "shared",
+        workspace_size="5Gi",
+        workspace_access_mode="ReadWriteMany",
+        artifacts_size="2Gi",
+        artifacts_access_mode="ReadWriteMany",
+        artifacts_retain=True,
+    )
 
 
 def test_names_at_the_limits_are_accepted() -> None:
