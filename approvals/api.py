@@ -280,21 +280,9 @@ class ApprovalDecisionApi(ServiceAPIView):
         # Another team's request is absent for this approver (its team never changes, so
         # the decision's own locked read finds the same one).
         selectors.approval_get(request_id=parsed, reach=reach_of(request.user))
-        spec = contract.DECISION
-        body = spec.open(read_json_object(request._request))
+        decision = contract.parse_decision(read_json_object(request._request))
         decided = decisions.approval_decide(
-            request_id=parsed,
-            actor=actor_of(request.user),
-            decision=spec["decision"].text(body),
-            reason=spec["reason"].text(body),
-            scope=spec["scope"].text(body) or None,
-            # Its bounds are the service's (a link's decision takes them too).
-            expires_in_seconds=spec["expiresInSeconds"].read(body),
-            rule=spec["rule"].text(body) or None,
-            # Judged by the service (as the edited operation, with the rules' messages).
-            operation=body.get("operation"),
-            # Checked even when empty: "" is a malformed version, not "no version".
-            version=spec["version"].check(spec["version"].read(body)),
+            request_id=parsed, actor=actor_of(request.user), **decision.arguments()
         )
         return Response(selectors.approval_json(decided))
 

@@ -13,7 +13,8 @@ from django.conf import settings
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
-from approvals.models import Status
+from approvals.models import DECISION_KIND_MESSAGE, DecisionKind, Status
+from approvals.services.decisions import ReviewerDecision
 from approvals.services.grants import MAX_GRANT_SECONDS
 from approvals.services.runs import (
     MAX_REFUSED,
@@ -104,6 +105,10 @@ CHECK = Body(
     ),
 )
 
+# What the agent is told with a denial: a sentence or two, as the dashboard's box says.
+MAX_REASON = 1000
+REASON = _longest("reason", MAX_REASON)
+
 # selectors.approval_version: the first 32 hexadecimal digits of a SHA-256.
 VERSION_PATTERN = "^[0-9a-f]{32}$"
 
@@ -113,9 +118,10 @@ DECISION = Body(
         Field(
             "decision",
             required=True,
-            schema={"enum": ["approve", "deny", "approve_edited", "approve_similar"]},
+            schema={"enum": DecisionKind.values},
+            message=DECISION_KIND_MESSAGE,
         ),
-        Field("reason"),
+        REASON,
         Field(
             "scope",
             schema={"enum": ["context", "agent_type"]},
@@ -149,6 +155,29 @@ DECISION = Body(
         ("decision", "approve_similar", ("scope",), False),
     ),
 )
+
+
+def parse_decision(body: dict[str, Any]) -> ReviewerDecision:
+    """A decision from the API's body, or the dashboard's form as that body: unknown
+    fields, then each field's type, its own constraints, and the service's rules in the
+    service (scope with approve_similar, operation only with approve_edited)."""
+    spec = DECISION
+    spec.open(body)
+    decision = spec["decision"].text(body)
+    reason = spec["reason"].text(body)
+    scope = spec["scope"].text(body) or None
+    # Its bounds are the service's (a link's decision takes them too).
+    expires_in_seconds = spec["expiresInSeconds"].read(body)
+    rule = spec["rule"].text(body) or None
+    # Read as an object; judged by the service (as the edited operation, with the rules'
+    # messages).
+    operation = body.get("operation")
+    # Checked even when empty: "" is a malformed version, not "no version".
+    version = spec["version"].check(spec["version"].read(body))
+    spec["decision"].check(decision)
+    REASON.check(reason)
+    return ReviewerDecision(decision, reason, scope, expires_in_seconds, rule, operation, version)
+
 
 MAX_BYTES = 2**63 - 1
 

@@ -12,6 +12,19 @@ from django.utils import timezone
 from contextsvc.core.models import Team, default_team_pk
 
 
+class DecisionKind(models.TextChoices):
+    """What a reviewer may decide, declared once: the API's enum, the dashboard's buttons
+    and the service's dispatch all name these."""
+
+    APPROVE = "approve", "Approve"
+    DENY = "deny", "Deny"
+    APPROVE_EDITED = "approve_edited", "Approve edited"
+    APPROVE_SIMILAR = "approve_similar", "Approve and allow similar"
+
+
+DECISION_KIND_MESSAGE = "decision must be approve, deny, approve_edited or approve_similar"
+
+
 class Status(models.TextChoices):
     PENDING = "pending", "Pending"
     APPROVED = "approved", "Approved"

@@ -4,14 +4,14 @@ from typing import Any
 
 from django import forms
 from django.db.models import QuerySet
+from django.http import QueryDict
 
-from approvals.models import NotificationChannel, NotificationEvent
+from approvals.models import DecisionKind, NotificationChannel, NotificationEvent
 from contextsvc.core.auth import Role
 from contextsvc.core.fields import AgentTypesField
 from contextsvc.core.limits import LIMITS
 from contextsvc.core.models import Scope
 from profiles.models import SandboxProfile
-from rules.model import MAX_OPERATION_TEXT
 
 STRATEGIES = [
     ("dedicated", "Dedicated: one ReadWriteOnce PVC per sandbox"),
@@ -78,41 +78,37 @@ class AllocationForm(forms.Form):
         return body
 
 
-class DecisionForm(forms.Form):
-    decision = forms.ChoiceField(
-        choices=[
-            ("approve", "Approve"),
-            ("deny", "Deny"),
-            ("approve_edited", "Approve edited"),
-            ("approve_similar", "Approve and allow similar"),
-        ]
-    )
-    reason = forms.CharField(max_length=1000, required=False)
-    scope = forms.ChoiceField(
-        choices=[("context", "this context"), ("agent_type", "this agent type")], required=False
-    )
-    expires_in = forms.TypedChoiceField(
-        choices=[("3600", "1 hour"), ("86400", "1 day"), ("604800", "7 days"), ("", "never")],
-        required=False,
-        coerce=int,
-        empty_value=None,
-    )
-    rule = forms.CharField(max_length=4096, required=False)
-    # The request as the card showed it (approvals.selectors.approval_version).
-    version = forms.CharField(max_length=64, required=False)
-    # The reviewer's edit (approve_edited): the field of the request's kind.
-    command = forms.CharField(max_length=MAX_OPERATION_TEXT, required=False, strip=False)
-    path = forms.CharField(max_length=MAX_OPERATION_TEXT, required=False, strip=False)
-    host = forms.CharField(max_length=MAX_OPERATION_TEXT, required=False)
+def decision_body(post: QueryDict, asked: dict[str, Any]) -> dict[str, Any]:
+    """The approval card's form as the API's decision body, which the API's parser
+    (approvals/contract.parse_decision) reads: the form refuses what the API refuses, with
+    its messages. The scope picker starts on "this context"; ``asked`` is the operation the
+    card showed, of whose kind an edit is."""
+    expires_in = post.get("expires_in", "").strip()
+    body: dict[str, Any] = {
+        "decision": post.get("decision", ""),
+        "reason": post.get("reason", "").strip(),
+        "scope": post.get("scope") or "context",
+        "expiresInSeconds": int(expires_in) if expires_in.isdigit() else (expires_in or None),
+        "rule": post.get("rule") or None,
+        "version": post.get("version") or None,
+    }
+    if body["decision"] == DecisionKind.APPROVE_EDITED:
+        body["operation"] = edited_operation(post, asked)
+    return body
 
-    def edited_operation(self, asked: dict[str, Any]) -> dict[str, Any]:
-        """The edit as an operation of the asked one's kind (the service judges it)."""
-        data = self.cleaned_data
-        if asked["kind"] == "shell":
-            return {"kind": "shell", "command": data["command"]}
-        if asked["kind"] == "file":
-            return {"kind": "file", "action": asked["action"], "path": data["path"]}
-        return {"kind": "network", "host": data["host"], "direction": asked["direction"]}
+
+def edited_operation(post: QueryDict, asked: dict[str, Any]) -> dict[str, Any]:
+    """The reviewer's edit as an operation of the asked one's kind (the service judges
+    it)."""
+    if asked["kind"] == "shell":
+        return {"kind": "shell", "command": post.get("command", "")}
+    if asked["kind"] == "file":
+        return {"kind": "file", "action": asked["action"], "path": post.get("path", "")}
+    return {
+        "kind": "network",
+        "host": post.get("host", "").strip(),
+        "direction": asked["direction"],
+    }
 
 
 class ApiClientForm(forms.Form):

@@ -7,6 +7,7 @@ expires the request instead (approvals/services/expiry.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 from uuid import UUID
 
@@ -15,7 +16,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals import links, live
-from approvals.models import ApprovalRequest, ApprovalSignoff, Grant, Status
+from approvals.models import (
+    DECISION_KIND_MESSAGE,
+    ApprovalRequest,
+    ApprovalSignoff,
+    DecisionKind,
+    Grant,
+    Status,
+)
 from approvals.risk import risk_notes, surroundings
 from approvals.selectors import approval_version
 from approvals.services.expiry import expire_if_due
@@ -320,6 +328,24 @@ def approval_approve_edited(
     return _decide(request_id, work, version=version)
 
 
+@dataclass(frozen=True)
+class ReviewerDecision:
+    """A reviewer's decision as the API's body and the dashboard's form give it, parsed by
+    one declaration (approvals/contract.parse_decision); its attributes are
+    :func:`approval_decide`'s arguments."""
+
+    decision: str
+    reason: str = ""
+    scope: str | None = None
+    expires_in_seconds: int | None = None
+    rule: str | None = None
+    operation: Any = None
+    version: str | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def approval_decide(
     *,
     request_id: UUID,
@@ -337,17 +363,17 @@ def approval_decide(
     approve an edited operation (which alone reads ``operation``), or approve and allow
     similar (which alone reads ``scope``, ``expires_in_seconds`` and ``rule``). ``version``:
     the request as the decider saw it (:func:`_check_version`)."""
-    if operation is not None and decision != "approve_edited":
+    if operation is not None and decision != DecisionKind.APPROVE_EDITED:
         raise InvalidRequest("operation goes only with approve_edited")
-    if decision == "approve":
+    if decision == DecisionKind.APPROVE:
         return approval_approve(
             request_id=request_id, actor=actor, reason=reason, via=via, version=version
         )
-    if decision == "deny":
+    if decision == DecisionKind.DENY:
         return approval_deny(
             request_id=request_id, actor=actor, reason=reason, via=via, version=version
         )
-    if decision == "approve_edited":
+    if decision == DecisionKind.APPROVE_EDITED:
         if operation is None:
             raise InvalidRequest("operation is required with approve_edited")
         return approval_approve_edited(
@@ -358,7 +384,7 @@ def approval_decide(
             via=via,
             version=version,
         )
-    if decision == "approve_similar":
+    if decision == DecisionKind.APPROVE_SIMILAR:
         if not scope:
             raise InvalidRequest("scope is required")
         decided, _ = approval_approve_similar(
@@ -372,7 +398,7 @@ def approval_decide(
             version=version,
         )
         return decided
-    raise InvalidRequest("decision must be approve, deny, approve_edited or approve_similar")
+    raise InvalidRequest(DECISION_KIND_MESSAGE)
 
 
 def approval_decide_by_link(

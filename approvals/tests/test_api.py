@@ -455,6 +455,8 @@ def test_list_offsets_past_a_bigint_are_refused_not_a_500(approver: ApiClient) -
         ),
         ({"decision": "approve_similar"}, "scope is required"),
         ({"decision": "approve", "reason": 7}, "reason must be a string"),
+        # The dashboard's box holds as much (frontend's decision_body reads through this).
+        ({"decision": "deny", "reason": "x" * 1001}, "reason must be at most 1000 characters"),
         # Every field is read by its type, whichever decision it comes with.
         ({"decision": "approve", "scope": 5}, "scope must be a string"),
         (

@@ -143,6 +143,11 @@ def test_a_deny_link_carries_a_reason_and_forged_or_expired_links_do_nothing(
         browser.get(link["approve"].replace(request_id, request_id[:-1] + "0")).status_code == 404
     )
 
+    # A reason longer than the API takes is refused, not cut, and the link stays usable.
+    before = rows()
+    long = browser.post(link["deny"], {"reason": "x" * 1001}, follow=True)
+    assert "reason must be at most 1000 characters" in long.content.decode()
+    assert rows() == before
     browser.post(link["deny"], {"reason": "use conda"})
     denied = ApprovalRequest.objects.get(pk=request_id)
     assert (denied.status, denied.reason, denied.decided_by) == (

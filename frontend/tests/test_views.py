@@ -142,6 +142,44 @@ def test_only_approvers_decide_and_a_refused_decision_changes_nothing() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        (
+            {"decision": "maybe"},
+            "decision must be approve, deny, approve_edited or approve_similar",
+        ),
+        ({"decision": "deny", "reason": "x" * 1001}, "reason must be at most 1000 characters"),
+        (
+            {"decision": "approve_similar", "expires_in": "1h"},
+            "expiresInSeconds must be an integer",
+        ),
+        (
+            {"decision": "approve", "version": "not-a-version"},
+            "version must be a request's version as the API shows it (32 hexadecimal "
+            "characters), or absent",
+        ),
+    ],
+)
+def test_the_dashboard_refuses_a_decision_as_the_api_does(
+    form: dict[str, str], message: str
+) -> None:
+    """The card's form is read by the API's parser: the same refusals, in its words, and
+    nothing changes (the form once capped the reason where the API did not)."""
+    request = _pending()
+    approver = client_for("approver")
+
+    with kept():
+        refused = approver.post(
+            f"/approvals/{request.pk}/decide/", form, headers={"Accept": "application/json"}
+        )
+
+    assert (refused.status_code, refused.json()) == (
+        400,
+        {"error": "invalid_request", "message": message},
+    )
+
+
 def test_overview_activity_leaves_out_routine_allows() -> None:
     SandboxProfileFactory.create(
         name="data-agent",

@@ -7,7 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from approvals import links, selectors
+from approvals import contract, links, selectors
 from approvals.models import ApprovalRequest, Grant, Status
 from approvals.services import decisions, grants
 from contextsvc.core.errors import (
@@ -19,7 +19,7 @@ from contextsvc.core.errors import (
 )
 from contextsvc.core.teams import reach_of
 from frontend.access import actor, approver_required, viewer_required, wants_json
-from frontend.forms import DecisionForm
+from frontend.forms import decision_body, edited_operation
 
 HISTORY = 50
 
@@ -94,35 +94,20 @@ def _detail_context(request: HttpRequest, request_id: str) -> dict[str, Any]:
 @approver_required
 @require_POST
 def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
-    form = DecisionForm(request.POST)
     parsed = selectors.parse_request_id(request_id)
-    status, code, message = 400, "invalid_request", "invalid decision"
     decided = None
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            asked = selectors.approval_get(request_id=parsed, reach=reach_of(request.user))
-            decided = decisions.approval_decide(
-                request_id=parsed,
-                actor=actor(request),
-                decision=data["decision"],
-                reason=data["reason"],
-                # The form's scope picker starts on "this context".
-                scope=data["scope"] or "context",
-                expires_in_seconds=data["expires_in"],
-                rule=data["rule"] or None,
-                operation=form.edited_operation(asked.operation)
-                if data["decision"] == "approve_edited"
-                else None,
-                via="dashboard",
-                version=data["version"] or None,
-            )
-            status = 200
-            message = (
-                "approved: it needs another approver" if decided.status == "pending" else "decided"
-            )
-        except ServiceError as exc:
-            status, code, message = exc.status, exc.code, exc.message
+    try:
+        asked = selectors.approval_get(request_id=parsed, reach=reach_of(request.user))
+        decision = contract.parse_decision(decision_body(request.POST, asked.operation))
+        decided = decisions.approval_decide(
+            request_id=parsed, actor=actor(request), via="dashboard", **decision.arguments()
+        )
+        status, message = (
+            200,
+            ("approved: it needs another approver" if decided.status == "pending" else "decided"),
+        )
+    except ServiceError as exc:
+        status, code, message = exc.status, exc.code, exc.message
     if wants_json(request):
         # The API's shapes: the decided request, or the error body.
         if decided is not None:
@@ -136,15 +121,12 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
 @require_POST
 def approval_edit_check(request: HttpRequest, request_id: str) -> JsonResponse:
     """The rules' judgement of an edit as the reviewer types it (nothing is written)."""
-    form = DecisionForm({**request.POST.dict(), "decision": "approve_edited"})
-    if not form.is_valid():
-        return error_json(400, "invalid_request", "invalid edit")
     try:
         asked = selectors.approval_get(
             request_id=selectors.parse_request_id(request_id), reach=reach_of(request.user)
         )
         edit = decisions.approval_edit_check(
-            request_id=asked.pk, operation=form.edited_operation(asked.operation)
+            request_id=asked.pk, operation=edited_operation(request.POST, asked.operation)
         )
     except ServiceError as exc:
         return service_error_json(exc)
@@ -184,8 +166,8 @@ def approval_link(request: HttpRequest, request_id: str, token: str) -> HttpResp
                 token=token,
                 request_id=parsed,
                 user=request.user,  # type: ignore[arg-type]
-                reason=request.POST.get("reason", "")[:1000],
-                version=request.POST.get("version", "")[:64] or None,
+                reason=contract.REASON.check(request.POST.get("reason", "").strip()),
+                version=contract.DECISION["version"].check(request.POST.get("version") or None),
             )
         except ServiceError as exc:
             messages.error(request, exc.message)
