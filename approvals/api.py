@@ -9,11 +9,10 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
 )
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals import access, contract, selectors
+from approvals import access, contract, selectors, shapes
 from approvals.services import check, decisions, grants, lifecycle, runs
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
@@ -23,132 +22,13 @@ from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from contextsvc.core.teams import reach_of, team_id_of
 
-
-class Effects(serializers.Serializer):
-    """What a shell command was judged to do: the executor holds it to this (Landlock).
-    Absolute paths; ``D/**`` is everything below D."""
-
-    read = serializers.ListField(child=serializers.CharField())
-    write = serializers.ListField(child=serializers.CharField())
-    delete = serializers.ListField(child=serializers.CharField())
-    network = serializers.ListField(
-        child=serializers.CharField(), help_text="Hosts; * one only known at run time"
-    )
-    programs = serializers.ListField(child=serializers.CharField())
-    hidden = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="What the deny rules forbid reading: left out of everything granted",
-    )
-
-
-class Execution(serializers.Serializer):
-    """How the agent's executor runs what is allowed (the profile's, when it was judged)."""
-
-    isolation = serializers.ChoiceField(choices=["namespaces", "none"])
-    runtimeClass = serializers.CharField(allow_null=True, help_text="The Pod's, e.g. gvisor")
-    timeLimitSeconds = serializers.IntegerField(allow_null=True)
-    memoryLimitMb = serializers.IntegerField(allow_null=True)
-    workspace = serializers.CharField(help_text="The context's directory the rules judged")
-    network = serializers.ChoiceField(
-        choices=["pod", "none"], help_text="none: commands never get the Pod's network"
-    )
-    effects = Effects(required=False, help_text="A shell command's judged effects")
-
-
-class Verdict(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=["allow", "deny"])
-    evaluation = serializers.DictField(help_text="Which rule decided each part")
-    operation = serializers.DictField(help_text="The operation as judged: what may run")
-    checkId = serializers.IntegerField(help_text="This decision's audit entry (for /v1/runs)")
-    execution = Execution()
-
-
-class Grant(serializers.Serializer):
-    id = serializers.IntegerField()
-    rule = serializers.CharField()
-    scope = serializers.ChoiceField(choices=["context", "agent_type"])
-    agentType = serializers.CharField()
-    contextId = serializers.CharField(allow_null=True)
-    expiresAt = serializers.DateTimeField(allow_null=True)
-    createdAt = serializers.DateTimeField()
-    createdBy = serializers.CharField()
-    revokedAt = serializers.DateTimeField(allow_null=True)
-    revokedBy = serializers.CharField(allow_null=True)
-
-
-class GrantList(serializers.Serializer):
-    items = Grant(many=True)
-
-
-class Edit(serializers.Serializer):
-    """A reviewer's version of the operation, approved instead of the one asked."""
-
-    operation = serializers.DictField(help_text="What the agent runs instead")
-    normalised = serializers.CharField()
-    evaluation = serializers.DictField(help_text="The rules' judgement of the edit")
-    risk = serializers.ChoiceField(choices=["low", "medium", "high"])
-    riskNotes = serializers.ListField(child=serializers.CharField())
-    by = serializers.CharField()
-    at = serializers.DateTimeField()
-
-
-class Signoff(serializers.Serializer):
-    by = serializers.CharField()
-    at = serializers.DateTimeField()
-
-
-class Approval(serializers.Serializer):
-    id = serializers.UUIDField()
-    status = serializers.ChoiceField(
-        choices=["pending", "approved", "denied", "expired", "cancelled"]
-    )
-    decision = serializers.ChoiceField(
-        choices=["allow", "allow_edited", "deny"],
-        allow_null=True,
-        help_text="What the agent must do: allow; allow_edited (run edit.operation, not the "
-        "operation asked); deny; null while pending",
-    )
-    contextId = serializers.CharField()
-    agentType = serializers.CharField()
-    agentInstance = serializers.CharField(allow_null=True)
-    allocation = serializers.CharField(allow_null=True)
-    operation = serializers.DictField()
-    normalised = serializers.CharField()
-    evaluation = serializers.DictField()
-    risk = serializers.CharField()
-    requestedBy = serializers.CharField()
-    createdAt = serializers.DateTimeField()
-    deadline = serializers.DateTimeField()
-    decidedAt = serializers.DateTimeField(allow_null=True)
-    decidedBy = serializers.CharField(allow_null=True)
-    reason = serializers.CharField(allow_null=True)
-    grant = Grant(allow_null=True)
-    execution = Execution()
-    riskNotes = serializers.ListField(
-        child=serializers.CharField(), help_text="What it touches in its sandbox's topology"
-    )
-    edit = Edit(allow_null=True)
-    approvalsRequired = serializers.IntegerField(
-        min_value=1, max_value=2, help_text="Two under the profile's two-person rule"
-    )
-    approvals = Signoff(many=True, help_text="Who approved it so far")
-    escalatedAt = serializers.DateTimeField(allow_null=True)
-    version = serializers.CharField(
-        help_text="A digest of the operation as shown (the edit, and who made it) and the "
-        "approvals so far: send it with a decision (docs/approvals.md, Versioned decisions)"
-    )
-
-
-class ApprovalList(serializers.Serializer):
-    items = Approval(many=True)
-    count = serializers.IntegerField()
-
-
-class Similar(serializers.Serializer):
-    rule = serializers.CharField(allow_null=True)
-    scope = serializers.CharField()
-    matches = serializers.IntegerField()
+# The answers' documents, from the declarations that render them.
+Approval = shapes.APPROVAL.serializer()
+ApprovalList = shapes.APPROVAL_LIST.serializer()
+GrantList = shapes.GRANT_LIST.serializer()
+Verdict = contract.VERDICT.serializer()
+Similar = contract.SIMILAR.serializer()
+Run = contract.RUN_SHOWN.serializer()
 
 
 def _own_only(request: Request) -> str | None:
@@ -195,17 +75,9 @@ class ApprovalCollectionApi(ServiceAPIView):
             team_id=team_id_of(request.user),
         )
         if result.request is None:
-            return Response(
-                {
-                    "decision": result.decision,
-                    "evaluation": result.evaluation,
-                    "operation": result.operation,
-                    "checkId": result.check_id,
-                    "execution": result.execution,
-                }
-            )
+            return Response(contract.VERDICT.render(result))
         return Response(
-            selectors.approval_json(result.request),
+            shapes.approval_json(result.request),
             status=202,
             headers={"Location": f"/v1/approvals/{result.request.pk}"},
         )
@@ -241,9 +113,7 @@ class ApprovalCollectionApi(ServiceAPIView):
         # PostgreSQL's OFFSET is a bigint: a larger one was a database error (a 500).
         contract.OFFSET.check(offset)
         page = found.select_related("grant").prefetch_related("signoffs")[offset : offset + limit]
-        return Response(
-            {"items": [selectors.approval_json(item) for item in page], "count": found.count()}
-        )
+        return Response(shapes.APPROVAL_LIST.render(shapes.Page(list(page), found.count())))
 
 
 class ApprovalDetailApi(ServiceAPIView):
@@ -262,7 +132,7 @@ class ApprovalDetailApi(ServiceAPIView):
         found = selectors.approval_get(
             request_id=parsed, reach=reach_of(request.user), requested_by=_own_only(request)
         )
-        return Response(selectors.approval_json(found))
+        return Response(shapes.approval_json(found))
 
 
 class ApprovalDecisionApi(ServiceAPIView):
@@ -284,7 +154,7 @@ class ApprovalDecisionApi(ServiceAPIView):
         decided = decisions.approval_decide(
             request_id=parsed, actor=actor_of(request.user), **decision.arguments()
         )
-        return Response(selectors.approval_json(decided))
+        return Response(shapes.approval_json(decided))
 
 
 class ApprovalCancelApi(ServiceAPIView):
@@ -312,7 +182,7 @@ class ApprovalCancelApi(ServiceAPIView):
                 "the approver scope"
             )
         cancelled = lifecycle.approval_cancel(request_id=parsed, actor=actor)
-        return Response(selectors.approval_json(cancelled))
+        return Response(shapes.approval_json(cancelled))
 
 
 class ApprovalSimilarApi(ServiceAPIView):
@@ -329,13 +199,12 @@ class ApprovalSimilarApi(ServiceAPIView):
         found = selectors.approval_get(
             request_id=selectors.parse_request_id(request_id), reach=reach_of(request.user)
         )
-        return Response(
-            grants.approval_similar(
-                found,
-                rule=contract.SIMILAR_RULE.read(request.query_params),
-                scope=contract.SIMILAR_SCOPE.read(request.query_params, "agent_type"),
-            )
+        similar = grants.approval_similar(
+            found,
+            rule=contract.SIMILAR_RULE.read(request.query_params),
+            scope=contract.SIMILAR_SCOPE.read(request.query_params, "agent_type"),
         )
+        return Response(contract.SIMILAR.render(similar))
 
 
 class GrantCollectionApi(ServiceAPIView):
@@ -351,12 +220,9 @@ class GrantCollectionApi(ServiceAPIView):
     def get(self, request: Request) -> Response:
         active = contract.GRANTS_ACTIVE.read(request.query_params, False)
         return Response(
-            {
-                "items": [
-                    selectors.grant_json(g)
-                    for g in selectors.grant_list(reach=reach_of(request.user), active=active)
-                ]
-            }
+            shapes.GRANT_LIST.render(
+                list(selectors.grant_list(reach=reach_of(request.user), active=active))
+            )
         )
 
 
@@ -371,26 +237,6 @@ class GrantDetailApi(ServiceAPIView):
             grant_id=grant_id, actor=actor_of(request.user), reach=reach_of(request.user)
         )
         return Response(status=204)
-
-
-class Run(serializers.Serializer):
-    id = serializers.UUIDField()
-    requestId = serializers.UUIDField(allow_null=True)
-    checkId = serializers.IntegerField(allow_null=True)
-    contextId = serializers.CharField()
-    agentType = serializers.CharField()
-    command = serializers.CharField()
-    outcome = serializers.CharField()
-    exitStatus = serializers.IntegerField(allow_null=True)
-    signal = serializers.IntegerField(allow_null=True)
-    durationMs = serializers.IntegerField()
-    stdoutBytes = serializers.IntegerField()
-    stderrBytes = serializers.IntegerField()
-    truncated = serializers.BooleanField()
-    refusedEffects = contract.REFUSED_EFFECT.serializer()(many=True)
-    sandbox = serializers.DictField()
-    reportedBy = serializers.CharField()
-    reportedAt = serializers.DateTimeField()
 
 
 class RunCollectionApi(ServiceAPIView):
@@ -428,7 +274,7 @@ class RunCollectionApi(ServiceAPIView):
             team_id=team_id_of(request.user),
         )
         return Response(
-            selectors.run_json(run), status=201, headers={"Location": f"/v1/runs/{run.pk}"}
+            contract.run_json(run), status=201, headers={"Location": f"/v1/runs/{run.pk}"}
         )
 
 
@@ -442,4 +288,4 @@ class RunDetailApi(ServiceAPIView):
         except ValueError:
             raise NotFound(f'run "{run_id}" not found') from None
         run = selectors.run_get(run_id=parsed, reach=reach_of(request.user))
-        return Response(selectors.run_json(run))
+        return Response(contract.run_json(run))

@@ -20,7 +20,7 @@ from uuid import UUID
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from approvals import access, live, selectors
+from approvals import access, live, selectors, shapes
 from contextsvc.core import longpoll
 from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
@@ -41,7 +41,7 @@ DEADLINE_GRACE = 0.05
 def _read(request_id: UUID, requested_by: str | None, reach: Reach) -> dict[str, Any]:
     # Only a read: past its deadline the request reads as expired before beat's task has
     # written it (selectors.approval_as_read).
-    return selectors.approval_json(
+    return shapes.approval_json(
         selectors.approval_get(request_id=request_id, requested_by=requested_by, reach=reach)
     )
 

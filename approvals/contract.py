@@ -13,7 +13,8 @@ from django.conf import settings
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
-from approvals.models import DECISION_KIND_MESSAGE, DecisionKind, Status
+from approvals import shapes
+from approvals.models import DECISION_KIND_MESSAGE, DecisionKind, OperationRun, Status
 from approvals.services.decisions import ReviewerDecision
 from approvals.services.grants import MAX_GRANT_SECONDS
 from approvals.services.runs import (
@@ -23,6 +24,7 @@ from approvals.services.runs import (
     REPORTED_BY,
     SANDBOX_NETWORKS,
 )
+from approvals.shapes import when
 from contextsvc.core import openapi
 from contextsvc.core.contract import Body, Field, Query
 from rules.model import MAX_OPERATION_TEXT
@@ -240,6 +242,70 @@ RUN = Body(
     # The service refuses the report otherwise ("give exactly one of requestId and checkId").
     exactly_one=("requestId", "checkId"),
 )
+
+# What a check a rule decided at once is answered with (200).
+VERDICT = Body(
+    "Verdict",
+    (
+        Field.out("decision", lambda r: r.decision, schema={"enum": ["allow", "deny"]}),
+        Field.out("evaluation", lambda r: r.evaluation, dict, help="Which rule decided each part"),
+        Field.out(
+            "operation", lambda r: r.operation, dict, help="The operation as judged: what may run"
+        ),
+        Field.out(
+            "checkId", lambda r: r.check_id, int, help="This decision's audit entry (for /v1/runs)"
+        ),
+        Field.out("execution", lambda r: r.execution, dict, body=shapes.EXECUTION),
+    ),
+)
+# What "approve and allow similar" would grant (services/grants.approval_similar).
+SIMILAR = Body(
+    "Similar",
+    (
+        Field.out("rule", lambda s: s["rule"], nullable=True),
+        Field.out("scope", lambda s: s["scope"]),
+        Field.out("matches", lambda s: s["matches"], int),
+    ),
+)
+
+# What a run's report is answered with (and GET /v1/runs/{id}).
+RUN_SHOWN = Body(
+    "Run",
+    (
+        Field.out("id", lambda run: str(run.pk), schema={"format": "uuid"}),
+        Field.out(
+            "requestId",
+            lambda run: str(run.request_id) if run.request_id else None,
+            nullable=True,
+            schema={"format": "uuid"},
+        ),
+        Field.out("checkId", lambda run: run.check_entry_id, int, nullable=True),
+        Field.out("contextId", lambda run: run.context_id),
+        Field.out("agentType", lambda run: run.agent_type),
+        Field.out("command", lambda run: run.command),
+        Field.out("outcome", lambda run: run.outcome),
+        Field.out("exitStatus", lambda run: run.exit_status, int, nullable=True),
+        Field.out("signal", lambda run: run.signal, int, nullable=True),
+        Field.out("durationMs", lambda run: run.duration_ms, int),
+        Field.out("stdoutBytes", lambda run: run.stdout_bytes, int),
+        Field.out("stderrBytes", lambda run: run.stderr_bytes, int),
+        Field.out("truncated", lambda run: run.truncated, bool),
+        Field.out(
+            "refusedEffects",
+            lambda run: run.refused_effects,
+            list,
+            document=REFUSED_EFFECT.serializer()(many=True),
+        ),
+        Field.out("sandbox", lambda run: run.sandbox, dict),
+        Field.out("reportedBy", lambda run: run.reported_by),
+        when("reportedAt", lambda run: run.reported_at),
+    ),
+)
+
+
+def run_json(run: OperationRun) -> dict[str, Any]:
+    return RUN_SHOWN.render(run)
+
 
 # --- Query parameters ------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from approvals.models import ApprovalRequest
-from approvals.selectors import approval_json, approval_review_json
+from approvals.shapes import approval_json, approval_review_json
 from contextsvc.core import events
 
 CREATED = "approval.created"

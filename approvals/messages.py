@@ -1,4 +1,4 @@
-"""What a notification says, built from a request as the API shows it (selectors.
+"""What a notification says, built from a request as the API shows it (shapes.
 approval_json): the JSON webhook body, the Slack-compatible body, and the e-mail. Pure
 functions of their arguments (and the e-mail templates)."""
 

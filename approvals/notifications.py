@@ -44,7 +44,8 @@ from approvals.models import (
     NotificationChannel,
     NotificationEvent,
 )
-from approvals.selectors import approval_json, channels_for, deliveries_due, events_wanted
+from approvals.selectors import channels_for, deliveries_due, events_wanted
+from approvals.shapes import approval_json
 from contextsvc.core import secrets as sealed
 from contextsvc.core.errors import Conflict, InvalidRequest
 from contextsvc.core.queue import RetryLater

@@ -111,45 +111,6 @@ def grant_list_active_for(
     )
 
 
-DECISION = {
-    Status.APPROVED: "allow",
-    Status.DENIED: "deny",
-    Status.EXPIRED: "deny",
-    Status.CANCELLED: "deny",
-}
-
-
-def grant_json(grant: Grant) -> dict[str, Any]:
-    return {
-        "id": grant.pk,
-        "rule": grant.rule,
-        "scope": grant.scope,
-        "agentType": grant.agent_type,
-        "contextId": grant.context_id or None,
-        "expiresAt": grant.expires_at.isoformat() if grant.expires_at else None,
-        "createdAt": grant.created_at.isoformat(),
-        "createdBy": grant.created_by,
-        "revokedAt": grant.revoked_at.isoformat() if grant.revoked_at else None,
-        "revokedBy": grant.revoked_by or None,
-    }
-
-
-def decision_of(request: ApprovalRequest) -> str | None:
-    """What the agent must do. An approved edit is ``allow_edited``: run the edit's
-    operation, not the one asked (a client that knows only ``allow`` refuses it)."""
-    if request.status == Status.APPROVED and request.edit:
-        return "allow_edited"
-    return DECISION.get(Status(request.status))
-
-
-def execution_of(request: ApprovalRequest) -> dict[str, Any]:
-    """How the executor runs what was decided: an approved edit runs held to the effects
-    of the edit, not of the command asked."""
-    if request.edit and "effects" in request.edit:
-        return {**request.execution, "effects": request.edit["effects"]}
-    return dict(request.execution)
-
-
 def approval_version(request: ApprovalRequest) -> str:
     """What a decider saw, as one short digest: the operation as shown (the reviewer's edit
     once there is one, and who made it) and who approved it so far. A decision that names
@@ -178,65 +139,6 @@ def approval_as_read(request: ApprovalRequest) -> ApprovalRequest:
     expired.decided_by = SYSTEM_ACTOR
     expired.reason = EXPIRY_REASON
     return expired
-
-
-def approval_json(request: ApprovalRequest) -> dict[str, Any]:
-    """What agents and reviewers see of a request, as of now (:func:`approval_as_read`).
-    ``decision`` is what the agent must do: null while pending, allow when approved
-    (allow_edited: run ``edit.operation``), deny otherwise (an expired request is denied)."""
-    request = approval_as_read(request)
-    return {
-        "id": str(request.pk),
-        "status": request.status,
-        "decision": decision_of(request),
-        "contextId": request.context_id,
-        "agentType": request.agent_type,
-        "agentInstance": request.agent_instance or None,
-        "allocation": request.allocation or None,
-        "operation": request.operation,
-        "normalised": request.normalised,
-        "evaluation": request.evaluation,
-        "risk": request.risk,
-        "requestedBy": request.requested_by,
-        "createdAt": request.created_at.isoformat(),
-        "deadline": request.deadline.isoformat(),
-        "decidedAt": request.decided_at.isoformat() if request.decided_at else None,
-        "decidedBy": request.decided_by or None,
-        "reason": request.reason or None,
-        "grant": grant_json(request.grant) if request.grant else None,
-        "execution": execution_of(request),
-        "riskNotes": request.risk_notes,
-        "edit": request.edit,
-        "approvalsRequired": request.approvals_required,
-        "approvals": [
-            {"by": signoff.actor, "at": signoff.at.isoformat()}
-            for signoff in request.signoffs.all()
-        ],
-        "escalatedAt": request.escalated_at.isoformat() if request.escalated_at else None,
-        "version": approval_version(request),
-    }
-
-
-def delivery_summary(delivery: Delivery) -> dict[str, Any]:
-    return {
-        "event": delivery.event,
-        "medium": delivery.medium,
-        "target": delivery.target,
-        "status": delivery.status,
-        "attempts": delivery.attempts,
-        "at": delivery.created_at.isoformat(),
-        "deliveredAt": delivery.delivered_at.isoformat() if delivery.delivered_at else None,
-    }
-
-
-def approval_review_json(request: ApprovalRequest) -> dict[str, Any]:
-    """The request as reviewers see it: as the API shows it, and whom it was sent to (for
-    the card's "notified" and "escalated" lines; agents are not told who reviews them)."""
-    deliveries = sorted(request.deliveries.all(), key=lambda d: (d.created_at, d.target))
-    return {
-        **approval_json(request),
-        "notifications": [delivery_summary(delivery) for delivery in deliveries],
-    }
 
 
 def approval_pending_summary(*, reach: Reach, near_seconds: int = 60) -> dict[str, Any]:
@@ -277,28 +179,6 @@ def operation_digest(operation: dict[str, Any]) -> str:
     """SHA-256 of an operation in canonical JSON: what was judged, compared with what ran."""
     canonical = json.dumps(operation, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def run_json(run: OperationRun) -> dict[str, Any]:
-    return {
-        "id": str(run.pk),
-        "requestId": str(run.request_id) if run.request_id else None,
-        "checkId": run.check_entry_id,
-        "contextId": run.context_id,
-        "agentType": run.agent_type,
-        "command": run.command,
-        "outcome": run.outcome,
-        "exitStatus": run.exit_status,
-        "signal": run.signal,
-        "durationMs": run.duration_ms,
-        "stdoutBytes": run.stdout_bytes,
-        "stderrBytes": run.stderr_bytes,
-        "truncated": run.truncated,
-        "refusedEffects": run.refused_effects,
-        "sandbox": run.sandbox,
-        "reportedBy": run.reported_by,
-        "reportedAt": run.reported_at.isoformat(),
-    }
 
 
 def run_of_request(*, request: ApprovalRequest) -> OperationRun | None:

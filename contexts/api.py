@@ -4,7 +4,6 @@ and render."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,27 +15,9 @@ from contextsvc.core.models import Scope
 from contextsvc.core.openapi import responses
 from contextsvc.core.teams import reach_of, team_id_of
 
-
-class Attachment(serializers.Serializer):
-    kind = serializers.CharField()
-    claimName = serializers.CharField()
-
-
-class Context(serializers.Serializer):
-    name = serializers.CharField()
-    namespace = serializers.CharField()
-    type = serializers.CharField()
-    status = serializers.ChoiceField(choices=["provisioning", "ready", "failed"])
-    storage = v1.STORAGE.serializer()()
-    attachment = Attachment()
-    message = serializers.CharField(
-        required=False,
-        help_text="Why it failed, or that its PVC is not created yet (the service retries)",
-    )
-
-
-class ContextList(serializers.Serializer):
-    items = Context(many=True)
+# The answers' documents, from the declarations that render them.
+Context = v1.CONTEXT_SHOWN.serializer()
+ContextList = v1.CONTEXT_LIST.serializer()
 
 
 # The v1 contract's own example (v1-api.md).
@@ -90,9 +71,7 @@ class ContextCreateApi(ServiceAPIView):
         created = services.context_create(
             request=context_request, actor=actor_of(request.user), team_id=team_id_of(request.user)
         )
-        body = v1.context_response(created.context)
-        if created.message:
-            body["message"] = created.message
+        body = v1.context_response(created.context, note=created.message)
         context = created.context
         return Response(
             body,
@@ -112,7 +91,7 @@ class ContextCollectionApi(ServiceAPIView):
     )
     def get(self, request: Request, namespace: str) -> Response:
         contexts = selectors.context_list_visible(namespace=namespace, reach=reach_of(request.user))
-        return Response({"items": [v1.context_response(context) for context in contexts]})
+        return Response(v1.CONTEXT_LIST.render([v1.Shown(context) for context in contexts]))
 
 
 class ContextDetailApi(ServiceAPIView):

@@ -4,6 +4,7 @@ sandbox pools, whose name, namespace and access-mode messages these share)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from contexts.models import ContextResource
@@ -100,23 +101,71 @@ def parse_context_request(body: dict[str, Any]) -> ContextRequest:
     return ContextRequest(name, namespace, context_type, size, access_mode, storage_class)
 
 
-def context_response(context: ContextResource) -> dict[str, Any]:
-    storage: dict[str, Any] = {
-        "backend": "pvc",
-        "size": context.size,
-        "accessMode": context.access_mode,
-    }
-    if context.storage_class:
-        storage["storageClass"] = context.storage_class
-    body: dict[str, Any] = {
-        "name": context.name,
-        "namespace": context.namespace,
-        "type": context.type,
-        "status": "ready" if context.status == ContextResource.Status.READY else "provisioning",
-        "storage": storage,
-        "attachment": {"kind": "pvc", "claimName": context_pvc_name(context.name)},
-    }
+@dataclass(frozen=True)
+class Shown:
+    """A context as an answer shows it, with the create's note when there is one (its PVC
+    not created yet: the service retries)."""
+
+    context: ContextResource
+    note: str = ""
+
+
+def _status(context: ContextResource) -> str:
     if context.status == ContextResource.Status.FAILED:
-        body["status"] = "failed"
-        body["message"] = context.message
-    return body
+        return "failed"
+    return "ready" if context.status == ContextResource.Status.READY else "provisioning"
+
+
+def _failed(shown: Shown) -> bool:
+    return shown.context.status == ContextResource.Status.FAILED
+
+
+# The answer, declared once for the body and the document.
+STORAGE_SHOWN = Body(
+    "ContextStorageShown",
+    (
+        Field.out("backend", lambda context: "pvc", schema={"enum": ["pvc"]}),
+        Field.out("size", lambda context: context.size),
+        Field.out("accessMode", lambda context: context.access_mode),
+        Field.out(
+            "storageClass",
+            lambda context: context.storage_class,
+            shown=lambda context: bool(context.storage_class),
+        ),
+    ),
+)
+ATTACHMENT = Body(
+    "Attachment",
+    (
+        Field.out("kind", lambda context: "pvc"),
+        Field.out("claimName", lambda context: context_pvc_name(context.name)),
+    ),
+)
+CONTEXT_SHOWN = Body(
+    "Context",
+    (
+        Field.out("name", lambda shown: shown.context.name),
+        Field.out("namespace", lambda shown: shown.context.namespace),
+        Field.out("type", lambda shown: shown.context.type),
+        Field.out(
+            "status",
+            lambda shown: _status(shown.context),
+            schema={"enum": ["provisioning", "ready", "failed"]},
+        ),
+        Field.out("storage", lambda shown: shown.context, dict, body=STORAGE_SHOWN),
+        Field.out("attachment", lambda shown: shown.context, dict, body=ATTACHMENT),
+        Field.out(
+            "message",
+            lambda shown: shown.note or shown.context.message,
+            shown=lambda shown: _failed(shown) or bool(shown.note),
+            help="Why it failed, or that its PVC is not created yet (the service retries)",
+        ),
+    ),
+)
+CONTEXT_LIST = Body(
+    "ContextList", (Field.out("items", lambda contexts: contexts, list, body=CONTEXT_SHOWN),)
+)
+
+
+def context_response(context: ContextResource, *, note: str = "") -> dict[str, Any]:
+    return CONTEXT_SHOWN.render(Shown(context, note))

@@ -10,12 +10,8 @@ from uuid import UUID
 from allocations.models import VISIBLE_PHASES, Allocation
 from allocations.selectors import allocation_phase_counts, allocation_row
 from approvals.models import ApprovalRequest
-from approvals.selectors import (
-    approval_list_pending,
-    approval_review_json,
-    approvals_pending_count,
-    parse_request_id,
-)
+from approvals.selectors import approval_list_pending, approvals_pending_count, parse_request_id
+from approvals.shapes import approval_review_json
 from contextsvc.core import events
 from contextsvc.core.errors import NotFound
 from contextsvc.core.teams import Reach

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -21,47 +20,48 @@ from profiles.validation import DOCUMENTS, normalised_document
 from rules.settings import LISTS
 from rules.sources import SOURCES_KEYS
 
+# The answers' documents, from the declarations that render them.
+Profile = v1.PROFILE_SHOWN.serializer()
+ProfileList = v1.PROFILE_LIST.serializer()
 
-class WarmPool(v1.WARM_POOL_BOUNDS.serializer()):  # type: ignore[misc]
-    name = serializers.CharField(help_text="The SandboxWarmPool and SandboxTemplate made")
+
+_STRINGS = {"items": {"type": "string"}}
 
 
-# The response: every writable field, always present, then what the service adds.
-Profile = Body(
-    "Profile",
+def _flag(name: str) -> Field:
+    return Field.out(name, lambda caps: getattr(caps, name), bool)
+
+
+def _names(name: str) -> Field:
+    return Field.out(name, lambda caps: list(getattr(caps, name)), list, schema=_STRINGS)
+
+
+# What the cluster serves, as GET /v1/capabilities answers it.
+CAPABILITIES = Body(
+    "Capabilities",
     (
-        Field("name", required=True),
-        *(item.but(required=True) for item in v1.PROFILE_FIELDS),
-        Field("template", dict, body=v1.TEMPLATE_REF, help="A template profile's template"),
-        Field(
-            "warmPool",
-            dict,
-            required=True,
-            nullable=True,
-            document=WarmPool(allow_null=True, help_text="Warm capacity the service owns, or null"),
+        *(_flag(name) for name in ("sandboxes", "templates", "warm_pools", "claims")),
+        _names("runtime_classes"),
+        _names("template_list"),
+        Field.out(
+            "warm_pool_list",
+            lambda caps: [dict(pool) for pool in caps.warm_pool_list],
+            list,
+            schema={"items": {"type": "object"}},
         ),
-        Field("updatedAt", required=True, nullable=True, schema={"format": "date-time"}),
-        Field("updatedBy", required=True),
+        Field.out("error", lambda caps: caps.error),
+        Field.out("detected_at", lambda caps: caps.detected_at),
+        _names("missing"),
+        Field.out(
+            "release",
+            lambda caps: caps.release,
+            help="The agent-sandbox release line, from the claim's schema (empty without the "
+            "extensions)",
+        ),
+        _flag("extensions"),
     ),
-).serializer()
-
-
-class ProfileList(serializers.Serializer):
-    items = Profile(many=True)
-
-
-class Capabilities(serializers.Serializer):
-    sandboxes = serializers.BooleanField()
-    templates = serializers.BooleanField()
-    warm_pools = serializers.BooleanField()
-    claims = serializers.BooleanField()
-    extensions = serializers.BooleanField()
-    runtime_classes = serializers.ListField(child=serializers.CharField())
-    template_list = serializers.ListField(child=serializers.CharField())
-    warm_pool_list = serializers.ListField(child=serializers.DictField())
-    error = serializers.CharField()
-    detected_at = serializers.CharField()
-    missing = serializers.ListField(child=serializers.CharField())
+)
+Capabilities = CAPABILITIES.serializer()
 
 
 class ProfileCollectionApi(ServiceAPIView):
@@ -73,7 +73,7 @@ class ProfileCollectionApi(ServiceAPIView):
 
     @extend_schema(operation_id="profiles_list", responses=responses({200: ProfileList}))
     def get(self, request: Request) -> Response:
-        return Response({"items": [v1.profile_response(p) for p in selectors.profile_list()]})
+        return Response(v1.PROFILE_LIST.render(list(selectors.profile_list())))
 
     @extend_schema(
         operation_id="profiles_create",
@@ -210,4 +210,4 @@ class CapabilitiesApi(ServiceAPIView):
 
     @extend_schema(operation_id="capabilities", responses=responses({200: Capabilities}))
     def get(self, request: Request) -> Response:
-        return Response(capabilities.current().as_dict())
+        return Response(CAPABILITIES.render(capabilities.current()))

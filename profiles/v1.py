@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from contextsvc.core import openapi
@@ -182,22 +183,70 @@ def _warm_pool(raw: Any) -> dict[str, Any]:
     }
 
 
+def _column(name: str) -> Callable[[SandboxProfile], Any]:
+    return lambda profile: getattr(profile, name)
+
+
+# The answer, declared once for the body and the document: every writable field, always
+# present, then what the service adds.
+WARM_POOL_SHOWN = Body(
+    "WarmPool",
+    (
+        *(
+            item.but(required=True, source=_column(f"warm_pool_{item.name}"))
+            for item in WARM_POOL_BOUNDS.fields
+        ),
+        Field.out(
+            "name",
+            lambda profile: profile_warm_pool_name(profile.name),
+            help="The SandboxWarmPool and SandboxTemplate made",
+        ),
+    ),
+)
+TEMPLATE_SHOWN = Body(
+    "TemplateRef",
+    (
+        Field.out("namespace", _column("template_namespace")),
+        Field.out("name", _column("template_name")),
+    ),
+)
+PROFILE_SHOWN = Body(
+    "Profile",
+    (
+        Field.out("name", _column("name")),
+        *(
+            item.but(required=True, source=_column(MODEL_FIELDS[item.name]))
+            for item in PROFILE_FIELDS
+        ),
+        Field.out(
+            "template",
+            lambda profile: profile,
+            dict,
+            body=TEMPLATE_SHOWN,
+            shown=lambda profile: profile.source == "template",
+            help="A template profile's template",
+        ),
+        Field.out(
+            "warmPool",
+            lambda profile: profile if profile.has_warm_pool else None,
+            dict,
+            body=WARM_POOL_SHOWN,
+            nullable=True,
+            help="Warm capacity the service owns, or null",
+        ),
+        Field.out(
+            "updatedAt",
+            lambda profile: profile.updated_at.isoformat() if profile.updated_at else None,
+            nullable=True,
+            schema={"format": "date-time"},
+        ),
+        Field.out("updatedBy", _column("updated_by")),
+    ),
+)
+PROFILE_LIST = Body(
+    "ProfileList", (Field.out("items", lambda profiles: profiles, list, body=PROFILE_SHOWN),)
+)
+
+
 def profile_response(profile: SandboxProfile) -> dict[str, Any]:
-    body: dict[str, Any] = {"name": profile.name}
-    for key, model_field in MODEL_FIELDS.items():
-        body[key] = getattr(profile, model_field)
-    if profile.source == "template":
-        body["template"] = {"namespace": profile.template_namespace, "name": profile.template_name}
-    body["warmPool"] = (
-        {
-            "min": profile.warm_pool_min,
-            "max": profile.warm_pool_max,
-            "namespace": profile.warm_pool_namespace,
-            "name": profile_warm_pool_name(profile.name),
-        }
-        if profile.has_warm_pool
-        else None
-    )
-    body["updatedAt"] = profile.updated_at.isoformat() if profile.updated_at else None
-    body["updatedBy"] = profile.updated_by
-    return body
+    return PROFILE_SHOWN.render(profile)

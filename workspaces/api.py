@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -69,8 +69,46 @@ WORKSPACE = Body(
 AgentWorkspaceSerializer = WORKSPACE.serializer()
 
 
-class AgentWorkspaceList(serializers.Serializer):
-    items = AgentWorkspaceSerializer(many=True)
+WORKSPACE_LIST = Body(
+    "AgentWorkspaceList",
+    (Field.out("items", lambda workspaces: workspaces, list, body=WORKSPACE),),
+)
+
+
+def _z(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+# The ``.context.json`` of seed 001, which the agent writes into /workspace/<context id>.
+CONTEXT_JSON = Body(
+    "ContextJson",
+    (
+        Field.out("context_id", lambda c: c.context_id),
+        Field.out("agent", lambda c: c.workspace.agent_type),
+        Field.out("namespace", lambda c: c.workspace.namespace),
+        Field.out("created_at", lambda c: _z(c.created_at)),
+        Field.out("last_accessed_at", lambda c: _z(c.last_accessed_at)),
+        Field.out("ttl_days", lambda c: round(c.ttl_seconds / 86400, 2), float),
+        Field.out("disk_usage_bytes", lambda c: c.disk_usage_bytes, int, nullable=True),
+    ),
+)
+WORKSPACE_CONTEXT = Body(
+    "WorkspaceContext",
+    (
+        Field.out("contextId", lambda c: c.context_id),
+        Field.out("status", lambda c: c.status),
+        Field.out("path", lambda c: f"/workspace/{c.context_id}"),
+        Field.out("contextJson", lambda c: c, dict, body=CONTEXT_JSON),
+        Field.out("cleanup", lambda c: c.cleanup_result or None, nullable=True),
+    ),
+)
+WORKSPACE_CONTEXT_LIST = Body(
+    "WorkspaceContextList",
+    (Field.out("items", lambda contexts: contexts, list, body=WORKSPACE_CONTEXT),),
+)
+AgentWorkspaceList = WORKSPACE_LIST.serializer()
+WorkspaceContextSerializer = WORKSPACE_CONTEXT.serializer()
+WorkspaceContextList = WORKSPACE_CONTEXT_LIST.serializer()
 
 
 # "": the service's default size.
@@ -100,42 +138,12 @@ FORCE = Query("force", bool, help="Delete even with live contexts")
 USAGE = Body("UsageRequest", (Field.between("usedBytes", 0, MAX_BYTES, required=True),))
 
 
-class ContextJson(serializers.Serializer):
-    """The ``.context.json`` of seed 001."""
-
-    context_id = serializers.CharField()
-    agent = serializers.CharField()
-    namespace = serializers.CharField()
-    created_at = serializers.CharField()
-    last_accessed_at = serializers.CharField()
-    ttl_days = serializers.FloatField()
-    disk_usage_bytes = serializers.IntegerField(allow_null=True)
-
-
-class WorkspaceContextSerializer(serializers.Serializer):
-    contextId = serializers.CharField()
-    status = serializers.CharField()
-    path = serializers.CharField()
-    contextJson = ContextJson()
-    cleanup = serializers.CharField(allow_null=True)
-
-
-class WorkspaceContextList(serializers.Serializer):
-    items = WorkspaceContextSerializer(many=True)
-
-
 def workspace_json(workspace: AgentWorkspace) -> dict[str, Any]:
     return WORKSPACE.render(workspace)
 
 
 def context_response(context: WorkspaceContext) -> dict[str, Any]:
-    return {
-        "contextId": context.context_id,
-        "status": context.status,
-        "path": f"/workspace/{context.context_id}",
-        "contextJson": selectors.context_json(context),
-        "cleanup": context.cleanup_result or None,
-    }
+    return WORKSPACE_CONTEXT.render(context)
 
 
 class WorkspaceCollectionApi(ServiceAPIView):
@@ -155,7 +163,7 @@ class WorkspaceCollectionApi(ServiceAPIView):
         )
         # An agent's token lists only its own agent types' workspaces.
         items = [w for w in found if _may_read(request, w.agent_type)]
-        return Response({"items": [workspace_json(w) for w in items]})
+        return Response(WORKSPACE_LIST.render(items))
 
     @extend_schema(
         operation_id="agent_workspaces_ensure",
@@ -231,7 +239,7 @@ class WorkspaceContextsApi(ServiceAPIView):
         workspace = selectors.workspace_get(
             namespace=namespace, agent_type=agent_type, reach=reach_of(request.user)
         )
-        return Response({"items": [context_response(c) for c in workspace.contexts.all()]})
+        return Response(WORKSPACE_CONTEXT_LIST.render(list(workspace.contexts.all())))
 
     @extend_schema(
         operation_id="workspace_contexts_touch",

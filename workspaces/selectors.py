@@ -44,19 +44,6 @@ def workspace_get(*, namespace: str, agent_type: str, reach: Reach) -> AgentWork
     return found
 
 
-def context_json(context: WorkspaceContext) -> dict[str, Any]:
-    """The ``.context.json`` the agent writes into /workspace/<context id> (seed 001)."""
-    return {
-        "context_id": context.context_id,
-        "agent": context.workspace.agent_type,
-        "namespace": context.workspace.namespace,
-        "created_at": context.created_at.isoformat().replace("+00:00", "Z"),
-        "last_accessed_at": context.last_accessed_at.isoformat().replace("+00:00", "Z"),
-        "ttl_days": round(context.ttl_seconds / 86400, 2),
-        "disk_usage_bytes": context.disk_usage_bytes,
-    }
-
-
 def contexts_due(now: Any = None) -> QuerySet[WorkspaceContext]:
     """Active contexts not touched within their TTL."""
     now = now or timezone.now()

@@ -264,7 +264,7 @@ def _judge_edit(request: ApprovalRequest, raw: Any) -> tuple[dict[str, Any], Pol
         "riskNotes": risk_notes(edited, evaluation, workspace=workspace, around=around),
     }
     if evaluation.effects is not None:
-        # What the executor holds the edited command to (approval_json sends these).
+        # What the executor holds the edited command to (shapes.execution_of answers these).
         edit["effects"] = evaluation.effects
     return edit, policy
 

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from approvals import notifications
 from approvals.models import ApprovalRequest, Delivery
-from approvals.selectors import approval_review_json
 from approvals.services.escalation import escalate_due, escalate_if_due
+from approvals.shapes import approval_review_json
 from config.celery import app as celery_app
 from contextsvc.core.models import AuditEntry
 from contextsvc.core.users import ensure_role_groups, user_set_role

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from approvals import selectors
+from approvals import selectors, shapes
 from approvals.models import Grant, Status
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
 from contextsvc.core.errors import InvalidRequest, NotFound
@@ -112,7 +112,7 @@ def test_the_queue_is_what_waits_nearest_deadline_first() -> None:
 def test_a_request_tells_the_agent_what_to_do(status: str, decision: str | None) -> None:
     request = ApprovalRequestFactory.create(status=status)
 
-    shown = selectors.approval_json(request)
+    shown = shapes.approval_json(request)
 
     assert (shown["id"], shown["status"], shown["decision"]) == (str(request.pk), status, decision)
 
@@ -122,7 +122,7 @@ def test_a_request_past_its_deadline_reads_as_expired_and_the_read_writes_nothin
     request = ApprovalRequestFactory.create(deadline=deadline)
 
     with kept():
-        shown = selectors.approval_json(
+        shown = shapes.approval_json(
             selectors.approval_get(request_id=request.pk, reach=EVERY_TEAM)
         )
 

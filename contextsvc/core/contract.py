@@ -369,6 +369,10 @@ class Body:
     # Whether null means absent for an optional field (decode's reading); a body another
     # module parses may refuse it.
     null_is_absent: bool = True
+    # Whether the document refuses keys it does not name: a request's body and an answer
+    # are closed; a document the service stores and answers as stored is open (a row
+    # written by an earlier version may carry a key since retired).
+    closed: bool = True
 
     def __getitem__(self, name: str) -> Field:
         for item in self.fields:
@@ -410,16 +414,23 @@ class Body:
             values[item.name] = item.body.decode(values[item.name], f"{where}{item.name}.")
         return values
 
+    @property
+    def renders(self) -> bool:
+        """Whether this body makes its JSON; one with no ``source`` describes a document the
+        service stores and answers as stored (a nested one is then passed on whole)."""
+        return any(item.source is not None for item in self.fields)
+
     def render(self, obj: Any) -> dict[str, Any]:
         """A response of this shape: each field's ``source`` applied to ``obj`` (a nested
-        object, or an array of them, rendered by its own body), so that the body and its
-        document are one declaration. A field whose ``shown`` says no is left out."""
+        object, or an array of them, rendered by its own body when that renders), so that
+        the body and its document are one declaration. A field whose ``shown`` says no is
+        left out."""
         rendered: dict[str, Any] = {}
         for item in self.fields:
             if item.source is None or (item.shown is not None and not item.shown(obj)):
                 continue
             value = item.source(obj)
-            if item.body is not None and value is not None:
+            if item.body is not None and item.body.renders and value is not None:
                 if item.type is list:
                     value = [item.body.render(each) for each in value]
                 else:
@@ -429,7 +440,7 @@ class Body:
 
     def document_keywords(self) -> dict[str, Any]:
         """What a serializer cannot say: the object is closed, and its exclusive pairs."""
-        keywords: dict[str, Any] = {"additionalProperties": False}
+        keywords: dict[str, Any] = {"additionalProperties": False} if self.closed else {}
         if self.empty_message:
             keywords["minProperties"] = 1
         if self.comment_prefix:

@@ -7,7 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from approvals import contract, links, selectors
+from approvals import contract, links, selectors, shapes
 from approvals.models import ApprovalRequest, Grant, Status
 from approvals.services import decisions, grants
 from contextsvc.core.errors import (
@@ -111,7 +111,7 @@ def approval_decide(request: HttpRequest, request_id: str) -> HttpResponse:
     if wants_json(request):
         # The API's shapes: the decided request, or the error body.
         if decided is not None:
-            return JsonResponse(selectors.approval_json(decided))
+            return JsonResponse(shapes.approval_json(decided))
         return error_json(status, code, message)
     (messages.success if status == 200 else messages.error)(request, message)
     return redirect("frontend:approvals")
