@@ -118,7 +118,7 @@ def webhook_receiver() -> Iterator[HttpReceiver]:
         receiver.stop()
 
 
-# A test's last retries (backoff up to 30 s, contextsvc/core/queue.py) finish within this.
+# A test's last retries (backoff up to 30 s, contextsvc/infra/queue.py) finish within this.
 WORKER_IDLE_WAIT = 60.0
 
 

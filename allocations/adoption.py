@@ -20,7 +20,7 @@ from allocations.observe import PoolKey, PoolObjects, ready_replicas
 from allocations.services.timeline import announce
 from contexts.models import ContextResource, ContextType
 from contextsvc.core.services import audit_record
-from contextsvc.core.validators import is_pool_name
+from contextsvc.infra.validators import is_pool_name
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.claim import claim_warm_pool
 from contextsvc.kube.objects.fields import annotations_of, kind_of, labels_of, name_of

@@ -20,11 +20,11 @@ from allocations.services.lifecycle import allocation_resume, allocation_suspend
 from allocations.services.release import allocation_release
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
-from contextsvc.core.contract import read_json_object
-from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.models import Scope
-from contextsvc.core.openapi import responses
 from contextsvc.core.teams import reach_of, team_id_of
+from contextsvc.infra.contract import read_json_object
+from contextsvc.infra.errors import InvalidRequest
+from contextsvc.infra.openapi import responses
 
 # One strategy per request, as the contract has it.
 SandboxPoolRequest = PolymorphicProxySerializer(

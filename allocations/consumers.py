@@ -36,10 +36,11 @@ from django.conf import settings
 
 from allocations import selectors, v1
 from allocations.models import Allocation
-from contextsvc.core import events, longpoll
-from contextsvc.core.errors import NotFound
+from contextsvc.core import longpoll
 from contextsvc.core.models import Scope
 from contextsvc.core.teams import Reach
+from contextsvc.infra import events
+from contextsvc.infra.errors import NotFound
 
 logger = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
-"""The allocations' tasks by name, queued after commit (contextsvc/core/queue.py)."""
+"""The allocations' tasks by name, queued after commit (contextsvc/infra/queue.py)."""
 
 from __future__ import annotations
 
-from contextsvc.core.queue import after_commit
+from contextsvc.infra.queue import after_commit
 
 RECONCILE = "allocations.tasks.reconcile_allocation"
 OBSERVE = "allocations.tasks.observe_allocation"

@@ -24,8 +24,8 @@ from allocations.services.observed import (
 )
 from contexts.models import ContextResource
 from contexts.services import VOLUME_KIND as CONTEXT_VOLUMES
-from contextsvc.core import namespaces
-from contextsvc.core.volumes import Pvc, VolumeKey, registry
+from contextsvc.infra import namespaces
+from contextsvc.infra.volumes import Pvc, VolumeKey, registry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import annotations_of, creation_time, name_of, status_phase
 from contextsvc.kube.objects.kinds import (
@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 @dataclass
 class ClusterSnapshot:
     pools: dict[PoolKey, PoolObjects]
-    # The PVCs of each kind of volume (contextsvc/core/volumes.py), by kind and key.
+    # The PVCs of each kind of volume (contextsvc/infra/volumes.py), by kind and key.
     volumes: dict[str, dict[VolumeKey, Pvc]]
 
     @property

@@ -24,12 +24,12 @@ from allocations.models import (
     WarmPoolSeen,
 )
 from allocations.observe import HEARTBEAT_SECONDS, MILESTONES, Seen, managed_volumes, shard_of
-from contextsvc.core import namespaces
-from contextsvc.core.errors import InvalidRequest, NotFound
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.retention import Kept, kept
 from contextsvc.core.tallies import with_retired
 from contextsvc.core.teams import Reach, storage_in_use
+from contextsvc.infra import namespaces
+from contextsvc.infra.errors import InvalidRequest, NotFound
 
 V1_STATUS_PHASES = {
     "provisioning": (Phase.REQUESTED, Phase.PROVISIONING),

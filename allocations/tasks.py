@@ -14,7 +14,7 @@ from allocations.services.observed import allocation_observe_now
 from allocations.services.reconcile import allocation_reconcile
 from allocations.services.release import allocation_release_objects, allocation_rollback_objects
 from allocations.services.retention import allocations_retention
-from contextsvc.core import locks, queue
+from contextsvc.infra import locks, queue
 from profiles.tasks import WARM_POOLS_LOCK
 
 

@@ -18,10 +18,10 @@ from django.utils import timezone
 from allocations.models import Allocation, Phase, Strategy
 from allocations.observe import managed_volumes
 from allocations.requests import ARTIFACTS_SHARED_MESSAGE, KEEP, PoolRequest, PoolUpdate
-from contextsvc.core import openapi
-from contextsvc.core.contract import Body, Field, reject_unknown_fields
-from contextsvc.core.errors import InvalidRequest
-from contextsvc.core.validators import (
+from contextsvc.infra import openapi
+from contextsvc.infra.contract import Body, Field, reject_unknown_fields
+from contextsvc.infra.errors import InvalidRequest
+from contextsvc.infra.validators import (
     ACCESS_MODES,
     NAME_MESSAGE,
     NAMESPACE_MESSAGE,

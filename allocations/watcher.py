@@ -39,10 +39,10 @@ from allocations.services.seen import (
     warm_pools_reconcile,
     warm_pools_record,
 )
-from contextsvc.core import locks, namespaces
 from contextsvc.core.models import ProcessHeartbeat
 from contextsvc.core.services import heartbeat_record
-from contextsvc.core.volumes import registry
+from contextsvc.infra import locks, namespaces
+from contextsvc.infra.volumes import registry
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import (
     annotations_of,
@@ -73,7 +73,7 @@ ObjKey = tuple[str, str]
 # What the processing thread is asked to look at: (what, its key), one of
 #   POOL (namespace, name)                 a pool, recorded by the shard that owns it;
 #   VOLUME (volume kind, namespace, name)  a named context's or an agent workspace's PVC
-#                                          (contextsvc/core/volumes.py: the kinds);
+#                                          (contextsvc/infra/volumes.py: the kinds);
 #   FOREIGN (namespace, kind, name)        somebody else's object appeared or went;
 #   WARM_POOLS (namespace,)                a warm pool or template of the namespace changed.
 # All but pools are recorded by shard 0's holder.

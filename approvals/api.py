@@ -16,11 +16,11 @@ from approvals import access, contract, selectors, shapes
 from approvals.services import check, decisions, grants, lifecycle, runs
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
-from contextsvc.core.contract import read_json_object
-from contextsvc.core.errors import Forbidden, InvalidRequest, NotFound
 from contextsvc.core.models import Scope
-from contextsvc.core.openapi import responses
 from contextsvc.core.teams import reach_of, team_id_of
+from contextsvc.infra.contract import read_json_object
+from contextsvc.infra.errors import Forbidden, InvalidRequest, NotFound
+from contextsvc.infra.openapi import responses
 
 # The answers' documents, from the declarations that render them.
 Approval = shapes.APPROVAL.serializer()

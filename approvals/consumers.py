@@ -22,9 +22,9 @@ from django.utils import timezone
 
 from approvals import access, live, selectors, shapes
 from contextsvc.core import longpoll
-from contextsvc.core.errors import NotFound
 from contextsvc.core.models import Scope
 from contextsvc.core.teams import Reach
+from contextsvc.infra.errors import NotFound
 
 logger = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from approvals.services.runs import (
     SANDBOX_NETWORKS,
 )
 from approvals.shapes import when
-from contextsvc.core import openapi
-from contextsvc.core.contract import Body, Field, Query
+from contextsvc.infra import openapi
+from contextsvc.infra.contract import Body, Field, Query
 from rules.model import MAX_OPERATION_TEXT
 
 # Not empty, not only whitespace (as operation_from_dict refuses).

@@ -14,7 +14,7 @@ from django.core import signing
 from django.utils import timezone
 
 from approvals.models import ApprovalLink, ApprovalRequest
-from contextsvc.core.errors import Conflict, Forbidden, NotFound
+from contextsvc.infra.errors import Conflict, Forbidden, NotFound
 
 SALT = "approvals.link"
 

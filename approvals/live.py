@@ -1,4 +1,4 @@
-"""Announcing a request's changes (after commit, contextsvc/core/events.py): reviewers'
+"""Announcing a request's changes (after commit, contextsvc/infra/events.py): reviewers'
 queues get the request as reviewers see it (with whom it was sent to); its own page hears
 everything that happens to it, a run included; and agents waiting on it get it as the API
 shows them — only when it is made or decided, which is all a waiting agent needs to hear."""
@@ -9,7 +9,7 @@ from uuid import UUID
 
 from approvals.models import ApprovalRequest
 from approvals.shapes import approval_json, approval_review_json
-from contextsvc.core import events
+from contextsvc.infra import events
 
 CREATED = "approval.created"
 CHANGED = "approval.changed"  # partially approved, edited, escalated, notified

@@ -264,7 +264,7 @@ class NotificationEvent(models.TextChoices):
 
 class NotificationChannel(models.Model):
     """An outbound webhook: JSON signed with HMAC-SHA256, or a Slack-compatible incoming
-    webhook. Its URL and secret are stored encrypted (contextsvc.core.secrets) and shown
+    webhook. Its URL and secret are stored encrypted (contextsvc.infra.secrets) and shown
     once, when made."""
 
     class Kind(models.TextChoices):

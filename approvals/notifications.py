@@ -46,11 +46,11 @@ from approvals.models import (
 )
 from approvals.selectors import channels_for, deliveries_due, events_wanted
 from approvals.shapes import approval_json
-from contextsvc.core import secrets as sealed
-from contextsvc.core.errors import Conflict, InvalidRequest
-from contextsvc.core.queue import RetryLater
 from contextsvc.core.services import audit_record
-from contextsvc.core.validators import is_dns1123_label
+from contextsvc.infra import secrets as sealed
+from contextsvc.infra.errors import Conflict, InvalidRequest
+from contextsvc.infra.queue import RetryLater
+from contextsvc.infra.validators import is_dns1123_label
 
 logger = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
-"""The approvals' tasks by name, queued after commit (contextsvc/core/queue.py)."""
+"""The approvals' tasks by name, queued after commit (contextsvc/infra/queue.py)."""
 
 from __future__ import annotations
 
 from uuid import UUID
 
-from contextsvc.core.queue import after_commit, send
+from contextsvc.infra.queue import after_commit, send
 
 DELIVER = "approvals.tasks.deliver"
 # Beat's (config/settings/base.py).

@@ -26,10 +26,10 @@ from approvals.models import (
     RuleDecisionCount,
     Status,
 )
-from contextsvc.core.errors import InvalidRequest, NotFound
 from contextsvc.core.retention import Kept, kept
 from contextsvc.core.tallies import with_retired
 from contextsvc.core.teams import Reach
+from contextsvc.infra.errors import InvalidRequest, NotFound
 
 
 def parse_request_id(raw: str) -> UUID:

@@ -1,5 +1,5 @@
 """What the approvals API answers, declared once: each ``Body`` renders the JSON and is the
-OpenAPI component (contextsvc/core/contract.py), so the two cannot disagree.
+OpenAPI component (contextsvc/infra/contract.py), so the two cannot disagree.
 
 Below the services (approvals.live and the notifications render a request too, and the
 services import those), and so apart from the request contract, approvals/contract.py.
@@ -17,7 +17,7 @@ from typing import Any
 
 from approvals.models import ApprovalRequest, Delivery, Grant, Status
 from approvals.selectors import approval_as_read, approval_version
-from contextsvc.core.contract import Body, Field
+from contextsvc.infra.contract import Body, Field
 
 _DATE_TIME = {"format": "date-time"}
 _STRINGS = {"items": {"type": "string"}}

@@ -9,7 +9,7 @@ from approvals import notifications
 from approvals.queue import DELIVER, DELIVERIES_DUE, ESCALATE_DUE, EXPIRE_DUE, RETENTION
 from approvals.services import escalation, expiry
 from approvals.services.retention import approvals_retention
-from contextsvc.core import queue
+from contextsvc.infra import queue
 
 
 @shared_task(name=EXPIRE_DUE, ignore_result=True)

@@ -25,11 +25,11 @@ from allocations.selectors import retention_kept as allocations_kept
 from approvals.metrics import ApprovalCollector
 from approvals.selectors import retention_kept as approvals_kept
 from contextsvc.core.auth import SH_AUTH_HEADER, InvalidCredentials, principal_from_headers
-from contextsvc.core.errors import error_json
 from contextsvc.core.metrics import RetentionCollector
 from contextsvc.core.models import Scope
 from contextsvc.core.retention import retention_kept as audit_kept
 from contextsvc.core.teams import reach_of, sees_every_team
+from contextsvc.infra.errors import error_json
 from usage.metrics import UsageCollector
 from workspaces.metrics import WorkspaceCollector
 

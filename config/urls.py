@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from config import metrics
 from contextsvc import health
-from contextsvc.core.openapi import ApiDocsView
+from contextsvc.infra.openapi import ApiDocsView
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),

@@ -10,10 +10,10 @@ from rest_framework.response import Response
 from contexts import selectors, services, v1
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
-from contextsvc.core.contract import read_json_object
 from contextsvc.core.models import Scope
-from contextsvc.core.openapi import responses
 from contextsvc.core.teams import reach_of, team_id_of
+from contextsvc.infra.contract import read_json_object
+from contextsvc.infra.openapi import responses
 
 # The answers' documents, from the declarations that render them.
 Context = v1.CONTEXT_SHOWN.serializer()

@@ -9,8 +9,8 @@ class ContextsConfig(AppConfig):
         from contexts.resync import resync_contexts
         from contexts.selectors import context_storage
         from contexts.services import VOLUME_KIND, context_pvc_observed
-        from contextsvc.core import volumes
         from contextsvc.core.teams import storage_counter
+        from contextsvc.infra import volumes
         from contextsvc.kube.objects.pvc import context_key
 
         storage_counter(self.name, context_storage)

@@ -1,8 +1,8 @@
-"""The named contexts' tasks by name, queued after commit (contextsvc/core/queue.py)."""
+"""The named contexts' tasks by name, queued after commit (contextsvc/infra/queue.py)."""
 
 from __future__ import annotations
 
-from contextsvc.core.queue import after_commit
+from contextsvc.infra.queue import after_commit
 
 RECONCILE_CONTEXT = "contexts.tasks.reconcile_context"
 DELETE_CONTEXT = "contexts.tasks.delete_context"

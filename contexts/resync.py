@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from contexts import queue, services
 from contexts.models import ContextResource
-from contextsvc.core.volumes import ResyncReport, VolumeKey
+from contextsvc.infra.volumes import ResyncReport, VolumeKey
 
 
 def resync_contexts(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from contexts.models import ContextResource
-from contextsvc.core.errors import NotFound
 from contextsvc.core.teams import Reach
+from contextsvc.infra.errors import NotFound
 from contextsvc.quantity import parse_quantity
 
 VISIBLE_CONTEXT_STATUSES = (

@@ -15,18 +15,18 @@ from contexts import queue
 from contexts.models import ContextResource, ContextType
 from contexts.requests import ContextRequest
 from contexts.selectors import context_not_found
-from contextsvc.core import namespaces
-from contextsvc.core.errors import (
+from contextsvc.core.models import default_team_pk
+from contextsvc.core.services import SERVICE_ACTOR, audit_record
+from contextsvc.core.teams import Reach, check_team_namespace, storage_check, team_lock
+from contextsvc.infra import namespaces
+from contextsvc.infra.errors import (
     AlreadyExists,
     InvalidRequest,
     kubernetes_failure,
 )
-from contextsvc.core.models import default_team_pk
-from contextsvc.core.queue import Retry, RetryLater, backoff
-from contextsvc.core.services import SERVICE_ACTOR, audit_record
-from contextsvc.core.storage import check_storage_classes
-from contextsvc.core.teams import Reach, check_team_namespace, storage_check, team_lock
-from contextsvc.core.volumes import Volume, VolumeKey, VolumeTaken
+from contextsvc.infra.queue import Retry, RetryLater, backoff
+from contextsvc.infra.storage import check_storage_classes
+from contextsvc.infra.volumes import Volume, VolumeKey, VolumeTaken
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC
 from contextsvc.kube.objects.names import context_pvc_name
@@ -36,7 +36,7 @@ from contextsvc.quantity import parse_quantity
 # A PVC leaves through its controller: poll that long at most before leaving the rest to
 # the watcher and the periodic resync (as an allocation's release does).
 DELETE_POLLS = 60
-# Its name in the registry of volumes (contextsvc/core/volumes.py).
+# Its name in the registry of volumes (contextsvc/infra/volumes.py).
 VOLUME_KIND = "context"
 # A context's PVC create that keeps failing transiently is given up after this many.
 CONTEXT_RETRY = Retry(attempts=10)

@@ -8,7 +8,7 @@ from celery import Task, shared_task
 
 from contexts import queue as named
 from contexts import services
-from contextsvc.core import locks, queue
+from contextsvc.infra import locks, queue
 
 
 @shared_task(bind=True, name=named.RECONCILE_CONTEXT, max_retries=None)

@@ -9,9 +9,9 @@ from typing import Any
 
 from contexts.models import ContextResource
 from contexts.requests import ContextRequest
-from contextsvc.core import openapi
-from contextsvc.core.contract import Body, Field
-from contextsvc.core.validators import (
+from contextsvc.infra import openapi
+from contextsvc.infra.contract import Body, Field
+from contextsvc.infra.validators import (
     ACCESS_MODES,
     NAME_MESSAGE,
     NAMESPACE_MESSAGE,

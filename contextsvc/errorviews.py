@@ -6,7 +6,7 @@ from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.views.defaults import page_not_found, server_error
 
-from contextsvc.core.errors import error_json
+from contextsvc.infra.errors import error_json
 
 API_PREFIXES = ("/v1/", "/api/")
 

@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from contextsvc.core.contract import TOO_BIG
-from contextsvc.core.errors import error_body
+from contextsvc.infra.contract import TOO_BIG
+from contextsvc.infra.errors import error_body
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -11,8 +11,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
 from contextsvc.core.auth import Role, user_role
-from contextsvc.core.errors import error_json
 from contextsvc.core.users import has_role
+from contextsvc.infra.errors import error_json
 
 View = Callable[..., HttpResponse]
 

@@ -12,9 +12,9 @@ from allocations.selectors import allocation_phase_counts, allocation_row
 from approvals.models import ApprovalRequest
 from approvals.selectors import approval_list_pending, approvals_pending_count, parse_request_id
 from approvals.shapes import approval_review_json
-from contextsvc.core import events
-from contextsvc.core.errors import NotFound
 from contextsvc.core.teams import Reach
+from contextsvc.infra import events
+from contextsvc.infra.errors import NotFound
 from frontend.charts import overview_charts
 
 SNAPSHOT_ROWS = 500

@@ -11,10 +11,10 @@ from rest_framework.response import Response
 from contextsvc.core import capabilities
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of
-from contextsvc.core.contract import NO_NUL, Body, Field, SchemaField, read_json_object
-from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.models import Scope
-from contextsvc.core.openapi import responses
+from contextsvc.infra.contract import NO_NUL, Body, Field, SchemaField, read_json_object
+from contextsvc.infra.errors import InvalidRequest
+from contextsvc.infra.openapi import responses
 from profiles import selectors, services, v1
 from profiles.validation import DOCUMENTS, normalised_document
 from rules.settings import LISTS

@@ -1,8 +1,8 @@
-"""The profiles' tasks by name, queued after commit (contextsvc/core/queue.py)."""
+"""The profiles' tasks by name, queued after commit (contextsvc/infra/queue.py)."""
 
 from __future__ import annotations
 
-from contextsvc.core.queue import after_commit
+from contextsvc.infra.queue import after_commit
 
 SYNC_WARM_POOL = "profiles.tasks.sync_warm_pool"
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from contextsvc.core.errors import NotFound
+from contextsvc.infra.errors import NotFound
 from profiles.approvalpolicy import ApprovalPolicy, parse_approval_policy
 from profiles.models import SandboxProfile, runtime_class_for
 from rules.sources import Sources, parse_sources

@@ -8,16 +8,17 @@ from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.db.models import ProtectedError
 
-from contextsvc.core import capabilities, namespaces
-from contextsvc.core.errors import (
+from contextsvc.core import capabilities
+from contextsvc.core.services import audit_record
+from contextsvc.infra import namespaces
+from contextsvc.infra.errors import (
     AlreadyExists,
     Conflict,
     InvalidRequest,
     NotFound,
     cluster_call,
 )
-from contextsvc.core.services import audit_record
-from contextsvc.core.validators import is_dns1123_label
+from contextsvc.infra.validators import is_dns1123_label
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.blueprint import Blueprint, builtin_blueprint, template_blueprint
 from contextsvc.kube.objects.kinds import SANDBOX_TEMPLATE

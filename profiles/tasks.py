@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import Task, shared_task
 
-from contextsvc.core import locks, queue
+from contextsvc.infra import locks, queue
 from profiles import warmpools
 from profiles.queue import SYNC_WARM_POOL
 

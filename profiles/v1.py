@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from contextsvc.core import openapi
-from contextsvc.core.contract import NO_NUL, Body, Field, reject_unknown_fields
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.infra import openapi
+from contextsvc.infra.contract import NO_NUL, Body, Field, reject_unknown_fields
+from contextsvc.infra.errors import InvalidRequest
 from contextsvc.kube.objects.names import profile_warm_pool_name
 from profiles.models import SandboxProfile
 

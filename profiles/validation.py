@@ -12,9 +12,9 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from contextsvc.core.auth import Role
-from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.users import has_role
-from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
+from contextsvc.infra.errors import InvalidRequest
+from contextsvc.infra.validators import is_dns1123_label, is_dns1123_subdomain
 from contextsvc.kube import podsecurity
 from contextsvc.kube.objects.blueprint import (
     PART_LABELS,

@@ -22,9 +22,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from contextsvc.core import namespaces
-from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.services import audit_record
+from contextsvc.infra import namespaces
+from contextsvc.infra.errors import InvalidRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import (
     annotations_of,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from contextsvc.core import locks
+from contextsvc.infra import locks
 from usage.queue import METER
 from usage.services import usage_meter
 

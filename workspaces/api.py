@@ -10,14 +10,14 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextsvc.core import openapi
 from contextsvc.core.api import ServiceAPIView
 from contextsvc.core.auth import actor_of, check_agent_type, principal_scopes
-from contextsvc.core.contract import Body, Field, Query, read_json_object
-from contextsvc.core.errors import Forbidden
 from contextsvc.core.models import Scope
-from contextsvc.core.openapi import responses
 from contextsvc.core.teams import reach_of, team_id_of
+from contextsvc.infra import openapi
+from contextsvc.infra.contract import Body, Field, Query, read_json_object
+from contextsvc.infra.errors import Forbidden
+from contextsvc.infra.openapi import responses
 from contextsvc.quantity import MAX_LENGTH as MAX_QUANTITY_LENGTH
 from contextsvc.quantity import format_bytes
 from workspaces import selectors, services

@@ -6,8 +6,8 @@ class WorkspacesConfig(AppConfig):
     verbose_name = "Agent workspaces"
 
     def ready(self) -> None:
-        from contextsvc.core import volumes
         from contextsvc.core.teams import storage_counter
+        from contextsvc.infra import volumes
         from contextsvc.kube.objects.pvc import agent_workspace_key
         from workspaces.selectors import workspace_storage
         from workspaces.services import resync_workspaces, workspace_pvc_observed

@@ -1,8 +1,8 @@
-"""The workspaces' tasks by name, queued after commit (contextsvc/core/queue.py)."""
+"""The workspaces' tasks by name, queued after commit (contextsvc/infra/queue.py)."""
 
 from __future__ import annotations
 
-from contextsvc.core.queue import after_commit
+from contextsvc.infra.queue import after_commit
 
 CREATE_PVC = "workspaces.tasks.create_workspace_pvc"
 DELETE_PVC = "workspaces.tasks.delete_workspace_pvc"

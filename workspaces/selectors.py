@@ -8,8 +8,8 @@ from typing import Any
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
 from django.utils import timezone
 
-from contextsvc.core.errors import NotFound
 from contextsvc.core.teams import EVERY_TEAM, Reach
+from contextsvc.infra.errors import NotFound
 from workspaces.models import AgentWorkspace, WorkspaceContext
 
 LIVE = (

@@ -16,14 +16,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from contextsvc.core import namespaces
-from contextsvc.core.errors import AlreadyExists, Conflict, InvalidRequest, cluster_call
 from contextsvc.core.models import default_team_pk
-from contextsvc.core.queue import Retry, RetryLater
 from contextsvc.core.services import audit_record
 from contextsvc.core.teams import Reach, check_team_namespace, storage_check, team_lock
-from contextsvc.core.validators import is_dns1123_label, is_dns1123_subdomain
-from contextsvc.core.volumes import ResyncReport, Volume, VolumeKey, VolumeTaken
+from contextsvc.infra import namespaces
+from contextsvc.infra.errors import AlreadyExists, Conflict, InvalidRequest, cluster_call
+from contextsvc.infra.queue import Retry, RetryLater
+from contextsvc.infra.validators import is_dns1123_label, is_dns1123_subdomain
+from contextsvc.infra.volumes import ResyncReport, Volume, VolumeKey, VolumeTaken
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.job import cleanup_job_manifest, job_outcome
 from contextsvc.kube.objects.kinds import JOB, PVC, STORAGE_CLASS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import Task, shared_task
 
-from contextsvc.core import locks, queue
+from contextsvc.infra import locks, queue
 from workspaces import services
 from workspaces.queue import CREATE_PVC, DELETE_PVC, EXPAND, HOUSEKEEPING
 

@@ -25,12 +25,13 @@ from allocations.services.quotas import quotas_check
 from allocations.services.reconcile import FAILED, NAME_COLLISION, allocation_reconcile_now
 from allocations.services.timeline import announce, record_event
 from allocations.services.warmpool import warm_pool_check
-from contextsvc.core import capabilities, namespaces
-from contextsvc.core.errors import AlreadyExists, InvalidRequest, Unavailable, cluster_call
+from contextsvc.core import capabilities
 from contextsvc.core.models import default_team_pk
 from contextsvc.core.services import audit_record
-from contextsvc.core.storage import check_storage_classes
 from contextsvc.core.teams import check_team_namespace, team_lock
+from contextsvc.infra import namespaces
+from contextsvc.infra.errors import AlreadyExists, InvalidRequest, Unavailable, cluster_call
+from contextsvc.infra.storage import check_storage_classes
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.blueprint import builtin_blueprint
 from contextsvc.kube.objects.fields import name_of

@@ -18,10 +18,10 @@ from allocations.services.quotas import quotas_check
 from allocations.services.release import allocation_release
 from allocations.services.timeline import announce, iso_time, record_event
 from allocations.services.warmpool import warm_pool_check
-from contextsvc.core.errors import Conflict, InvalidRequest, NotFound, cluster_call
 from contextsvc.core.models import Team
 from contextsvc.core.services import audit_record
 from contextsvc.core.teams import EVERY_TEAM, Reach, team_lock
+from contextsvc.infra.errors import Conflict, InvalidRequest, NotFound, cluster_call
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC
 from contextsvc.kube.objects.pvc import pvc_shape

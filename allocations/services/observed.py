@@ -42,7 +42,7 @@ from allocations.services.reconcile import (
 )
 from allocations.services.release import allocation_mark_released
 from allocations.services.timeline import announce, record_event
-from contextsvc.core.queue import RetryLater
+from contextsvc.infra.queue import RetryLater
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX, SANDBOX_CLAIM, ApiKind
 from contextsvc.kube.objects.labels import pool_selector

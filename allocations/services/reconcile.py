@@ -21,9 +21,9 @@ from allocations.models import (
     Phase,
 )
 from allocations.services.timeline import announce, record_event
-from contextsvc.core import locks
-from contextsvc.core.queue import LOCK_BUSY_COUNTDOWN, Retry, RetryLater
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
+from contextsvc.infra import locks
+from contextsvc.infra.queue import LOCK_BUSY_COUNTDOWN, Retry, RetryLater
 from contextsvc.kube import client as kube
 
 logger = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ from allocations.models import VISIBLE_PHASES, Allocation, AllocationEvent, Phas
 from allocations.selectors import pool_not_found
 from allocations.services.timeline import announce, iso_time, record_event
 from contexts.services import context_keep_artifacts
-from contextsvc.core.queue import Retry, RetryLater
 from contextsvc.core.services import SERVICE_ACTOR, audit_record
 from contextsvc.core.teams import Reach
+from contextsvc.infra.queue import Retry, RetryLater
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import PVC
 from contextsvc.kube.objects.names import artifacts_context_name, artifacts_pvc_name

@@ -8,7 +8,7 @@ from typing import Any
 
 from allocations.models import Allocation, AllocationEvent
 from allocations.selectors import allocation_row
-from contextsvc.core import events
+from contextsvc.infra import events
 
 
 def announce(allocation: Allocation, event_type: str = "allocation.changed") -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from allocations import selectors
-from contextsvc.core.errors import InvalidRequest, cluster_call
+from contextsvc.infra.errors import InvalidRequest, cluster_call
 from contextsvc.kube import client as kube
 from contextsvc.kube import podsecurity
 from contextsvc.kube.objects.kinds import SANDBOX_TEMPLATE, SANDBOX_WARM_POOL

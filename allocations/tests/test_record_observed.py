@@ -21,7 +21,7 @@ from allocations.services.observed import (
 )
 from allocations.tests.factories import AllocationFactory
 from allocations.tests.test_observe import claim
-from contextsvc.core import events
+from contextsvc.infra import events
 
 REASONS = st.sampled_from(["", "Unschedulable", "ImagePullBackOff"])
 MESSAGES = st.sampled_from(["", "0/4 nodes are available", "Back-off pulling image"])

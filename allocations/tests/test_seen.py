@@ -13,8 +13,8 @@ from allocations.models import Allocation, AllocationEvent, ForeignObject, Phase
 from allocations.requests import PoolRequest
 from allocations.services.create import allocation_create
 from contextsvc.core import capabilities
-from contextsvc.core.errors import AlreadyExists, InvalidRequest
 from contextsvc.core.models import AuditEntry
+from contextsvc.infra.errors import AlreadyExists, InvalidRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import NETWORK_POLICY, SANDBOX, SANDBOX_CLAIM, SANDBOX_TEMPLATE
 from contextsvc.kube.objects.names import claim_name, network_policy_name, sandbox_name

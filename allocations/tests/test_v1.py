@@ -9,7 +9,7 @@ import pytest
 
 from allocations.requests import PoolRequest
 from allocations.v1 import parse_pool_request
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.infra.errors import InvalidRequest
 from tests.support.v1_messages import (
     POOL_ERRORS,
     pool,

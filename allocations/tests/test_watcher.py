@@ -15,8 +15,8 @@ from allocations.observe import shard_of
 from allocations.requests import PoolRequest
 from allocations.resync import resync_all
 from allocations.services.create import allocation_create
-from contextsvc.core.errors import AlreadyExists
 from contextsvc.core.models import ProcessHeartbeat
+from contextsvc.infra.errors import AlreadyExists
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import POD, PVC, SANDBOX
 from contextsvc.kube.objects.labels import MANAGED_SELECTOR, pool_labels, pool_selector

@@ -21,12 +21,12 @@ from approvals.risk import risk_notes, surroundings
 from approvals.selectors import approvals_pending_count, operation_digest
 from approvals.services.policy import Policy, policy_for
 from contextsvc.core.auth import Role
-from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.limits import PENDING_APPROVALS
 from contextsvc.core.models import default_team_pk
 from contextsvc.core.services import audit_record
 from contextsvc.core.teams import quota_check, team_lock
 from contextsvc.core.users import people_with_role
+from contextsvc.infra.errors import InvalidRequest
 from rules import (
     Decision,
     Evaluation,

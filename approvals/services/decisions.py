@@ -35,9 +35,9 @@ from approvals.services.grants import (
 )
 from approvals.services.lifecycle import finish, not_pending
 from approvals.services.policy import Policy, policy_for
-from contextsvc.core.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from contextsvc.core.models import ApiClient
 from contextsvc.core.services import audit_record
+from contextsvc.infra.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from rules import (
     Decision,
     FileOperation,

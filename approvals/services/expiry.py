@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from approvals.models import EXPIRY_REASON, SYSTEM_ACTOR, ApprovalRequest, Status
 from approvals.services.lifecycle import finish
-from contextsvc.core.errors import Conflict, NotFound
+from contextsvc.infra.errors import Conflict, NotFound
 
 
 def expire_if_due(request_id: UUID) -> bool:

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from approvals.models import ApprovalRequest, Grant
 from approvals.services.policy import policy_for
-from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
 from contextsvc.core.services import audit_record
 from contextsvc.core.teams import Reach
+from contextsvc.infra.errors import Conflict, InvalidRequest, NotFound
 from profiles.models import SandboxProfile
 from rules import RuleSyntaxError, operation_from_dict, parse_rule, propose_allow_rule, rule_matches
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from approvals import live, notifications
 from approvals.models import ApprovalRequest, NotificationEvent, Status
-from contextsvc.core.errors import Conflict, NotFound
 from contextsvc.core.services import audit_record
+from contextsvc.infra.errors import Conflict, NotFound
 
 
 def not_pending(request_id: UUID) -> Exception:

@@ -10,7 +10,7 @@ from typing import Any
 
 from approvals.models import Grant
 from approvals.selectors import grant_list_active_for
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.infra.errors import InvalidRequest
 from profiles.approvalpolicy import ApprovalPolicy
 from profiles.models import SandboxProfile
 from profiles.selectors import profile_approval_policy, profile_execution

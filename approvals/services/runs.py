@@ -12,9 +12,9 @@ from django.db import IntegrityError, transaction
 from approvals import live
 from approvals.models import ApprovalRequest, OperationRun, RunOutcome, Status
 from approvals.selectors import operation_digest
-from contextsvc.core.errors import Conflict, InvalidRequest, NotFound
 from contextsvc.core.models import AuditEntry, default_team_pk
 from contextsvc.core.services import audit_record
+from contextsvc.infra.errors import Conflict, InvalidRequest, NotFound
 
 
 def _allowed_operation(

@@ -21,8 +21,8 @@ from cryptography.x509.oid import NameOID
 
 from approvals import egress, notifications
 from approvals.models import Delivery, DeliveryAttempt
-from contextsvc.core.errors import InvalidRequest
 from contextsvc.env import ConfigError, env_networks
+from contextsvc.infra.errors import InvalidRequest
 from tests.support.receivers import HttpReceiver
 from tests.support.unchanged import kept
 
@@ -212,7 +212,7 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _stored_channel(settings: Any, url: str) -> Any:
     """A channel whose stored URL is ``url``, as one saved before this check would be."""
-    from contextsvc.core import secrets as sealed
+    from contextsvc.infra import secrets as sealed
 
     allowed = settings.CS_NOTIFY_ALLOW_NETWORKS
     settings.CS_NOTIFY_ALLOW_NETWORKS = LOOPBACK

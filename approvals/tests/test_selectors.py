@@ -11,9 +11,9 @@ from django.utils import timezone
 from approvals import selectors, shapes
 from approvals.models import Grant, Status
 from approvals.tests.factories import ApprovalRequestFactory, GrantFactory
-from contextsvc.core.errors import InvalidRequest, NotFound
 from contextsvc.core.models import Team, default_team_pk
 from contextsvc.core.teams import EVERY_TEAM, Reach
+from contextsvc.infra.errors import InvalidRequest, NotFound
 from tests.support.unchanged import kept
 
 pytestmark = pytest.mark.django_db

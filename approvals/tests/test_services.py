@@ -14,8 +14,8 @@ from approvals.models import ApprovalRequest, Grant, Status
 from approvals.services.check import CheckResult, approval_check
 from approvals.services.decisions import approval_approve_similar, approval_decide
 from approvals.tests.factories import ApprovalRequestFactory
-from contextsvc.core.errors import Conflict, InvalidRequest
 from contextsvc.core.models import AuditEntry
+from contextsvc.infra.errors import Conflict, InvalidRequest
 from tests.support.unchanged import kept
 
 pytestmark = pytest.mark.usefixtures("data_agent")

@@ -10,7 +10,6 @@ from typing import Any
 
 from allocations import queue as allocations_queue
 from approvals import queue as approvals_queue
-from contextsvc.core import queue as core_queue
 from contextsvc.env import (
     ConfigError,
     check_public_url,
@@ -24,6 +23,7 @@ from contextsvc.env import (
     env_str,
     parse_database_url,
 )
+from contextsvc.core import queue as core_queue
 from usage import queue as usage_queue
 from workspaces import queue as workspaces_queue
 
@@ -55,8 +55,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "contextsvc.core.middleware.reject_nul_in_url",
-    "contextsvc.core.middleware.DatabaseUnavailable",
+    "contextsvc.infra.middleware.reject_nul_in_url",
+    "contextsvc.infra.middleware.DatabaseUnavailable",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -120,7 +120,7 @@ if env_bool("CS_DB_POOL", False):
 # (allocations/watcher.py); 1: one active watcher, the others standing by.
 CS_WATCHER_SHARDS = env_int("CS_WATCHER_SHARDS", 1, minimum=1)
 # The web process keeps API tokens it has looked up until PostgreSQL says any changed
-# (contextsvc/core/tokencache.py); other processes ask every time.
+# (contextsvc/infra/tokencache.py); other processes ask every time.
 CS_TOKEN_CACHE = env_bool("CS_TOKEN_CACHE", env_bool("CS_DB_POOL", False))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -329,7 +329,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "contextsvc.core.openapi.postprocess",
+        "contextsvc.infra.openapi.postprocess",
     ],
 }
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from contexts.v1 import parse_context_request
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.infra.errors import InvalidRequest
 from tests.support.v1_messages import CONTEXT_ERRORS
 
 

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contextsvc.core.auth import BearerTokenAuthentication, ScopeRequired
-from contextsvc.core.errors import (
+from contextsvc.infra.errors import (
     DATABASE_RETRY_AFTER_SECONDS,
     DATABASE_UNAVAILABLE,
     RateLimited,

@@ -12,7 +12,7 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         # Registers the token schemes with drf-spectacular; imported here because it
         # imports auth views, whose models can only load once the apps are.
-        from contextsvc.core import openapi  # noqa: F401
+        from contextsvc.infra import openapi  # noqa: F401
 
         post_migrate.connect(_create_role_groups, sender=self)
         post_migrate.connect(_create_default_team, sender=self)

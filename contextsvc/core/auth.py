@@ -23,9 +23,9 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
-from contextsvc.core import tokencache
-from contextsvc.core.errors import Forbidden
 from contextsvc.core.models import ApiToken, Scope
+from contextsvc.infra import tokencache
+from contextsvc.infra.errors import Forbidden
 
 TOKEN_PREFIX = "cs_"  # noqa: S105 - a marker that makes leaked tokens greppable
 PREFIX_SHOWN = 10

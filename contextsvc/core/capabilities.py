@@ -13,8 +13,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from contextsvc.core import namespaces
 from contextsvc.core.models import ClusterCapabilities
+from contextsvc.infra import namespaces
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.claim import (
     KNOWN_RELEASES,

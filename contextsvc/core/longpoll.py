@@ -21,8 +21,8 @@ from contextsvc.core.auth import (
     principal_from_headers,
     principal_scopes,
 )
-from contextsvc.core.errors import RateLimited, error_body
 from contextsvc.core.teams import Reach, reach_of
+from contextsvc.infra.errors import RateLimited, error_body
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from contextsvc.core.auth import ApiPrincipal
-from contextsvc.core.errors import RateLimited
+from contextsvc.infra.errors import RateLimited
 
 WINDOW = timedelta(minutes=1)
 QUOTA = "max_requests_per_minute"

@@ -25,7 +25,7 @@ from contextsvc.core.models import (
     TeamMember,
 )
 from contextsvc.core.teams import MEMBERSHIP_CACHE
-from contextsvc.core.validators import is_dns1123_label
+from contextsvc.infra.validators import is_dns1123_label
 
 HEARTBEAT_RETENTION = timedelta(days=1)
 

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 from django.db.models import Model, QuerySet
 
 from contextsvc.core.auth import ApiPrincipal, principal_scopes
-from contextsvc.core.errors import Forbidden
 from contextsvc.core.limits import STORAGE, Limit
 from contextsvc.core.models import Scope, Team, TeamMember, default_team_pk
+from contextsvc.infra.errors import Forbidden
 
 M = TypeVar("M", bound=Model)
 

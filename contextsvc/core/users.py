@@ -11,8 +11,8 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from contextsvc.core.auth import ROLE_CACHE, Role, user_role
-from contextsvc.core.errors import InvalidRequest
 from contextsvc.core.services import audit_record
+from contextsvc.infra.errors import InvalidRequest
 
 RANK = {Role.VIEWER: 1, Role.APPROVER: 2, Role.ADMIN: 3}
 

@@ -17,8 +17,9 @@ from websockets.typing import Origin
 
 from allocations.tests.factories import AllocationFactory
 from approvals.tests.factories import ApprovalRequestFactory
-from contextsvc.core import events, services
+from contextsvc.core import services
 from contextsvc.core.users import ensure_role_groups
+from contextsvc.infra import events
 from frontend.tests.support import client_for
 from profiles.tests.factories import SandboxProfileFactory
 from tests.support.api import ApiClient, issue_token, run_report
@@ -45,7 +46,7 @@ def test_a_viewer_gets_a_snapshot_then_events(web_server: str) -> None:
         socket_url(web_server, "approvals"), origin=Origin(web_server), additional_headers=headers
     ) as socket:
         snapshot = json.loads(socket.recv(timeout=10))
-        # What contextsvc.core.events sends when a request is queued.
+        # What contextsvc.infra.events sends when a request is queued.
         async_to_sync(get_channel_layer().group_send)(
             events.APPROVALS,
             {"type": "live.event", "event": {"type": "approval.created", "data": {"id": "x"}}},

@@ -8,9 +8,9 @@ import pytest
 
 from approvals import notifications
 from approvals.models import Delivery, NotificationChannel
-from contextsvc.core import secrets
 from contextsvc.core.models import AuditEntry
 from contextsvc.core.users import ensure_role_groups
+from contextsvc.infra import secrets
 from frontend.tests.support import client_for
 from tests.support.factories import UserFactory
 from tests.support.unchanged import rows

@@ -15,11 +15,11 @@ from allocations.selectors import retention_kept as allocations_kept
 from approvals.selectors import retention_kept as approvals_kept
 from contextsvc.core import capabilities, services, users
 from contextsvc.core.auth import user_role
-from contextsvc.core.errors import ServiceError
 from contextsvc.core.models import ApiClient, ApiToken
 from contextsvc.core.retention import retention_kept as audit_kept
 from contextsvc.core.selectors import audit_entries, heartbeat_list_recent
 from contextsvc.core.teams import reach_of
+from contextsvc.infra.errors import ServiceError
 from contextsvc.kube.objects.kinds import (
     SANDBOX,
     SANDBOX_CLAIM,

@@ -12,8 +12,8 @@ from allocations import provisioning, v1
 from allocations.models import Allocation, Phase, Strategy
 from allocations.selectors import allocation_page
 from allocations.services import create, lifecycle, release
-from contextsvc.core.errors import InvalidRequest, ServiceError, error_json
 from contextsvc.core.teams import reach_of, team_id_of
+from contextsvc.infra.errors import InvalidRequest, ServiceError, error_json
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.fields import (
     condition,

@@ -10,14 +10,14 @@ from django.views.decorators.http import require_POST
 from approvals import contract, links, selectors, shapes
 from approvals.models import ApprovalRequest, Grant, Status
 from approvals.services import decisions, grants
-from contextsvc.core.errors import (
+from contextsvc.core.teams import reach_of
+from contextsvc.infra.errors import (
     InvalidRequest,
     NotFound,
     ServiceError,
     error_json,
     service_error_json,
 )
-from contextsvc.core.teams import reach_of
 from frontend.access import actor, approver_required, viewer_required, wants_json
 from frontend.forms import decision_body, edited_operation
 

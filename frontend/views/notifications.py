@@ -12,8 +12,8 @@ from django.views.decorators.http import require_POST
 from approvals import notifications, selectors
 from approvals.models import Delivery, NotificationChannel
 from contextsvc.core.auth import Role
-from contextsvc.core.errors import ServiceError, error_json
 from contextsvc.core.users import has_role
+from contextsvc.infra.errors import ServiceError, error_json
 from frontend.access import actor, admin_required, viewer_required, wants_json
 from frontend.forms import ChannelForm
 

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
-from contextsvc.core.errors import ServiceError
+from contextsvc.infra.errors import ServiceError
 from frontend.access import actor, admin_required, viewer_required
 from frontend.forms import DocumentUploadForm
 from profiles import services

@@ -22,7 +22,7 @@ import pytest
 from django.db import connection
 
 from allocations.models import ACTIVE_PHASES, Allocation, Phase
-from contextsvc.core import locks
+from contextsvc.infra import locks
 from devenv.system import free_port
 from testenv import ClusterHandle
 from tests.faults.scenarios import (

@@ -29,7 +29,7 @@ from django.db import transaction
 from django.test import override_settings
 
 from allocations.models import Phase
-from contextsvc.core import events
+from contextsvc.infra import events
 from cs_agent import ApprovalClient
 from devenv.services import Redis
 from devenv.system import free_port, pid_alive, port_open

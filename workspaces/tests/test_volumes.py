@@ -1,4 +1,4 @@
-"""An agent workspace's PVC through the one volume lifecycle (contextsvc/core/volumes.py):
+"""An agent workspace's PVC through the one volume lifecycle (contextsvc/infra/volumes.py):
 a PVC of somebody else's under its name is never taken for it nor deleted, and its state
 comes from the watcher, with no GET per workspace."""
 

@@ -19,8 +19,8 @@ from allocations.models import Allocation, Phase
 from allocations.requests import PoolRequest
 from allocations.services.create import allocation_create
 from allocations.services.release import allocation_release
-from contextsvc.core.errors import ServiceError
 from contextsvc.core.teams import EVERY_TEAM
+from contextsvc.infra.errors import ServiceError
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.hardening import HARDENING_CHECKS
 from contextsvc.kube.objects.kinds import NETWORK_POLICY, POD

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
         ('core', '0005_audit_target_512'),
     ]
 
-    # Tells every web process's token cache (contextsvc/core/tokencache.py) that a token or
+    # Tells every web process's token cache (contextsvc/infra/tokencache.py) that a token or
     # client changed, in the transaction that changed it; a token's last_used_at (written
     # once a minute as it is used) is not a change of its rights.
     operations = [

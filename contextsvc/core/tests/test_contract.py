@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contextsvc.core.contract import Body, Field, Query
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.infra.contract import Body, Field, Query
+from contextsvc.infra.errors import InvalidRequest
 
 NAME = Field("name", required=True, schema={"pattern": "^[a-z]+$"}, message="bad name")
 SIZE = Field.between("size", 1, 10)

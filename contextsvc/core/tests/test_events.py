@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from contextsvc.core.events import publish
+from contextsvc.infra.events import publish
 
 
 class Rollback(Exception):

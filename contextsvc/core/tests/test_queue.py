@@ -1,4 +1,4 @@
-"""The one way work is queued (contextsvc/core/queue.py): every name a service queues is a
+"""The one way work is queued (contextsvc/infra/queue.py): every name a service queues is a
 registered task, and a task whose object is locked by another worker retries instead of
 running beside it."""
 
@@ -16,7 +16,8 @@ from allocations import queue as allocation_queue
 from approvals import queue as approval_queue
 from config.celery import app
 from contexts import queue as context_queue
-from contextsvc.core import locks, queue
+from contextsvc.core import queue as core_queue
+from contextsvc.infra import locks, queue
 from profiles import queue as profile_queue
 from tests.support import postgres
 from usage import queue as usage_queue
@@ -43,14 +44,14 @@ def test_every_task_is_named_once_by_its_apps_constant_and_beat_names_only_those
         | _names(profile_queue)
         | _names(approval_queue)
         | _names(usage_queue)
-        | _names(queue)
+        | _names(core_queue)
     )
 
     assert named == registered
     beat = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert beat == {
-        queue.RECORD_HEARTBEAT,
-        queue.REFRESH_CAPABILITIES,
+        core_queue.RECORD_HEARTBEAT,
+        core_queue.REFRESH_CAPABILITIES,
         approval_queue.EXPIRE_DUE,
         approval_queue.ESCALATE_DUE,
         approval_queue.DELIVERIES_DUE,

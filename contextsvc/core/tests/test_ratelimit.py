@@ -17,9 +17,9 @@ from django.db import connection
 
 from allocations.tests.test_consumers import pool
 from contextsvc.core import ratelimit, services
-from contextsvc.core.errors import RateLimited
 from contextsvc.core.models import ApiClient, AuditEntry, Team, TeamRequestRate
 from contextsvc.core.tests.test_tokencache import cache_listening
+from contextsvc.infra.errors import RateLimited
 from frontend.tests.support import client_for
 from tests.support.api import issue_token
 from tests.support.processes import wait_until

@@ -1,4 +1,4 @@
-"""The web process's token cache (contextsvc/core/tokencache.py) never lets a changed token
+"""The web process's token cache (contextsvc/infra/tokencache.py) never lets a changed token
 through: a revocation, a deactivated client or narrowed scopes take effect at the next
 request after PostgreSQL's notification, and while the cache cannot hear notifications it
 is off."""
@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from contextsvc.core import services, tokencache
+from contextsvc.core import services
 from contextsvc.core.auth import ApiPrincipal
 from contextsvc.core.models import ApiClient, ApiToken
+from contextsvc.infra import tokencache
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]

@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contextsvc.core.errors import ServiceError
+from contextsvc.infra.errors import ServiceError
 from profiles.models import SandboxProfile
 from profiles.services import profile_save
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from contextsvc.core.errors import (
+from contextsvc.infra.errors import (
     DATABASE_RETRY_AFTER_SECONDS,
     DATABASE_UNAVAILABLE,
     error_json,

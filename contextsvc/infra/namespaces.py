@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.infra.errors import InvalidRequest
 
 
 def managed_namespaces() -> list[str] | None:

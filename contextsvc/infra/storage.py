@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.infra.errors import InvalidRequest
 from contextsvc.kube import client as kube
 from contextsvc.kube.objects.kinds import STORAGE_CLASS
 

@@ -36,7 +36,7 @@ from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from contextsvc.core.errors import InvalidRequest
+from contextsvc.infra.errors import InvalidRequest
 
 MAX_BODY_BYTES = 1024 * 1024
 # The document's words for "no NUL character" in a string without a pattern of its own.

@@ -17,10 +17,10 @@ from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import exceptions, serializers
 
-from contextsvc.core import contract
+from contextsvc.infra import contract
 
 # Patterns for the document (JSON Schema / ECMA regex), the same rules as
-# contextsvc/core/validators.py and contextsvc/quantity.py apply.
+# contextsvc/infra/validators.py and contextsvc/quantity.py apply.
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$"
 POOL_NAME = r"^[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?$"
