@@ -201,7 +201,6 @@ POOL = Body(
         _ARTIFACTS.but(body=ARTIFACTS),
     ),
 )
-_CONTRACT_FIELDS = ("workspace", "name", "replicas", "warmPoolRef", "profile", "namespace")
 
 
 def _variant(component: str, description: str, *fields: Field) -> Body:
@@ -261,19 +260,21 @@ POOL_UPDATE = Body(
 
 
 def parse_pool_request(body: dict[str, Any], *, now: datetime | None = None) -> PoolRequest:
-    """The contract's request, then the lifecycle additions (checked after the contract's
-    own checks, so a contract client gets the contract's messages in its order), as one
-    typed request."""
-    columns = _parse_contract_request(body)
-    columns["expires_at"] = _expiry(POOL.decode(body, only=_EXPIRY), now or timezone.now())
-    columns.update(_artifacts(body, columns["strategy"], columns["replicas"]))
+    """The body decoded once (unknown fields, then every field's JSON type, as Go's strict
+    decoder read it), the contract's checks in its order, then the lifecycle additions'
+    (a contract client sends none of them, so it gets the contract's messages in its
+    order), as one typed request."""
+    values = POOL.decode(body)
+    columns = _parse_contract_request(values)
+    columns["expires_at"] = _expiry(values, now or timezone.now())
+    if body.get("artifacts") is not None:
+        columns.update(_artifacts(values["artifacts"], columns["strategy"], columns["replicas"]))
     return PoolRequest(**columns)
 
 
-def _parse_contract_request(body: dict[str, Any]) -> dict[str, Any]:
-    """The request's columns from the contract's part of the body, in the contract's order
+def _parse_contract_request(values: dict[str, Any]) -> dict[str, Any]:
+    """The request's columns from the contract's fields (decoded), in the contract's order
     of checks."""
-    values = POOL.decode(body, only=_CONTRACT_FIELDS)
     workspace = values["workspace"]
     name = values["name"] or ""
     replicas = values["replicas"] or 0
@@ -356,11 +357,8 @@ def _expiry(values: dict[str, Any], now: datetime) -> datetime | None:
     return moment
 
 
-def _artifacts(body: dict[str, Any], strategy: str, replicas: int) -> dict[str, Any]:
-    """The artifacts volume's columns (none when not asked for)."""
-    if body.get("artifacts") is None:
-        return {}
-    raw = POOL.decode(body, only=("artifacts",))["artifacts"]
+def _artifacts(raw: dict[str, Any], strategy: str, replicas: int) -> dict[str, Any]:
+    """The artifacts volume's columns, from its decoded fields."""
     if strategy == Strategy.WARMPOOL:
         raise InvalidRequest(
             "artifacts cannot be combined with warmPoolRef (the pool's template decides the "

@@ -10,6 +10,7 @@ from typing import Any
 
 from allocations import queue as allocations_queue
 from approvals import queue as approvals_queue
+from contextsvc.core import queue as core_queue
 from contextsvc.env import (
     ConfigError,
     check_public_url,
@@ -23,7 +24,6 @@ from contextsvc.env import (
     env_str,
     parse_database_url,
 )
-from contextsvc.core import queue as core_queue
 from usage import queue as usage_queue
 from workspaces import queue as workspaces_queue
 
