@@ -12,33 +12,26 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from contextsvc.kube.objects.poolspec import PoolSpec
+
 
 @dataclass(frozen=True)
-class PoolRequest:
-    """A pool as the caller asked for it. Its attributes are named as the allocation's
-    columns, into which ``allocation_create`` copies them by name: a new one is declared here
-    and as a column, with no copy step between."""
+class PoolRequest(PoolSpec):
+    """A pool as the caller asked for it: what its manifests need (``PoolSpec``, declared
+    once there) and what only the service keeps. Its attributes are named as the
+    allocation's columns, into which ``allocation_create`` copies them by name: a new one is
+    declared here, or in ``PoolSpec`` when the cluster sees it, and as a column, with no copy
+    step between."""
 
-    name: str
-    replicas: int
-    strategy: str
-    workspace_size: str = ""
-    workspace_access_mode: str = ""
-    workspace_storage_class: str = ""
-    claim_name: str = ""
-    read_only: bool | None = None
-    warm_pool: str = ""
     profile_name: str = ""
-    namespace: str = ""  # "": the service's own
-    # v1 additions: released at this time; an artifacts PVC next to the workspace.
+    # v1 additions: released at this time; an artifacts volume kept after release.
     expires_at: datetime | None = None
-    artifacts_size: str = ""  # "": none
-    artifacts_access_mode: str = ""
-    artifacts_storage_class: str = ""
     artifacts_retain: bool = False
 
     def columns(self) -> dict[str, Any]:
-        return asdict(self)
+        """The allocation's columns (a manifest's backstop, ``shutdown_time``, is worked out
+        from ``expires_at`` when it is made)."""
+        return {name: value for name, value in asdict(self).items() if name != "shutdown_time"}
 
 
 ARTIFACTS_SHARED_MESSAGE = (

@@ -75,7 +75,9 @@ WARM_POOL_REF = Field(
 )
 PROFILE = Field(
     "profile",
-    schema={"pattern": openapi.DNS_LABEL},
+    schema={"pattern": openapi.DNS_LABEL, "maxLength": 63},
+    # No profile can have another name (profiles/v1.py), so none is looked up.
+    message="profile must be a lowercase Kubernetes name (a profile's name)",
     help="v1 extension: a sandbox profile",
     column="profile_name",
 )
@@ -289,9 +291,13 @@ def _parse_contract_request(values: dict[str, Any]) -> dict[str, Any]:
 
     NAME.check(name)
     REPLICAS.check(replicas)
-    # The fields every strategy has, each into the column its declaration names.
+    # The fields every strategy has and keeps as given, each into the column its
+    # declaration names, held to its constraints when it has a message of its own (absent:
+    # the request's default): a new one is a Field with a column, and nothing here.
     columns: dict[str, Any] = {
-        item.column: values[item.name] or "" for item in POOL.fields if item.column
+        item.column: (item.check(values[item.name]) if item.message else values[item.name])
+        for item in POOL.fields
+        if item.column and values[item.name] not in (None, "")  # "": Go's zero value
     } | {"name": name, "replicas": replicas, "namespace": namespace}
     if warm_pool:
         WARM_POOL_REF.check(warm_pool)
@@ -299,7 +305,7 @@ def _parse_contract_request(values: dict[str, Any]) -> dict[str, Any]:
             raise InvalidRequest(WARM_POOL_WITH_WORKSPACE)
         NAMESPACE.check(namespace or None)
         return columns | {"strategy": Strategy.WARMPOOL, "warm_pool": warm_pool}
-    if columns["profile_name"] and not any_workspace:
+    if columns.get("profile_name") and not any_workspace:
         # v1 addition: a profile and no workspace ask for the profile's own warm pool (the
         # service resolves it; a profile without one is refused there).
         NAMESPACE.check(namespace or None)
@@ -483,12 +489,8 @@ SHOWN_WORKSPACE = Body(
             lambda a: a.workspace_access_mode,
             help="Empty for a warm-pool allocation",
         ),
-        Field.out(
-            "storageClass",
-            lambda a: a.workspace_storage_class,
-            shown=lambda a: bool(a.workspace_storage_class),
-        ),
-        Field.out("claimName", lambda a: a.claim_name, shown=lambda a: bool(a.claim_name)),
+        Field.out_when_set("storageClass", lambda a: a.workspace_storage_class),
+        Field.out_when_set("claimName", lambda a: a.claim_name),
         Field.out("readOnly", lambda a: a.read_only, bool, shown=lambda a: a.read_only is not None),
     ),
 )
@@ -503,11 +505,7 @@ SHOWN_ARTIFACTS = Body(
             lambda a: artifacts_pvc_name(a.name),
             help="The PVC (and, once retained, the context's)",
         ),
-        Field.out(
-            "storageClass",
-            lambda a: a.artifacts_storage_class,
-            shown=lambda a: bool(a.artifacts_storage_class),
-        ),
+        Field.out_when_set("storageClass", lambda a: a.artifacts_storage_class),
     ),
 )
 SHOWN_PHASE = Body(
@@ -566,7 +564,7 @@ POOL_SHOWN = Body(
         Field.out("readyReplicas", _of("ready_replicas"), int),
         Field.out("sandboxSelector", _of("selector")),
         Field.out("workspace", lambda s: s.allocation, dict, body=SHOWN_WORKSPACE),
-        Field.out("warmPoolRef", _of("warm_pool"), shown=lambda s: bool(s.allocation.warm_pool)),
+        Field.out_when_set("warmPoolRef", _of("warm_pool")),
         Field.out(
             "message",
             _of("message"),

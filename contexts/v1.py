@@ -127,11 +127,7 @@ STORAGE_SHOWN = Body(
         Field.out("backend", lambda context: "pvc", schema={"enum": ["pvc"]}),
         Field.out("size", lambda context: context.size),
         Field.out("accessMode", lambda context: context.access_mode),
-        Field.out(
-            "storageClass",
-            lambda context: context.storage_class,
-            shown=lambda context: bool(context.storage_class),
-        ),
+        Field.out_when_set("storageClass", lambda context: context.storage_class),
     ),
 )
 ATTACHMENT = Body(

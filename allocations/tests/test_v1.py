@@ -103,3 +103,20 @@ def test_names_at_the_limits_are_accepted() -> None:
     assert parse_pool_request(pool(name="0")).name == "0"
     assert parse_pool_request(pool(replicas=1)).replicas == 1
     assert parse_pool_request(pool(replicas=100)).replicas == 100
+
+
+PROFILE_MESSAGE = "profile must be a lowercase Kubernetes name (a profile's name)"
+
+
+@pytest.mark.parametrize("profile", ["Fast", "fast_1", "-fast", "a" * 64, "fast\u00e9"])
+def test_a_profile_no_profile_can_be_named_is_refused_in_its_own_words(profile: str) -> None:
+    assert refused(pool(profile=profile)) == PROFILE_MESSAGE
+    # After the contract's name and replicas, before the workspace's checks.
+    assert refused(pool(name="Bad", profile=profile)).startswith("name must be")
+    assert refused(pool(profile=profile, workspace={"size": "x"})) == PROFILE_MESSAGE
+
+
+def test_a_profile_at_the_limit_is_taken_as_given() -> None:
+    assert parse_pool_request(pool(profile="a" * 63)).profile_name == "a" * 63
+    assert parse_pool_request(pool(profile="")).profile_name == ""
+    assert parse_pool_request(pool()).profile_name == ""

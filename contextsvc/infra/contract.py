@@ -230,16 +230,20 @@ class Field:
         ``shown``, only when that says so (the document then calls it optional)."""
         return cls(name, kind, required=shown is None, source=source, shown=shown, **options)
 
+    @classmethod
+    def out_when_set(
+        cls, name: str, source: Callable[[Any], Any], kind: builtins.type = str, **options: Any
+    ) -> Field:
+        """A response field the v1 contract leaves out while it is empty (Go's
+        ``omitempty``): present when ``source`` gives a value."""
+        return cls.out(name, source, kind, shown=lambda shown: bool(source(shown)), **options)
+
     def echo(self, row: Callable[[Any], Any]) -> Field:
         """This request field in a response: its column of ``row(shown)``, present when
         given (the v1 contract's additions are left out when they do not apply)."""
         column = self.column
-
-        def value(shown: Any) -> Any:
-            return getattr(row(shown), column)
-
-        return Field.out(
-            self.name, value, self.type, shown=lambda shown: bool(value(shown)), help=self.help
+        return Field.out_when_set(
+            self.name, lambda shown: getattr(row(shown), column), self.type, help=self.help
         )
 
     def json_schema(self) -> dict[str, Any]:

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 class PoolSpec:
     """The desired state of one allocation, as its manifests need it. Its attributes are
     named as the allocation's columns, which the service copies by name
-    (allocations/provisioning.pool_spec): a new one is declared here and used by a manifest,
-    with no copy step between."""
+    (allocations/provisioning.pool_spec), and a caller's request is one with what only the
+    service keeps (allocations/requests.PoolRequest): a new one is declared here and used
+    by a manifest, with no copy step between."""
 
     name: str
-    namespace: str
     replicas: int
     strategy: str  # "dedicated" | "shared" | "existing" | "warmpool"
+    namespace: str = ""  # "" only in a request: the service's own namespace
     workspace_size: str = ""
     workspace_access_mode: str = ""
     workspace_storage_class: str = ""  # "": the cluster's default class
