@@ -158,7 +158,7 @@ class Executor:
         approval_timeout: float = 300.0,
         allow_no_isolation: bool = False,
         memory_cgroups: bool = True,
-        memory_rlimit: bool = False,
+        memory_rlimit: bool | None = None,
         max_processes: int = DEFAULT_MAX_PROCESSES,
         environ: Mapping[str, str] | None = None,
         system_dirs: tuple[str, ...] = sandbox.SYSTEM_DIRS,
@@ -173,8 +173,14 @@ class Executor:
         # False: rlimits only, even where a cgroup could be made (tests of that path).
         self.memory_cgroups = memory_cgroups
         # Without a memory cgroup the limit holds per process only (RLIMIT_AS: each of N
-        # processes may use all of it): refused unless the agent accepts that.
-        self.memory_rlimit = memory_rlimit
+        # processes may use all of it): refused unless the agent accepts that. Not given:
+        # the Pod's CS_EXECUTOR_MEMORY_RLIMIT (deploy/agent/pod.yaml sets it), so that it
+        # holds for every executor an agent makes, not only for from_env's.
+        self.memory_rlimit = (
+            os.environ.get("CS_EXECUTOR_MEMORY_RLIMIT") == "1"
+            if memory_rlimit is None
+            else memory_rlimit
+        )
         self.max_processes = max_processes
         self.environ = dict(os.environ if environ is None else environ)
         # What is bound read-only inside the sandbox (the image's system directories).
@@ -196,7 +202,6 @@ class Executor:
             workspace_root=os.environ.get("CS_WORKSPACE_ROOT", "/workspace"),
             output_limit=int(os.environ.get("CS_EXECUTOR_OUTPUT_LIMIT", DEFAULT_OUTPUT_LIMIT)),
             allow_no_isolation=os.environ.get("CS_EXECUTOR_ALLOW_NONE") == "1",
-            memory_rlimit=os.environ.get("CS_EXECUTOR_MEMORY_RLIMIT") == "1",
             max_processes=int(os.environ.get("CS_EXECUTOR_MAX_PROCESSES", DEFAULT_MAX_PROCESSES)),
         )
 
