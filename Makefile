@@ -4,7 +4,7 @@ DEVENV := $(PY) -m devenv
 
 .PHONY: install run agent test test-compat check static-checks controlplane lint layers format typecheck \
         migrations-check pytest \
-        services services-down cluster cluster-down bench lock clean
+        services services-down cluster cluster-down bench lock clean image image-smoke
 
 install:
 	@scripts/bootstrap
@@ -92,6 +92,17 @@ cluster: install
 
 cluster-down:
 	@$(PY) -m testenv down
+
+## The service's and the agent's images as OCI archives under .local/images/, built
+## without Docker from their Dockerfiles (devenv/image.py; docs/operations.md, "Images").
+image: install
+	@$(PY) -m devenv.image build
+
+## Both images built, then started as their Pods run them against the local PostgreSQL,
+## Redis and control plane (tests/deploy/test_images_built.py; make test runs it too).
+image-smoke: install
+	@python3 testenv/build.py
+	@$(DEVENV) run -- $(PYTEST) tests/deploy/test_images_built.py $(PYTEST_ARGS)
 
 ## Benchmarks: rewrite their sections of docs/performance.md (not part of the test suite).
 bench: install

@@ -1,5 +1,5 @@
-"""The image's steps without a container engine (this machine has none, so the image itself
-is never built here): a virtualenv from ``requirements.runtime.lock`` alone, static files
+"""The image's steps on the host, quicker than building it (test_images_built.py builds and
+starts the image itself, among the serial tests): a virtualenv from ``requirements.runtime.lock`` alone, static files
 collected as the Dockerfile collects them, and the web process started through
 ``deploy/entrypoint.sh`` on production settings, answering ``/readyz`` against the real
 PostgreSQL, Redis and API server and serving the collected assets. A package missing from
