@@ -10,6 +10,7 @@ something else."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -41,16 +42,28 @@ class Stage:
     def each(self, keyword: str) -> list[Instruction]:
         return [item for item in self.instructions if item.keyword == keyword]
 
-    def environment(self, start: dict[str, str] | None = None) -> dict[str, str]:
-        """The stage's ENV, in order, each value expanded against the ones before it."""
-        env = dict(start or {"PATH": DEBIAN_PATH})
+    def environment(self, *, before: int | None = None) -> dict[str, str]:
+        """The stage's ENV (above line ``before``, if given), in order, each value expanded
+        against the ones before it, over a Debian image's PATH."""
+        env = {"PATH": DEBIAN_PATH}
         for item in self.each("ENV"):
+            if before is not None and item.line >= before:
+                break
             for pair in shlex.split(item.arguments):
                 key, _, value = pair.partition("=")
                 env[key] = re.sub(
                     r"\$(\w+)|\$\{(\w+)\}", lambda m: env.get(m[1] or m[2], ""), value
                 )
         return env
+
+    def workdir(self, *, before: int | None = None) -> str:
+        """The working directory its WORKDIRs make (above line ``before``, if given)."""
+        path = "/"
+        for item in self.each("WORKDIR"):
+            if before is not None and item.line >= before:
+                break
+            path = os.path.join(path, item.arguments)
+        return path
 
     def last(self, keyword: str, default: str = "") -> str:
         found = self.each(keyword)
@@ -60,7 +73,10 @@ class Stage:
         text = self.last(keyword)
         if not text:
             return []
-        value = json.loads(text)
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
         if not (isinstance(value, list) and all(isinstance(part, str) for part in value)):
             raise DockerfileError(f"{keyword} must be a JSON list of strings (exec form)")
         return value

@@ -153,27 +153,22 @@ class _Builder:
         self._debian_root(root)
         if final:
             self._layer(bundle, f"FROM {DEBIAN_BASE} (mmdebstrap {SUITE} minbase)")
-        workdir = "/"
-        user = ""
-        env = stage.environment({"PATH": dockerfile.DEBIAN_PATH})
         for item in stage.instructions:
+            workdir = stage.workdir(before=item.line + 1)
             if item.keyword == "WORKDIR":
-                workdir = os.path.join(workdir, item.arguments)
                 (root / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
-            elif item.keyword == "USER":
-                user = item.arguments
             elif item.keyword == "RUN":
-                if user:
+                if any(user.line < item.line for user in stage.each("USER")):
                     raise DockerfileError(f"line {item.line}: RUN after USER is not built here")
-                self._run(root, item.arguments, workdir, _env_before(stage, item))
+                self._run(root, item.arguments, workdir, stage.environment(before=item.line))
             elif item.keyword == "COPY":
                 _copy(item.arguments, root, workdir, roots)
             else:
                 continue
-            if final and item.keyword in ("RUN", "COPY", "WORKDIR"):
+            if final:
                 self._layer(bundle, f"{item.keyword} {item.arguments}")
         if final:
-            self._configure(stage, env)
+            self._configure(stage)
         return root
 
     def _host_stage(self, stage: Stage) -> Path:
@@ -195,10 +190,9 @@ class _Builder:
         say(f"stage {stage.name}: on this machine's Node.js {version}")
         root = self.work / f"host-{stage.name}"
         root.mkdir()
-        workdir = "/"
         for item in stage.instructions:
+            workdir = stage.workdir(before=item.line + 1)
             if item.keyword == "WORKDIR":
-                workdir = os.path.join(workdir, item.arguments)
                 (root / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
             elif item.keyword == "COPY":
                 _copy(item.arguments, root, workdir, {})
@@ -311,16 +305,13 @@ class _Builder:
             str(bundle),
         )
 
-    def _configure(self, stage: Stage, env: dict[str, str]) -> None:
+    def _configure(self, stage: Stage) -> None:
         options = ["--clear=config.env", "--clear=config.exposedports"]
-        options += [f"--config.env={key}={value}" for key, value in env.items()]
+        options += [f"--config.env={key}={value}" for key, value in stage.environment().items()]
         options += [f"--config.exposedports={port}" for port in stage.ports()]
         if stage.last("USER"):
             options.append(f"--config.user={stage.last('USER')}")
-        workdir = "/"
-        for item in stage.each("WORKDIR"):
-            workdir = os.path.join(workdir, item.arguments)
-        options.append(f"--config.workingdir={workdir}")
+        options.append(f"--config.workingdir={stage.workdir()}")
         options += ["--clear=config.entrypoint", "--clear=config.cmd"]
         options += [f"--config.entrypoint={part}" for part in stage.exec_form("ENTRYPOINT")]
         options += [f"--config.cmd={part}" for part in stage.exec_form("CMD")]
@@ -333,13 +324,6 @@ class _Builder:
             stdout=self.output,
             stderr=subprocess.STDOUT,
         )
-
-
-def _env_before(stage: Stage, until: dockerfile.Instruction) -> dict[str, str]:
-    """The ENV a RUN step sees: only what is declared above it."""
-    env = {"PATH": dockerfile.DEBIAN_PATH}
-    before = Stage(stage.base, stage.name, [i for i in stage.instructions if i.line < until.line])
-    return before.environment(env)
 
 
 def _pip_files() -> list[tuple[str, str]]:
