@@ -8,15 +8,15 @@ archives under ``.local/images/``, by following their Dockerfiles (devenv/docker
   name server (Docker's build does the same); the machine's pip settings (a certificate
   authority, an index) are lent to it for the step and never written to the image.
 - ``COPY`` copies from the repository (minus .dockerignore) or from an earlier stage.
-- The final stage is made into layers with umoci, one per ``RUN`` and ``COPY`` after the
-  base, as Docker makes them; ``ENV``, ``WORKDIR``, ``USER``, ``EXPOSE``, ``ENTRYPOINT``
-  and ``CMD`` become its configuration.
+- The final stage is made into layers with umoci, one per ``RUN``, ``COPY`` and
+  ``WORKDIR`` after the base, as Docker makes them; ``ENV``, ``WORKDIR``, ``USER``,
+  ``EXPOSE``, ``ENTRYPOINT`` and ``CMD`` become its configuration.
 - A stage ``FROM node:…`` (the dashboard's assets: ``npm ci`` from the lock) runs on the
   machine's own Node.js, which must be the version its tag names: its only output is the
   ``node_modules`` a later stage copies.
 
-``python -m devenv.image build [NAME…]`` builds; ``smoke`` (``make image-smoke``) starts them
-(devenv/image_smoke.py). Needs root (mmdebstrap's root mode, a chroot's owners).
+``python -m devenv.image build [NAME…]`` builds; ``make image-smoke`` builds and starts them
+(tests/deploy/test_images_built.py). Needs root (mmdebstrap's root mode, a root's owners).
 """
 
 from __future__ import annotations
@@ -486,6 +486,11 @@ def main(argv: list[str] | None = None) -> int:
     make.add_argument("names", nargs="*", help="context-service, context-service-agent-base")
     args = parser.parse_args(argv)
     chosen = [i for i in IMAGES if not args.names or i.name in args.names]
+    unknown = set(args.names) - {image.name for image in IMAGES}
+    if unknown:
+        names = ", ".join(image.name for image in IMAGES)
+        say(f"error: no image named {', '.join(sorted(unknown))} (there are {names})")
+        return 2
     try:
         for image in chosen:
             build(image)
