@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -326,6 +327,7 @@ class _Builder:
         )
 
 
+@functools.cache  # the machine's pip settings: asked once, not twice for every RUN
 def _pip_files() -> list[tuple[str, str]]:
     cert = os.environ.get("PIP_CERT") or _pip_config("global.cert")
     return [(cert, "/run/build/pip-cert.pem")] if cert and Path(cert).is_file() else []
