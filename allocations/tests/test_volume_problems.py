@@ -156,6 +156,10 @@ def test_a_volume_nothing_provisions_says_why_and_fails_past_the_deadline(
     assert event[0] == "ExternalProvisioning"
     assert "example.com/nobody" in event[1]
     why = f"PersistentVolumeClaim {pvc_name}: {event[1]}"
+    # The PVC is made in the reconcile's second stage and the PV controller speaks of it at
+    # once, so both can be seen before the reconcile has made the Sandbox and moved the row
+    # to provisioning. A resync then would find it still requested (CI saw this once).
+    wait_for_phase("stuck", Phase.PROVISIONING)
 
     resync_all(adopt=False)
 
