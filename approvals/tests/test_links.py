@@ -139,9 +139,10 @@ def test_a_deny_link_carries_a_reason_and_forged_or_expired_links_do_nothing(
     forged = link["approve"].replace("/link/", "/link/x")
     assert browser.get(forged).status_code == 404
     assert "this link is not valid" in browser.get(forged).content.decode()
-    assert (
-        browser.get(link["approve"].replace(request_id, request_id[:-1] + "0")).status_code == 404
-    )
+    # Another request's address: its last digit changed (to one it is not: a request id
+    # ending in 0 kept its own address and was answered 200, one run in sixteen).
+    elsewhere = request_id[:-1] + ("1" if request_id.endswith("0") else "0")
+    assert browser.get(link["approve"].replace(request_id, elsewhere)).status_code == 404
 
     # A reason longer than the API takes is refused, not cut, and the link stays usable.
     before = rows()
@@ -158,6 +159,12 @@ def test_a_deny_link_carries_a_reason_and_forged_or_expired_links_do_nothing(
 
     short = ask(agent, deadlineSeconds=1)
     expiring = links_for(mail, "alice@example.com", 2)
+    # One request's link on the address of another that exists is not valid either.
+    borrowed = browser.get(link["approve"].replace(request_id, short))
+    assert (borrowed.status_code, "this link is not valid" in borrowed.content.decode()) == (
+        404,
+        True,
+    )
     delivered()
     time.sleep(1.2)
     before = rows()
