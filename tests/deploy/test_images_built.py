@@ -40,15 +40,20 @@ from testenv import ClusterHandle
 from tests.support.api import issue_token
 from tests.support.processes import ManagedProcess, child_env, wait_until
 
-pytestmark = [pytest.mark.cluster, pytest.mark.serial]
+# The first test to ask for the images pays for building them inside its own timeout:
+# about 4 minutes on 2 cores from a clean checkout (no cached Debian root, mmdebstrap and
+# umoci still to install), past the suite's 300 s with the test's own run added.
+pytestmark = [pytest.mark.cluster, pytest.mark.serial, pytest.mark.timeout(900)]
 
 USER = 10001
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def images() -> Iterator[dict[str, Unpacked]]:
     """Both images built from the tree as it is, and unpacked. The directory is readable by
-    the image's user (a test's tmp_path is not)."""
+    the image's user (a test's tmp_path is not). Once a session: pytest-django runs this
+    module's database test apart from the others, and a module-scoped fixture was built
+    twice."""
     work = Path(tempfile.mkdtemp(prefix="cs-images-"))
     work.chmod(0o755)
     try:
